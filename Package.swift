@@ -1,0 +1,53 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// Dependencies point one way (DESIGN.md): PinTrust ← PinTLS ← PinProxy ← pinproxy.
+// PinTrust is pure Swift: it never sees an OpenSSL pointer.
+let package = Package(
+  name: "pinproxy",
+  platforms: [.macOS(.v14)],
+  products: [
+    .executable(name: "pinproxy", targets: ["pinproxy"]),
+    .library(name: "PinTrust", targets: ["PinTrust"]),
+    .library(name: "PinTLS", targets: ["PinTLS"]),
+    .library(name: "PinProxy", targets: ["PinProxy"]),
+  ],
+  dependencies: [
+    .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+    .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+  ],
+  targets: [
+    .systemLibrary(
+      name: "COpenSSL",
+      pkgConfig: "openssl",
+      providers: [.apt(["libssl-dev"])]
+    ),
+    .systemLibrary(
+      name: "CNghttp2",
+      pkgConfig: "libnghttp2",
+      providers: [.apt(["libnghttp2-dev"])]
+    ),
+    .target(name: "PinTrust"),
+    .target(name: "PinTLS", dependencies: ["COpenSSL", "PinTrust"]),
+    .target(
+      name: "PinProxy",
+      dependencies: ["PinTrust", "PinTLS", .product(name: "Yams", package: "Yams")]
+    ),
+    .executableTarget(
+      name: "pinproxy",
+      dependencies: [
+        "PinProxy", "PinTLS", "PinTrust",
+        .product(name: "ArgumentParser", package: "swift-argument-parser"),
+      ]
+    ),
+    // Fixture loading and policy helpers shared by the test targets (never shipped).
+    .target(name: "PinTestSupport", dependencies: ["PinTLS", "PinTrust"], path: "Tests/PinTestSupport"),
+    .testTarget(name: "PinTrustTests", dependencies: ["PinTrust"]),
+    .testTarget(name: "PinTLSTests", dependencies: ["PinTLS", "PinTrust", "PinTestSupport"]),
+    .testTarget(
+      name: "AFSecurityPolicyTests", dependencies: ["PinTLS", "PinTrust", "PinProxy", "PinTestSupport"]),
+    .testTarget(name: "PinProxyTests", dependencies: ["PinProxy", "PinTLS", "PinTrust", "PinTestSupport"]),
+    .testTarget(name: "EndToEndTests", dependencies: ["PinTLS", "PinTrust", "PinTestSupport"]),
+  ],
+  swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,59 @@
+import Foundation
+import PinTrust
+import Synchronization
+
+/// Named anchor sets (`system` built in) and the stores compiled from their
+/// unions. One store per distinct union, built the first time a policy asks
+/// for it and shared afterwards.
+public final class AnchorSetRegistry: Sendable {
+  private let sets: [String: [X509Certificate]]
+  /// Certificates that stand in for `system` (tests, `--anchors`); nil = the OS store.
+  private let systemOverride: [X509Certificate]?
+  private let stores = Mutex<[[String]: AnchorStore]>([:])
+
+  public struct UnknownAnchorSet: Error, CustomStringConvertible {
+    public let name: String
+    public let known: [String]
+    public var description: String {
+      "unknown anchor set \"\(name)\" (known: \(known.sorted().joined(separator: ", ")))"
+    }
+  }
+
+  /// - Parameters:
+  ///   - sets: named sets of anchors, from the config's `anchorSets`.
+  ///   - systemOverride: when set, `system` means these certificates instead of the OS store.
+  public init(sets: [String: [X509Certificate]] = [:], systemOverride: [X509Certificate]? = nil) {
+    self.sets = sets
+    self.systemOverride = systemOverride
+  }
+
+  public var names: [String] { [SecurityPolicy.systemAnchors] + sets.keys.sorted() }
+
+  /// Checks that every name is known, without building anything.
+  public func validate(_ names: [String]) throws(UnknownAnchorSet) {
+    for name in names where name != SecurityPolicy.systemAnchors && sets[name] == nil {
+      throw UnknownAnchorSet(name: name, known: self.names)
+    }
+  }
+
+  /// The store for the union of `names`; built once per distinct union.
+  public func store(for names: [String]) throws -> AnchorStore {
+    try validate(names)
+    let key = Array(Set(names)).sorted()
+    return try stores.withLock { stores in
+      if let existing = stores[key] { return existing }
+      var certificates: [X509Certificate] = []
+      var includeSystem = false
+      for name in key {
+        if name == SecurityPolicy.systemAnchors {
+          if let systemOverride { certificates += systemOverride } else { includeSystem = true }
+        } else {
+          certificates += sets[name] ?? []
+        }
+      }
+      let store = try AnchorStore(includeSystem: includeSystem, certificates: certificates)
+      stores[key] = store
+      return store
+    }
+  }
+}

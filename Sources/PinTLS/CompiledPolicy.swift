@@ -1,0 +1,62 @@
+import COpenSSL
+import Foundation
+import PinTrust
+
+/// A domain policy compiled against OpenSSL: its anchor store (shared through
+/// the registry) and, in certificate mode, a store of the pinned certificates
+/// as partial-chain trust points. It is the `ChainVerifier` the evaluator uses.
+public final class CompiledPolicy: ChainVerifier, @unchecked Sendable {
+  public let policy: SecurityPolicy
+  public let identity: PolicyIdentity
+  let anchors: AnchorStore
+  let pinnedAnchors: AnchorStore?
+
+  public init(policy: SecurityPolicy, identity: PolicyIdentity, registry: AnchorSetRegistry) throws {
+    self.policy = policy
+    self.identity = identity
+    anchors = try registry.store(for: policy.anchors)
+    if policy.pinnedCertificates.isEmpty {
+      pinnedAnchors = nil
+    } else {
+      let pinned = try policy.pinnedCertificates.map { certificate in try X509Certificate(der: certificate.der) }
+      pinnedAnchors = try AnchorStore(includeSystem: false, certificates: pinned, partialChain: true)
+    }
+  }
+
+  /// Evaluates through the engine's fingerprint cache.
+  public func evaluate(_ chain: PresentedChain, host: TrustHost?, engine: TrustEngine, at time: Date) -> TrustDecision {
+    engine.evaluate(chain, host: host, policy: policy, identity: identity, verifier: self, at: time)
+  }
+
+  public func verify(
+    _ chain: PresentedChain, anchors source: AnchorSource, purpose: VerificationPurpose, at time: Date
+  ) -> ChainVerification {
+    var parsed: [X509Certificate] = []
+    parsed.reserveCapacity(chain.certificates.count)
+    do {
+      for der in chain.certificates { parsed.append(try X509Certificate(der: der)) }
+    } catch {
+      return ChainVerification(
+        builtChain: [], failure: ChainFailure(kind: .malformed, depth: 0, subject: nil, detail: error.description),
+        signatureLinkedCount: 0)
+    }
+    guard let leaf = parsed.first else {
+      return ChainVerification(
+        builtChain: [], failure: ChainFailure(kind: .malformed, depth: 0, subject: nil, detail: "empty chain"),
+        signatureLinkedCount: 0)
+    }
+    let store: AnchorStore
+    switch source {
+    case .policyAnchors: store = anchors
+    case .pinnedCertificates:
+      guard let pinnedAnchors else {
+        return ChainVerification(
+          builtChain: [leaf.value()],
+          failure: ChainFailure(kind: .untrusted, depth: 0, subject: nil, detail: "no pinned certificates"),
+          signatureLinkedCount: 1)
+      }
+      store = pinnedAnchors
+    }
+    return ChainBuilder.verify(leaf: leaf, untrusted: parsed.dropFirst(), store: store, purpose: purpose, at: time)
+  }
+}

@@ -1,0 +1,147 @@
+import COpenSSL
+import Foundation
+import PinTrust
+
+/// Owns one OpenSSL `X509*` (one reference, dropped in `deinit`).
+///
+/// Immutable after creation; OpenSSL allows concurrent reads of an X509, so
+/// sharing one between threads is safe.
+public final class X509Certificate: @unchecked Sendable {
+  let pointer: OpaquePointer
+
+  /// Takes ownership of one reference to `pointer`.
+  init(owning pointer: OpaquePointer) { self.pointer = pointer }
+
+  /// Adds a reference to `pointer`, which stays owned by its caller too.
+  convenience init(retaining pointer: OpaquePointer) {
+    X509_up_ref(pointer)
+    self.init(owning: pointer)
+  }
+
+  deinit { X509_free(pointer) }
+
+  /// Parses exactly one DER certificate; trailing bytes are an error.
+  public convenience init(der: [UInt8]) throws(CertificateParseError) {
+    let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
+      var cursor = buffer.baseAddress
+      guard let cert = d2i_X509(nil, &cursor, buffer.count) else { return nil }
+      if cursor != buffer.baseAddress! + buffer.count {
+        X509_free(cert)
+        return nil
+      }
+      return cert
+    }
+    guard let parsed else { throw CertificateParseError(detail: OpenSSLErrorQueue.drain()) }
+    self.init(owning: parsed)
+  }
+
+  /// The DER encoding.
+  public var der: [UInt8] {
+    let length = i2d_X509(pointer, nil)
+    guard length > 0 else { return [] }
+    var out = [UInt8](repeating: 0, count: Int(length))
+    out.withUnsafeMutableBufferPointer { buffer in
+      var cursor = buffer.baseAddress
+      _ = i2d_X509(pointer, &cursor)
+    }
+    return out
+  }
+
+  /// The DER SubjectPublicKeyInfo, the input of an SPKI pin.
+  public var subjectPublicKeyInfo: [UInt8] {
+    guard let key = X509_get_X509_PUBKEY(pointer) else { return [] }
+    let length = i2d_X509_PUBKEY(key, nil)
+    guard length > 0 else { return [] }
+    var out = [UInt8](repeating: 0, count: Int(length))
+    out.withUnsafeMutableBufferPointer { buffer in
+      var cursor = buffer.baseAddress
+      _ = i2d_X509_PUBKEY(key, &cursor)
+    }
+    return out
+  }
+
+  /// The certificate as a PinTrust value, digests included (computed here, once).
+  public func value() -> Certificate {
+    let der = self.der
+    let names = subjectAlternativeNames()
+    return Certificate(
+      der: der, fingerprint: SHA256.digest(der), spkiFingerprint: SHA256.digest(subjectPublicKeyInfo),
+      subject: Self.oneLine(X509_get_subject_name(pointer)), issuer: Self.oneLine(X509_get_issuer_name(pointer)),
+      commonName: commonName, dnsNames: names.dns, ipAddresses: names.ip,
+      notBefore: Self.date(X509_get0_notBefore(pointer)), notAfter: Self.date(X509_get0_notAfter(pointer)),
+      publicKey: publicKeyDescription, signatureAlgorithm: signatureAlgorithm)
+  }
+
+  var commonName: String? {
+    guard let name = X509_get_subject_name(pointer) else { return nil }
+    let index = X509_NAME_get_index_by_NID(name, NID_commonName, -1)
+    guard index >= 0, let entry = X509_NAME_get_entry(name, index), let data = X509_NAME_ENTRY_get_data(entry)
+    else { return nil }
+    var utf8: UnsafeMutablePointer<UInt8>?
+    let length = ASN1_STRING_to_UTF8(&utf8, data)
+    guard length >= 0, let utf8 else { return nil }
+    defer { pp_OPENSSL_free(utf8) }
+    return String(decoding: UnsafeBufferPointer(start: utf8, count: Int(length)), as: UTF8.self)
+  }
+
+  func subjectAlternativeNames() -> (dns: [String], ip: [IPAddress]) {
+    guard let names = pp_X509_subject_alt_names(pointer) else { return ([], []) }
+    defer { pp_GENERAL_NAMES_free(names) }
+    var dns: [String] = []
+    var ip: [IPAddress] = []
+    for index in 0..<pp_sk_GENERAL_NAME_num(names) {
+      guard let name = pp_sk_GENERAL_NAME_value(names, index), let string = pp_GENERAL_NAME_string(name),
+        let data = ASN1_STRING_get0_data(string)
+      else { continue }
+      let bytes = Array(UnsafeBufferPointer(start: data, count: Int(ASN1_STRING_length(string))))
+      switch pp_GENERAL_NAME_type(name) {
+      case GEN_DNS: dns.append(String(decoding: bytes, as: UTF8.self))
+      case GEN_IPADD: if let address = IPAddress(bytes: bytes) { ip.append(address) }
+      default: break
+      }
+    }
+    return (dns, ip)
+  }
+
+  var publicKeyDescription: PublicKeyDescription {
+    guard let key = X509_get0_pubkey(pointer) else { return PublicKeyDescription(algorithm: .other, bits: 0) }
+    let algorithm: PublicKeyDescription.Algorithm
+    switch EVP_PKEY_get_base_id(key) {
+    case EVP_PKEY_RSA, EVP_PKEY_RSA_PSS: algorithm = .rsa
+    case EVP_PKEY_EC: algorithm = .ec
+    case EVP_PKEY_ED25519: algorithm = .ed25519
+    case EVP_PKEY_ED448: algorithm = .ed448
+    case EVP_PKEY_DSA: algorithm = .dsa
+    default: algorithm = .other
+    }
+    return PublicKeyDescription(algorithm: algorithm, bits: Int(EVP_PKEY_get_bits(key)))
+  }
+
+  var signatureAlgorithm: String {
+    let nid = X509_get_signature_nid(pointer)
+    guard let name = OBJ_nid2ln(nid) else { return "unknown" }
+    return String(cString: name)
+  }
+
+  static func oneLine(_ name: OpaquePointer?) -> String {
+    guard let name, let bio = BIO_new(BIO_s_mem()) else { return "" }
+    defer { BIO_free(bio) }
+    X509_NAME_print_ex(bio, name, 0, pp_XN_FLAG_RFC2253())
+    var data: UnsafeMutablePointer<CChar>?
+    let length = pp_BIO_get_mem_data(bio, &data)
+    guard length > 0, let data else { return "" }
+    return String(decoding: UnsafeRawBufferPointer(start: data, count: Int(length)), as: UTF8.self)
+  }
+
+  static func date(_ time: UnsafePointer<ASN1_TIME>?) -> Date {
+    guard let time else { return .distantPast }
+    var parts = tm()
+    guard ASN1_TIME_to_tm(time, &parts) == 1 else { return .distantPast }
+    return Date(timeIntervalSince1970: TimeInterval(timegm(&parts)))
+  }
+}
+
+public struct CertificateParseError: Error, CustomStringConvertible {
+  public let detail: String
+  public var description: String { "not a DER certificate: \(detail)" }
+}

@@ -1,0 +1,83 @@
+import Foundation
+
+/// Which trust anchors a chain is built to.
+public enum AnchorSource: Sendable, Equatable {
+  /// The union of the policy's anchor sets (for `system`, the OS store).
+  case policyAnchors
+  /// The policy's pinned certificates only, each a trust point even when it is
+  /// a leaf or an intermediate (partial chains allowed).
+  case pinnedCertificates
+}
+
+/// The X.509 policy applied while verifying (SecPolicyCreateSSL vs BasicX509).
+public enum VerificationPurpose: Sendable, Equatable {
+  /// Chain, dates and signatures, plus serverAuth extended key usage.
+  case serverAuthentication
+  /// Chain, dates and signatures only: no usage, no host.
+  case basicX509
+}
+
+/// What verifying a chain found. `builtChain` is the chain as built, leaf first,
+/// which may include an anchor the server did not send; on failure it holds as
+/// much of the chain as could be built.
+public struct ChainVerification: Sendable {
+  public var builtChain: [Certificate]
+  /// nil when the chain verified.
+  public var failure: ChainFailure?
+  /// How many certificates, from the leaf up, are joined by verified
+  /// signatures (each signed by the key of the next). The leaf always counts.
+  /// Only these may match a public-key pin when the chain itself did not
+  /// verify: a chain builder links certificates by name, and a forged leaf
+  /// naming a pinned CA as its issuer must not borrow that CA's key.
+  public var signatureLinkedCount: Int
+
+  public init(builtChain: [Certificate], failure: ChainFailure?, signatureLinkedCount: Int) {
+    self.builtChain = builtChain
+    self.failure = failure
+    self.signatureLinkedCount = signatureLinkedCount
+  }
+
+  public var isValid: Bool { failure == nil }
+}
+
+/// Why a chain did not verify.
+public struct ChainFailure: Sendable, Equatable {
+  public enum Kind: String, Sendable {
+    case expired
+    case notYetValid
+    /// No path to any anchor (unknown issuer, self-signed, untrusted root).
+    case untrusted
+    case badSignature
+    /// The leaf is not for TLS server authentication (extended key usage).
+    case wrongPurpose
+    /// A certificate acting as CA may not (basicConstraints, path length, usage).
+    case invalidCA
+    case malformed
+    case other
+  }
+
+  public var kind: Kind
+  /// Position in the chain as built (0 = leaf).
+  public var depth: Int
+  /// Subject of the certificate at `depth`, when known.
+  public var subject: String?
+  /// The verifier's own words (OpenSSL's error string).
+  public var detail: String
+
+  public init(kind: Kind, depth: Int, subject: String?, detail: String) {
+    self.kind = kind
+    self.depth = depth
+    self.subject = subject
+    self.detail = detail
+  }
+}
+
+/// Builds and checks chains against anchors: the seam between the pure policy
+/// logic and the X.509 library that does path building and signature checks.
+/// The TLS layer implements it once per compiled policy (it owns the anchor
+/// stores); PinTrust only decides what the answers mean.
+public protocol ChainVerifier: Sendable {
+  func verify(
+    _ chain: PresentedChain, anchors: AnchorSource, purpose: VerificationPurpose, at time: Date
+  ) -> ChainVerification
+}

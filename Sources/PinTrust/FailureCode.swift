@@ -1,0 +1,20 @@
+/// The stable failure codes of DESIGN.md: they appear in logs, in 502 bodies,
+/// in the `Pinproxy-Error` header and as metric labels. Never rename one.
+public enum FailureCode: String, Sendable, CaseIterable {
+  case untrustedChain = "untrusted-chain"
+  case hostnameMismatch = "hostname-mismatch"
+  case expired = "expired"
+  case pinMismatch = "pin-mismatch"
+  case noPins = "no-pins"
+  case selfSignedRequiresPinning = "self-signed-requires-pinning"
+  case dynamicPinsUntrusted = "dynamic-pins-untrusted"
+  case dynamicPinsEmpty = "dynamic-pins-empty"
+  case tlsVersion = "tls-version"
+  case weakCipher = "weak-cipher"
+  case weakKey = "weak-key"
+  case handshakeFailed = "handshake-failed"
+  case upstreamUnreachable = "upstream-unreachable"
+  case upstreamTimeout = "upstream-timeout"
+  case deniedByPolicy = "denied-by-policy"
+  case badRequest = "bad-request"
+}

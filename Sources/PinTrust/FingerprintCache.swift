@@ -1,0 +1,153 @@
+import Foundation
+import Synchronization
+
+/// Remembers acceptances for (policy identity and generation, host, presented
+/// chain), so that a repeated handshake skips chain building and signature
+/// checks.
+///
+/// - Only acceptances are cached. A refusal is re-evaluated every time: it is
+///   cheap next to the handshake that produced it, and an attacker cannot fill
+///   the cache with chains of its own making.
+/// - An entry never outlives the earliest notAfter of the certificates its
+///   decision relied on, nor `ttl` after it was stored.
+/// - A new policy generation never matches an older entry; `removeAll` frees
+///   them on reload.
+/// - Bounded: each shard holds `capacity / shards` entries, evicted by CLOCK
+///   (second chance), so a hit only sets a flag.
+/// - Thread-safe: sharded by key hash, one `Mutex` per shard. A hit performs
+///   no heap allocation (the benchmark checks it).
+public final class FingerprintCache: Sendable {
+  public struct Key: Sendable, Hashable {
+    public let policy: PolicyIdentity
+    public let host: TrustHost?
+    public let chain: PresentedChain
+
+    public init(policy: PolicyIdentity, host: TrustHost?, chain: PresentedChain) {
+      self.policy = policy
+      self.host = host
+      self.chain = chain
+    }
+  }
+
+  public let capacity: Int
+  public let ttl: TimeInterval
+  private let shards: [Shard]
+  private let hitCount = Atomic<Int>(0)
+  private let missCount = Atomic<Int>(0)
+
+  public init(capacity: Int = 8192, ttl: TimeInterval = 3600, shardCount: Int = 16) {
+    precondition(capacity > 0 && shardCount > 0 && ttl > 0)
+    let shardCount = min(shardCount, capacity)
+    self.capacity = capacity
+    self.ttl = ttl
+    let perShard = (capacity + shardCount - 1) / shardCount
+    shards = (0..<shardCount).map { _ in Shard(capacity: perShard) }
+  }
+
+  /// The cached acceptance for `key` if one is still in force at `time`.
+  public func lookup(_ key: Key, at time: Date) -> Acceptance? {
+    let found = shard(for: key).state.withLock { state in state.lookup(key, at: time) }
+    if found != nil {
+      hitCount.add(1, ordering: .relaxed)
+    } else {
+      missCount.add(1, ordering: .relaxed)
+    }
+    return found
+  }
+
+  /// Stores an acceptance made at `time`; it expires at the earlier of its
+  /// `validUntil` and `time + ttl`.
+  public func insert(_ key: Key, acceptance: Acceptance, at time: Date) {
+    let expiry = min(acceptance.validUntil, time.addingTimeInterval(ttl))
+    guard expiry > time else { return }
+    shard(for: key).state.withLock { state in state.insert(key, acceptance: acceptance, expiry: expiry) }
+  }
+
+  public func removeAll() {
+    for shard in shards { shard.state.withLock { $0.removeAll() } }
+  }
+
+  public var count: Int { shards.reduce(0) { total, shard in total + shard.state.withLock { $0.index.count } } }
+  public var hits: Int { hitCount.load(ordering: .relaxed) }
+  public var misses: Int { missCount.load(ordering: .relaxed) }
+
+  private func shard(for key: Key) -> Shard {
+    shards[Int(UInt(bitPattern: key.hashValue) % UInt(shards.count))]
+  }
+}
+
+/// The identity of a compiled policy: which configuration generation it came
+/// from and which rule it is within it.
+public struct PolicyIdentity: Sendable, Hashable, CustomStringConvertible {
+  public let generation: UInt64
+  public let rule: Int
+
+  public init(generation: UInt64, rule: Int) {
+    self.generation = generation
+    self.rule = rule
+  }
+
+  public var description: String { "g\(generation)/r\(rule)" }
+}
+
+private final class Shard: Sendable {
+  let state: Mutex<ShardState>
+  init(capacity: Int) { state = Mutex(ShardState(capacity: capacity)) }
+}
+
+private struct ShardState {
+  struct Slot {
+    var key: FingerprintCache.Key
+    var acceptance: Acceptance
+    var expiry: Date
+    var referenced: Bool
+  }
+
+  let capacity: Int
+  var slots: [Slot] = []
+  var index: [FingerprintCache.Key: Int] = [:]
+  var hand = 0
+
+  init(capacity: Int) {
+    self.capacity = capacity
+    slots.reserveCapacity(capacity)
+    index.reserveCapacity(capacity)
+  }
+
+  mutating func lookup(_ key: FingerprintCache.Key, at time: Date) -> Acceptance? {
+    guard let position = index[key] else { return nil }
+    guard time < slots[position].expiry, time >= .distantPast else { return nil }
+    slots[position].referenced = true
+    return slots[position].acceptance
+  }
+
+  mutating func insert(_ key: FingerprintCache.Key, acceptance: Acceptance, expiry: Date) {
+    if let position = index[key] {
+      slots[position].acceptance = acceptance
+      slots[position].expiry = expiry
+      slots[position].referenced = true
+      return
+    }
+    let slot = Slot(key: key, acceptance: acceptance, expiry: expiry, referenced: false)
+    if slots.count < capacity {
+      index[key] = slots.count
+      slots.append(slot)
+      return
+    }
+    // CLOCK: skip (and clear) referenced slots; evict the first unreferenced one.
+    while slots[hand].referenced {
+      slots[hand].referenced = false
+      hand = (hand + 1) % capacity
+    }
+    index[slots[hand].key] = nil
+    slots[hand] = slot
+    index[key] = hand
+    hand = (hand + 1) % capacity
+  }
+
+  mutating func removeAll() {
+    slots.removeAll(keepingCapacity: true)
+    index.removeAll(keepingCapacity: true)
+    hand = 0
+  }
+}
