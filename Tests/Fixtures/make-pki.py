@@ -46,7 +46,7 @@ serial = [1000]
 
 
 def issue(subject, key, issuer_name, issuer_key, *, ca=False, pathlen=None, sans=None,
-          eku=(ExtendedKeyUsageOID.SERVER_AUTH,), start=VALID_FROM, end=VALID_TO):
+          eku=(ExtendedKeyUsageOID.SERVER_AUTH,), start=VALID_FROM, end=VALID_TO, claimed_issuer_key=None):
     serial[0] += 1
     builder = (
         x509.CertificateBuilder()
@@ -59,7 +59,8 @@ def issue(subject, key, issuer_name, issuer_key, *, ca=False, pathlen=None, sans
         .add_extension(x509.BasicConstraints(ca=ca, path_length=pathlen), critical=True)
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
         .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key.public_key()), critical=False
+            x509.AuthorityKeyIdentifier.from_issuer_public_key((claimed_issuer_key or issuer_key).public_key()),
+            critical=False,
         )
     )
     if ca:
@@ -137,6 +138,12 @@ def main():
     weak_key = rsa_key(1024)
     weak = issue(name("weak.httpbin.org"), weak_key, int_a_name, int_a_key, sans=["weak.httpbin.org"])
 
+    # Claims intermediate A as its issuer (name and key identifier) but is signed
+    # by an unrelated key: a chain builder links it to int-a by name alone.
+    forger_key = rsa_key()
+    forged = issue(name("httpbin.org"), rsa_key(), int_a_name, forger_key, sans=["httpbin.org"],
+                   claimed_issuer_key=int_a_key)
+
     # Self-signed leaves mirroring AFNetworking's fixtures: CN only, SAN only, neither.
     foobar_key, altname_key, nodomains_key = rsa_key(), rsa_key(), rsa_key()
     foobar = issue(name("foobar.com"), foobar_key, name("foobar.com"), foobar_key)
@@ -151,7 +158,7 @@ def main():
         ("int-a", int_a), ("int-b", int_b), ("httpbin", httpbin), ("adn", adn),
         ("expired", expired), ("future", future), ("ecdsa", ecdsa), ("client-only", client_only),
         ("weak", weak), ("foobar-cn", foobar), ("altname", altname), ("nodomains", nodomains),
-        ("ec-selfsigned", ec_self),
+        ("ec-selfsigned", ec_self), ("forged", forged),
     ]:
         write(fname + ".pem", pem(cert))
         write(fname + ".der", cert.public_bytes(serialization.Encoding.DER))
@@ -167,6 +174,7 @@ def main():
     write_chain("client-only-chain.pem", [client_only, int_a])
     write_chain("weak-chain.pem", [weak, int_a])
     write_chain("roots.pem", [root_a, root_b])
+    write_chain("forged-chain.pem", [forged, int_a])
     for fname, key in [("httpbin", httpbin_key), ("adn", adn_key), ("expired", expired_key),
                        ("ecdsa", ecdsa_key), ("weak", weak_key), ("foobar-cn", foobar_key),
                        ("altname", altname_key), ("ec-selfsigned", ec_self_key)]:

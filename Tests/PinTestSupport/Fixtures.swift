@@ -60,9 +60,10 @@ public struct PolicyHarness {
     self.time = time
   }
 
-  public func compile(_ policy: SecurityPolicy, rule: Int = 0) -> CompiledPolicy {
+  public func compile(_ policy: SecurityPolicy, generation: UInt64 = 1, rule: Int = 0) -> CompiledPolicy {
     do {
-      return try CompiledPolicy(policy: policy, identity: PolicyIdentity(generation: 1, rule: rule), registry: registry)
+      return try CompiledPolicy(
+        policy: policy, identity: PolicyIdentity(generation: generation, rule: rule), registry: registry)
     } catch {
       preconditionFailure("policy does not compile: \(error)")
     }

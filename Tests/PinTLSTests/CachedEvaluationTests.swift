@@ -1,0 +1,117 @@
+import Foundation
+import PinTLS
+import PinTestSupport
+import PinTrust
+import XCTest
+
+/// The fingerprint cache in front of the real verifier.
+final class CachedEvaluationTests: XCTestCase {
+  let harness = PolicyHarness()
+  let chain = Fixtures.chain("httpbin-chain.pem")
+  let host = Fixtures.host("httpbin.org")
+
+  func testHitSkipsVerification() {
+    let compiled = harness.compile(.default)
+    let counting = CountingVerifier(compiled)
+    let engine = TrustEngine(cache: FingerprintCache(capacity: 16))
+    let first = engine.evaluate(
+      chain, host: host, policy: .default, identity: compiled.identity, verifier: counting, at: Fixtures.now)
+    XCTAssertTrue(first.isTrusted)
+    let afterMiss = counting.count
+    XCTAssertGreaterThan(afterMiss, 0)
+    for _ in 0..<10 {
+      let again = engine.evaluate(
+        chain, host: host, policy: .default, identity: compiled.identity, verifier: counting, at: Fixtures.now)
+      XCTAssertEqual(again, first)
+    }
+    XCTAssertEqual(counting.count, afterMiss, "a hit must not build or verify a chain")
+    XCTAssertEqual(engine.cache.hits, 10)
+  }
+
+  func testRejectionsAreNotCached() {
+    let compiled = harness.compile(.default)
+    let counting = CountingVerifier(compiled)
+    let engine = TrustEngine()
+    let wrongHost = Fixtures.host("apple.com")
+    for _ in 0..<3 {
+      let decision = engine.evaluate(
+        chain, host: wrongHost, policy: .default, identity: compiled.identity, verifier: counting, at: Fixtures.now)
+      XCTAssertFalse(decision.isTrusted)
+    }
+    XCTAssertEqual(counting.count, 3)
+    XCTAssertEqual(engine.cache.count, 0)
+  }
+
+  func testEntryEndsAtTheChainsEarliestNotAfter() {
+    let compiled = harness.compile(.default)
+    let counting = CountingVerifier(compiled)
+    let engine = TrustEngine(cache: FingerprintCache(capacity: 16, ttl: 100 * 365 * 86400))
+    let notAfter = Fixtures.certificates("httpbin-chain.pem").map(\.notAfter).min()!
+    let justBefore = notAfter.addingTimeInterval(-1)
+    XCTAssertTrue(
+      engine.evaluate(chain, host: host, policy: .default, identity: compiled.identity, verifier: counting, at: justBefore)
+        .isTrusted)
+    let afterExpiry = engine.evaluate(
+      chain, host: host, policy: .default, identity: compiled.identity, verifier: counting, at: notAfter)
+    XCTAssertTrue(afterExpiry.summary.hasPrefix("rejected: expired"), afterExpiry.summary)
+    XCTAssertEqual(counting.count, 2, "the expired lookup must evaluate again")
+  }
+
+  func testEntryEndsAfterTheTTL() {
+    let compiled = harness.compile(.default)
+    let counting = CountingVerifier(compiled)
+    let engine = TrustEngine(cache: FingerprintCache(capacity: 16, ttl: 60))
+    for offset in [0.0, 59.0, 60.0] {
+      _ = engine.evaluate(
+        chain, host: host, policy: .default, identity: compiled.identity, verifier: counting,
+        at: Fixtures.now.addingTimeInterval(offset))
+    }
+    XCTAssertEqual(counting.count, 2, "hit at +59 s, miss at +60 s")
+  }
+
+  func testNewPolicyGenerationDoesNotSeeOldEntries() {
+    let engine = TrustEngine()
+    let oldPolicy = harness.compile(.default)
+    XCTAssertTrue(oldPolicy.evaluate(chain, host: host, engine: engine, at: Fixtures.now).isTrusted)
+    // The reloaded rule pins a key the chain does not have: a stale hit would be a false accept.
+    let pinned = SecurityPolicy(pinningMode: .publicKey, pinnedPublicKeyHashes: [Fixtures.certificate("adn.pem").spkiFingerprint])
+    let newPolicy = harness.compile(pinned, generation: 2)
+    let decision = newPolicy.evaluate(chain, host: host, engine: engine, at: Fixtures.now)
+    XCTAssertTrue(decision.summary.hasPrefix("rejected: pin-mismatch"), decision.summary)
+  }
+
+  func testHostIsPartOfTheKey() {
+    let engine = TrustEngine()
+    var policy = SecurityPolicy.default
+    policy.validatesDomainName = true
+    let compiled = harness.compile(policy)
+    XCTAssertTrue(compiled.evaluate(chain, host: host, engine: engine, at: Fixtures.now).isTrusted)
+    XCTAssertFalse(compiled.evaluate(chain, host: Fixtures.host("apple.com"), engine: engine, at: Fixtures.now).isTrusted)
+  }
+
+  func testConcurrentEvaluationsFromManyThreadsAgree() {
+    let compiled = harness.compile(.default)
+    let counting = CountingVerifier(compiled)
+    let engine = TrustEngine(cache: FingerprintCache(capacity: 64, shardCount: 1))
+    let chains = ["httpbin-chain.pem", "adn-chain.pem", "ecdsa-chain.pem"].map(Fixtures.chain)
+    let hosts = ["httpbin.org", "alpha.net", "ecdsa.httpbin.org"].map(Fixtures.host)
+    // The truth for each (chain, host) pair, from uncached sequential evaluation.
+    let expected = (0..<9).map { pair in
+      TrustEvaluator.evaluate(
+        chains[pair % 3], host: hosts[pair / 3], policy: .default, verifier: compiled, at: Fixtures.now)
+    }
+    XCTAssertEqual(expected.filter(\.isTrusted).count, 4, "three own hosts, and *.httpbin.org covers ecdsa.httpbin.org")
+    let failures = NSLock()
+    nonisolated(unsafe) var wrong = 0
+    DispatchQueue.concurrentPerform(iterations: 4000) { iteration in
+      let pair = iteration % 9
+      let decision = engine.evaluate(
+        chains[pair % 3], host: hosts[pair / 3], policy: .default, identity: compiled.identity,
+        verifier: counting, at: Fixtures.now)
+      if decision.isTrusted != expected[pair].isTrusted { failures.withLock { wrong += 1 } }
+    }
+    XCTAssertEqual(wrong, 0)
+    XCTAssertEqual(engine.cache.count, 4)
+    XCTAssertGreaterThan(engine.cache.hits, 1000)
+  }
+}
