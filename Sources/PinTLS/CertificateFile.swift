@@ -13,12 +13,11 @@ public enum CertificateFile {
   /// Every certificate in the file, in file order. An unreadable file, a file
   /// without a certificate, or a damaged one is an error naming the file.
   public static func load(_ path: String) throws(LoadError) -> [X509Certificate] {
-    let bytes: [UInt8]
-    do {
-      bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
-    } catch {
-      throw LoadError(path: path, problem: "cannot read file (\(Self.describe(error)))")
+    guard FileManager.default.fileExists(atPath: path) else { throw LoadError(path: path, problem: "no such file") }
+    guard let data = FileManager.default.contents(atPath: path) else {
+      throw LoadError(path: path, problem: "cannot read file (permission denied or not a regular file)")
     }
+    let bytes = Array(data)
     do {
       return try parse(bytes)
     } catch {
@@ -55,15 +54,5 @@ public enum CertificateFile {
     if let failure { throw CertificateParseError(detail: "damaged PEM certificate: \(failure)") }
     guard !certificates.isEmpty else { throw CertificateParseError(detail: "no CERTIFICATE block in PEM data") }
     return certificates
-  }
-
-  static func describe(_ error: any Error) -> String {
-    let nsError = error as NSError
-    if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError,
-      underlying.domain == NSPOSIXErrorDomain, let message = strerror(Int32(underlying.code))
-    {
-      return String(cString: message)
-    }
-    return nsError.localizedDescription
   }
 }

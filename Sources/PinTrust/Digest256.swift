@@ -43,7 +43,7 @@ public struct Digest256: Sendable, Hashable, CustomStringConvertible {
 
   public var base64: String { Base64.encode(bytes) }
 
-  /// Lower-case hex, colon-separated pairs as `openssl x509 -fingerprint` prints them.
+  /// Upper-case hex, colon-separated pairs, as `openssl x509 -fingerprint` prints them.
   public var hex: String {
     bytes.map { byte in
       let digits = Array("0123456789ABCDEF")

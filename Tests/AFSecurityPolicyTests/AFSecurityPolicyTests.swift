@@ -1,3 +1,4 @@
+import PinProxy
 import PinTLS
 import PinTestSupport
 import PinTrust
@@ -310,5 +311,26 @@ final class AFSecurityPolicyTests: XCTestCase {
     XCTAssertEqual(Set(copied.pinnedCertificates), Set(policy.pinnedCertificates))
     copied.pinningMode = .publicKey
     XCTAssertEqual(policy.pinningMode, .certificate, "changing the copy must not change the original")
+  }
+}
+
+extension AFSecurityPolicyTests {
+  /// AF's NSSecureCoding round trip; ours is the configuration file: a policy
+  /// written as a domain rule and read back equals the one built in code.
+  func testThatPolicyCanBeEncodedAndDecoded() throws {
+    var policy = policy(.certificate, pinned: [httpBinOrgCertificate])
+    policy.allowInvalidCertificates = true
+    policy.validatesDomainName = false
+    let yaml = """
+      domains:
+        - domain: httpbin.org
+          pinningMode: certificate
+          pinnedCertificates: ["\(Fixtures.path("httpbin.pem"))"]
+          allowInvalidCertificates: true
+          validatesDomainName: false
+      """
+    let configuration = try ConfigurationParser.parse(yaml, file: "/tmp/encoded.yaml")
+    let snapshot = try TrustSnapshot.compile(configuration, generation: 1)
+    XCTAssertEqual(snapshot.domainPolicies.first?.policy, policy)
   }
 }

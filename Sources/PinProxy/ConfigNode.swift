@@ -1,0 +1,133 @@
+import Yams
+
+/// A YAML node with its location and key path, and typed accessors that record
+/// an error (file, line, key) instead of throwing, so one pass reports every
+/// problem in the file.
+struct ConfigNode {
+  let node: Node
+  let path: String
+  let reader: ConfigReader
+
+  var line: Int { node.mark?.line ?? 0 }
+  var column: Int { node.mark?.column ?? 0 }
+
+  func error(_ message: String) { reader.record(self, message) }
+
+  var string: String? {
+    guard case .scalar(let scalar) = node else {
+      error("expected a string")
+      return nil
+    }
+    return scalar.string
+  }
+
+  var bool: Bool? {
+    guard case .scalar(let scalar) = node, let value = Bool.construct(from: scalar) else {
+      error("expected true or false")
+      return nil
+    }
+    return value
+  }
+
+  var int: Int? {
+    guard case .scalar(let scalar) = node, let value = Int(scalar.string) else {
+      error("expected a whole number")
+      return nil
+    }
+    return value
+  }
+
+  /// The elements of a sequence, each with its indexed path.
+  var sequence: [ConfigNode]? {
+    guard case .sequence(let sequence) = node else {
+      error("expected a list")
+      return nil
+    }
+    return sequence.enumerated().map { index, element in
+      ConfigNode(node: element, path: "\(path)[\(index)]", reader: reader)
+    }
+  }
+
+  var strings: [String]? { sequence.map { $0.compactMap(\.string) } }
+
+  /// A mapping whose keys must all be in `allowed`; unknown and repeated keys are errors.
+  func mapping(allowed: Set<String>) -> ConfigMapping? {
+    guard case .mapping(let mapping) = node else {
+      error("expected a mapping")
+      return nil
+    }
+    var values: [String: ConfigNode] = [:]
+    for (keyNode, valueNode) in mapping {
+      let childPath = path.isEmpty ? (keyNode.string ?? "?") : "\(path).\(keyNode.string ?? "?")"
+      let keyed = ConfigNode(node: keyNode, path: childPath, reader: reader)
+      guard let key = keyNode.string else {
+        keyed.error("expected a string key")
+        continue
+      }
+      guard allowed.contains(key) else {
+        keyed.error("unknown key (expected one of: \(allowed.sorted().joined(separator: ", ")))")
+        continue
+      }
+      guard values[key] == nil else {
+        keyed.error("key appears twice")
+        continue
+      }
+      values[key] = ConfigNode(node: valueNode, path: childPath, reader: reader)
+    }
+    return ConfigMapping(values: values, owner: self)
+  }
+
+  /// The entries of a mapping whose keys are names chosen by the user (anchor sets).
+  var namedEntries: [(name: String, node: ConfigNode)]? {
+    guard case .mapping(let mapping) = node else {
+      error("expected a mapping")
+      return nil
+    }
+    return mapping.compactMap { keyNode, valueNode in
+      guard let name = keyNode.string else { return nil }
+      return (name, ConfigNode(node: valueNode, path: "\(path).\(name)", reader: reader))
+    }
+  }
+}
+
+struct ConfigMapping {
+  let values: [String: ConfigNode]
+  let owner: ConfigNode
+
+  subscript(key: String) -> ConfigNode? { values[key] }
+
+  /// A key that must be present; its absence is recorded against the mapping.
+  func required(_ key: String) -> ConfigNode? {
+    if let value = values[key] { return value }
+    owner.reader.record(
+      ConfigNode(node: owner.node, path: owner.path.isEmpty ? key : "\(owner.path).\(key)", reader: owner.reader),
+      "required key is missing")
+    return nil
+  }
+
+  /// An enumerated string value.
+  func choice<T: RawRepresentable>(_ key: String, default fallback: T) -> T where T.RawValue == String, T: CaseIterable {
+    guard let node = values[key], let text = node.string else { return fallback }
+    guard let value = T(rawValue: text) else {
+      node.error("\"\(text)\" is not one of: \(T.allCases.map(\.rawValue).joined(separator: ", "))")
+      return fallback
+    }
+    return value
+  }
+}
+
+/// Collects the errors of one file.
+final class ConfigReader {
+  let file: String
+  private(set) var errors: [ConfigError] = []
+
+  init(file: String) { self.file = file }
+
+  func record(_ node: ConfigNode, _ message: String) {
+    errors.append(ConfigError(file: file, line: node.line, column: node.column, key: node.path, message: message))
+  }
+
+  func record(line: Int, column: Int, key: String, _ message: String) {
+    errors.append(ConfigError(file: file, line: line, column: column, key: key, message: message))
+  }
+}

@@ -1,0 +1,133 @@
+import PinTrust
+
+/// The parsed configuration file (DESIGN.md "Configuration contract"): plain
+/// values with the location of anything that is checked later (files, pins),
+/// so that a later error still names file, line and key.
+public struct Configuration: Sendable {
+  public var file: String
+  public var listeners: [ListenerConfig] = []
+  public var admin: AdminConfig?
+  public var stateDirectory: String?
+  public var connectTo: [ConnectToRule] = []
+  public var anchorSets: [AnchorSetConfig] = []
+  public var defaults = DefaultsConfig()
+  public var domains: [DomainConfig] = []
+}
+
+/// Where a value was written.
+public struct Location: Sendable, Equatable {
+  public var line: Int
+  public var column: Int
+  public var key: String
+}
+
+/// A file path from the config, resolved against the config's directory.
+public struct ConfigPath: Sendable, Equatable {
+  public var path: String
+  public var location: Location
+}
+
+public enum TLSVersion: String, Sendable, CaseIterable, Comparable {
+  case tls1_0 = "1.0"
+  case tls1_1 = "1.1"
+  case tls1_2 = "1.2"
+  case tls1_3 = "1.3"
+
+  public static func < (lhs: TLSVersion, rhs: TLSVersion) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+public struct HostPort: Sendable, Equatable, CustomStringConvertible {
+  public var host: String
+  public var port: Int
+
+  public init(host: String, port: Int) {
+    self.host = host
+    self.port = port
+  }
+
+  public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+}
+
+public struct ListenerConfig: Sendable {
+  public enum Mode: String, Sendable, CaseIterable { case forward, tunnel }
+  public var name: String
+  public var address: HostPort
+  public var mode: Mode
+  public var intercept = true
+  public var passthrough: [String] = []
+  public var downstream = DownstreamTLSConfig()
+  public var upstream: HostPort?
+  public var downstreamTLS = false
+}
+
+public struct DownstreamTLSConfig: Sendable {
+  public var minimumTLSVersion: TLSVersion = .tls1_2
+  public var ciphers = ""
+}
+
+public struct AdminConfig: Sendable {
+  public var address: HostPort
+}
+
+/// `HOST:PORT:ADDR:PORT`, as curl's `--connect-to`.
+public struct ConnectToRule: Sendable, Equatable {
+  public var from: HostPort
+  public var to: HostPort
+
+  public init(from: HostPort, to: HostPort) {
+    self.from = from
+    self.to = to
+  }
+}
+
+public struct AnchorSetConfig: Sendable {
+  public var name: String
+  public var files: [ConfigPath]
+  public var location: Location
+}
+
+public struct DefaultsConfig: Sendable {
+  public enum Action: String, Sendable, CaseIterable { case validate, deny }
+  public var action: Action = .validate
+  public var minimumTLSVersion: TLSVersion = .tls1_2
+  public var requiresForwardSecrecy = true
+}
+
+public struct DomainConfig: Sendable {
+  public var domain: TrustHost
+  public var location: Location
+  public var includesSubdomains = false
+  public var anchors: [String] = [SecurityPolicy.systemAnchors]
+  public var anchorsLocation: Location?
+  public var pinningMode: PinningMode = .none
+  public var pinnedCertificates: [ConfigPath] = []
+  public var pinnedPublicKeyHashes: [Digest256] = []
+  public var validatesDomainName = true
+  public var allowInvalidCertificates = false
+  public var minimumTLSVersion: TLSVersion = .tls1_2
+  public var requiresForwardSecrecy = true
+  public var allowsInsecureHTTPLoads = false
+  public var clientIdentity: ClientIdentityConfig?
+  public var dynamicPins: DynamicPinsConfig?
+  public var report: ReportConfig?
+}
+
+public struct ClientIdentityConfig: Sendable {
+  public var pkcs12: ConfigPath
+  public var passphraseFile: ConfigPath
+}
+
+public struct DynamicPinsConfig: Sendable {
+  public var url: String
+  public var publicKey: String
+  public var useChallenge = false
+  public var expectedCommonNames: [String] = []
+  public var updateInterval: Double = 7 * 86_400
+  public var expirationUpdateThreshold: Double = 14 * 86_400
+  public var fallback: ConfigPath?
+}
+
+public struct ReportConfig: Sendable {
+  public var enforce = true
+  public var uris: [String] = []
+}

@@ -1,0 +1,125 @@
+import PinTrust
+
+/// The trust sections: `anchorSets`, `defaults`, `domains`.
+extension ConfigurationParser {
+  static func parseAnchorSets(_ node: ConfigNode, file: String) -> [AnchorSetConfig] {
+    var sets: [AnchorSetConfig] = []
+    for (name, entry) in node.namedEntries ?? [] {
+      if name == SecurityPolicy.systemAnchors {
+        entry.error("\"system\" is built in (the OS trust store) and cannot be redefined")
+        continue
+      }
+      guard let mapping = entry.mapping(allowed: ["files"]), let files = mapping.required("files")?.sequence else {
+        continue
+      }
+      if files.isEmpty { entry.error("an anchor set needs at least one file") }
+      sets.append(
+        AnchorSetConfig(
+          name: name, files: files.compactMap { configPath($0, file: file) }, location: location(entry)))
+    }
+    return sets
+  }
+
+  static func parseDefaults(_ node: ConfigNode) -> DefaultsConfig {
+    var defaults = DefaultsConfig()
+    guard let mapping = node.mapping(allowed: ["action", "minimumTLSVersion", "requiresForwardSecrecy"]) else {
+      return defaults
+    }
+    defaults.action = mapping.choice("action", default: .validate)
+    defaults.minimumTLSVersion = mapping.choice("minimumTLSVersion", default: .tls1_2)
+    defaults.requiresForwardSecrecy = mapping["requiresForwardSecrecy"]?.bool ?? true
+    return defaults
+  }
+
+  static let domainKeys: Set = [
+    "domain", "includesSubdomains", "anchors", "pinningMode", "pinnedCertificates", "pinnedPublicKeyHashes",
+    "validatesDomainName", "allowInvalidCertificates", "minimumTLSVersion", "requiresForwardSecrecy",
+    "allowsInsecureHTTPLoads", "clientIdentity", "dynamicPins", "report",
+  ]
+
+  static func parseDomain(_ node: ConfigNode, file: String) -> DomainConfig? {
+    guard let mapping = node.mapping(allowed: domainKeys), let domainNode = mapping.required("domain"),
+      let text = domainNode.string
+    else { return nil }
+    guard let host = TrustHost(text) else {
+      domainNode.error("\"\(text)\" is not a valid host name or IP address")
+      return nil
+    }
+    var domain = DomainConfig(domain: host, location: location(domainNode))
+    domain.includesSubdomains = mapping["includesSubdomains"]?.bool ?? false
+    if let anchors = mapping["anchors"] {
+      domain.anchors = anchors.strings ?? []
+      domain.anchorsLocation = location(anchors)
+      if domain.anchors.isEmpty { anchors.error("at least one anchor set is required (e.g. [system])") }
+    }
+    domain.pinningMode = mapping.choice("pinningMode", default: .none)
+    domain.pinnedCertificates = (mapping["pinnedCertificates"]?.sequence ?? []).compactMap { configPath($0, file: file) }
+    for pinNode in mapping["pinnedPublicKeyHashes"]?.sequence ?? [] {
+      guard let pin = pinNode.string else { continue }
+      do {
+        domain.pinnedPublicKeyHashes.append(try SPKIPin.parse(pin))
+      } catch {
+        pinNode.error(error.description)
+      }
+    }
+    domain.validatesDomainName = mapping["validatesDomainName"]?.bool ?? true
+    domain.allowInvalidCertificates = mapping["allowInvalidCertificates"]?.bool ?? false
+    domain.minimumTLSVersion = mapping.choice("minimumTLSVersion", default: .tls1_2)
+    domain.requiresForwardSecrecy = mapping["requiresForwardSecrecy"]?.bool ?? true
+    domain.allowsInsecureHTTPLoads = mapping["allowsInsecureHTTPLoads"]?.bool ?? false
+    if let identity = mapping["clientIdentity"]?.mapping(allowed: ["pkcs12", "passphraseFile"]),
+      let pkcs12 = identity.required("pkcs12").flatMap({ configPath($0, file: file) }),
+      let passphrase = identity.required("passphraseFile").flatMap({ configPath($0, file: file) })
+    {
+      domain.clientIdentity = ClientIdentityConfig(pkcs12: pkcs12, passphraseFile: passphrase)
+    }
+    if let dynamic = mapping["dynamicPins"] { domain.dynamicPins = parseDynamicPins(dynamic, file: file) }
+    if let report = mapping["report"]?.mapping(allowed: ["enforce", "uris"]) {
+      domain.report = ReportConfig(enforce: report["enforce"]?.bool ?? true, uris: report["uris"]?.strings ?? [])
+    }
+    if domain.pinningMode == .none && (!domain.pinnedCertificates.isEmpty || !domain.pinnedPublicKeyHashes.isEmpty) {
+      // AF keeps such pins unused; a config that pins with the mode left at
+      // none almost always meant to pin, so it is refused rather than ignored.
+      node.error("pins are configured but pinningMode is none; set pinningMode to certificate or publicKey")
+    }
+    if domain.pinningMode == .certificate && !domain.pinnedPublicKeyHashes.isEmpty {
+      mapping["pinnedPublicKeyHashes"]?.error("SPKI hashes apply to pinningMode publicKey, not certificate")
+    }
+    return domain
+  }
+
+  static func parseDynamicPins(_ node: ConfigNode, file: String) -> DynamicPinsConfig? {
+    let keys: Set = [
+      "url", "publicKey", "useChallenge", "expectedCommonNames", "updateInterval", "expirationUpdateThreshold",
+      "fallback",
+    ]
+    guard let mapping = node.mapping(allowed: keys), let url = mapping.required("url")?.string,
+      let publicKey = mapping.required("publicKey")?.string
+    else { return nil }
+    var config = DynamicPinsConfig(url: url, publicKey: publicKey)
+    config.useChallenge = mapping["useChallenge"]?.bool ?? false
+    config.expectedCommonNames = mapping["expectedCommonNames"]?.strings ?? []
+    for (key, apply) in [
+      ("updateInterval", { (value: Double) in config.updateInterval = value }),
+      ("expirationUpdateThreshold", { (value: Double) in config.expirationUpdateThreshold = value }),
+    ] {
+      guard let durationNode = mapping[key], let text = durationNode.string else { continue }
+      guard let seconds = ConfigValues.duration(text) else {
+        durationNode.error("\"\(text)\" is not a duration such as 30s, 5m, 12h or 7d")
+        continue
+      }
+      apply(seconds)
+    }
+    config.fallback = mapping["fallback"].flatMap { configPath($0, file: file) }
+    return config
+  }
+
+  static func configPath(_ node: ConfigNode, file: String) -> ConfigPath? {
+    guard let text = node.string else { return nil }
+    return ConfigPath(path: ConfigValues.resolve(text, relativeTo: file), location: location(node))
+  }
+
+  static func location(_ node: ConfigNode) -> Location {
+    Location(line: node.line, column: node.column, key: node.path)
+  }
+}

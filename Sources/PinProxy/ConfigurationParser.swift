@@ -1,0 +1,130 @@
+import Foundation
+import Yams
+
+/// Reads a configuration file strictly: unknown keys, wrong types, bad values
+/// and missing required keys are errors, and every one is reported with file,
+/// line and key. Files named by the config are checked later, by the compiler.
+public enum ConfigurationParser {
+  public static func load(file: String) throws(ConfigErrors) -> Configuration {
+    let text: String
+    do {
+      text = try String(contentsOfFile: file, encoding: .utf8)
+    } catch {
+      throw ConfigErrors(errors: [ConfigError(file: file, line: 0, column: 0, key: "", message: "cannot read file")])
+    }
+    return try parse(text, file: file)
+  }
+
+  public static func parse(_ text: String, file: String) throws(ConfigErrors) -> Configuration {
+    let reader = ConfigReader(file: file)
+    var configuration = Configuration(file: file)
+    let root: Node?
+    do {
+      root = try Yams.compose(yaml: text)
+    } catch let error as YamlError {
+      throw ConfigErrors(errors: [yamlSyntaxError(error, file: file)])
+    } catch {
+      throw ConfigErrors(errors: [ConfigError(file: file, line: 0, column: 0, key: "", message: "\(error)")])
+    }
+    if let root {
+      parseRoot(ConfigNode(node: root, path: "", reader: reader), into: &configuration)
+    }
+    if !reader.errors.isEmpty { throw ConfigErrors(errors: reader.errors) }
+    return configuration
+  }
+
+  static let rootKeys: Set = [
+    "listeners", "admin", "stateDirectory", "connectTo", "anchorSets", "defaults", "domains",
+  ]
+
+  static func parseRoot(_ root: ConfigNode, into configuration: inout Configuration) {
+    guard let mapping = root.mapping(allowed: rootKeys) else { return }
+    let file = configuration.file
+    if let listeners = mapping["listeners"]?.sequence {
+      configuration.listeners = listeners.compactMap(parseListener)
+      var seen = Set<String>()
+      for (node, listener) in zip(listeners, configuration.listeners) where !seen.insert(listener.name).inserted {
+        node.error("listener name \"\(listener.name)\" is used twice")
+      }
+    }
+    if let admin = mapping["admin"]?.mapping(allowed: ["address"]),
+      let address = admin.required("address").flatMap(parseAddress)
+    {
+      configuration.admin = AdminConfig(address: address)
+    }
+    if let state = mapping["stateDirectory"]?.string {
+      configuration.stateDirectory = ConfigValues.resolve(state, relativeTo: file)
+    }
+    for node in mapping["connectTo"]?.sequence ?? [] {
+      guard let text = node.string else { continue }
+      let parts = text.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+      guard parts.count == 3, let from = ConfigValues.hostPort(parts[0] + ":" + parts[1]),
+        let to = ConfigValues.hostPort(String(parts[2]))
+      else {
+        node.error("\"\(text)\" is not HOST:PORT:ADDRESS:PORT")
+        continue
+      }
+      configuration.connectTo.append(ConnectToRule(from: from, to: to))
+    }
+    if let sets = mapping["anchorSets"] { configuration.anchorSets = parseAnchorSets(sets, file: file) }
+    if let defaults = mapping["defaults"] { configuration.defaults = parseDefaults(defaults) }
+    if let domains = mapping["domains"]?.sequence {
+      configuration.domains = domains.compactMap { parseDomain($0, file: file) }
+      var seen: [String: Int] = [:]
+      for (node, domain) in zip(domains, configuration.domains) {
+        if let first = seen[domain.domain.description] {
+          node.error("domain \(domain.domain) is already configured at line \(first)")
+        } else {
+          seen[domain.domain.description] = node.line
+        }
+      }
+    }
+  }
+
+  static let listenerKeys: Set = [
+    "name", "address", "mode", "intercept", "passthrough", "downstream", "upstream", "downstreamTLS",
+  ]
+
+  static func parseListener(_ node: ConfigNode) -> ListenerConfig? {
+    guard let mapping = node.mapping(allowed: listenerKeys) else { return nil }
+    let name = mapping.required("name")?.string
+    let address = mapping.required("address").flatMap(parseAddress)
+    let mode: ListenerConfig.Mode = mapping.choice("mode", default: .forward)
+    guard let name, let address else { return nil }
+    var listener = ListenerConfig(name: name, address: address, mode: mode)
+    listener.intercept = mapping["intercept"]?.bool ?? true
+    listener.passthrough = mapping["passthrough"]?.strings ?? []
+    listener.downstreamTLS = mapping["downstreamTLS"]?.bool ?? false
+    if let downstream = mapping["downstream"]?.mapping(allowed: ["minimumTLSVersion", "ciphers"]) {
+      listener.downstream.minimumTLSVersion = downstream.choice("minimumTLSVersion", default: .tls1_2)
+      listener.downstream.ciphers = downstream["ciphers"]?.string ?? ""
+    }
+    if let upstream = mapping["upstream"] {
+      listener.upstream = parseAddress(upstream)
+      if mode == .forward { upstream.error("only tunnel listeners have a fixed upstream") }
+    } else if mode == .tunnel {
+      _ = mapping.required("upstream")
+    }
+    return listener
+  }
+
+  static func parseAddress(_ node: ConfigNode) -> HostPort? {
+    guard let text = node.string else { return nil }
+    guard let address = ConfigValues.hostPort(text) else {
+      node.error("\"\(text)\" is not HOST:PORT with a port from 1 to 65535")
+      return nil
+    }
+    return address
+  }
+
+  static func yamlSyntaxError(_ error: YamlError, file: String) -> ConfigError {
+    switch error {
+    case .scanner(_, let problem, let mark, _), .parser(_, let problem, let mark, _):
+      return ConfigError(file: file, line: mark.line, column: mark.column, key: "", message: "YAML syntax: \(problem)")
+    case .composer(_, let problem, let mark, _):
+      return ConfigError(file: file, line: mark.line, column: mark.column, key: "", message: "YAML: \(problem)")
+    default:
+      return ConfigError(file: file, line: 0, column: 0, key: "", message: "YAML: \(error)")
+    }
+  }
+}

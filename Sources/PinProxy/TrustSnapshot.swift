@@ -1,0 +1,111 @@
+import Foundation
+import PinTLS
+import PinTrust
+
+/// The trust half of a configuration, compiled: every anchor store and pinned
+/// certificate parsed once, one `CompiledPolicy` per domain rule, and the
+/// table that routes a host to its rule. Immutable; a reload builds a new
+/// snapshot with the next generation and swaps it in whole.
+public final class TrustSnapshot: Sendable {
+  public let generation: UInt64
+  public let rules: DomainTable<Int>
+  public let domainPolicies: [CompiledPolicy]
+  public let domainConfigs: [DomainConfig]
+  /// nil when `defaults.action` is deny.
+  public let defaultPolicy: CompiledPolicy?
+  public let defaults: DefaultsConfig
+  public let registry: AnchorSetRegistry
+
+  /// What governs a host.
+  public enum Route: Sendable {
+    case rule(index: Int, domain: DomainConfig, policy: CompiledPolicy)
+    case defaults(CompiledPolicy)
+    case denied
+  }
+
+  init(
+    generation: UInt64, rules: DomainTable<Int>, domainPolicies: [CompiledPolicy], domainConfigs: [DomainConfig],
+    defaultPolicy: CompiledPolicy?, defaults: DefaultsConfig, registry: AnchorSetRegistry
+  ) {
+    self.generation = generation
+    self.rules = rules
+    self.domainPolicies = domainPolicies
+    self.domainConfigs = domainConfigs
+    self.defaultPolicy = defaultPolicy
+    self.defaults = defaults
+    self.registry = registry
+  }
+
+  public func route(_ host: TrustHost) -> Route {
+    if let entry = rules.lookup(host) {
+      return .rule(index: entry.rule, domain: domainConfigs[entry.rule], policy: domainPolicies[entry.rule])
+    }
+    if let defaultPolicy { return .defaults(defaultPolicy) }
+    return .denied
+  }
+
+  /// Compiles `configuration`. Every file it names is read and parsed here;
+  /// each problem is reported with the file, line and key that named it.
+  /// - Parameter systemOverride: certificates that stand in for `system`
+  ///   (nil: the OS store).
+  public static func compile(
+    _ configuration: Configuration, generation: UInt64, systemOverride: [X509Certificate]? = nil
+  ) throws(ConfigErrors) -> TrustSnapshot {
+    var errors: [ConfigError] = []
+    func fail(_ location: Location, _ message: String) {
+      errors.append(
+        ConfigError(
+          file: configuration.file, line: location.line, column: location.column, key: location.key, message: message))
+    }
+    func load(_ path: ConfigPath) -> [X509Certificate] {
+      do {
+        return try CertificateFile.load(path.path)
+      } catch {
+        fail(path.location, error.description)
+        return []
+      }
+    }
+
+    var sets: [String: [X509Certificate]] = [:]
+    for set in configuration.anchorSets { sets[set.name] = set.files.flatMap(load) }
+    let registry = AnchorSetRegistry(sets: sets, systemOverride: systemOverride)
+
+    var table = DomainTable<Int>()
+    var policies: [CompiledPolicy] = []
+    for (index, domain) in configuration.domains.enumerated() {
+      do {
+        try registry.validate(domain.anchors)
+      } catch {
+        fail(domain.anchorsLocation ?? domain.location, error.description)
+        continue
+      }
+      let pinned = domain.pinnedCertificates.flatMap(load).map { $0.value() }
+      let policy = SecurityPolicy(
+        pinningMode: domain.pinningMode, pinnedCertificates: pinned, pinnedPublicKeyHashes: domain.pinnedPublicKeyHashes,
+        validatesDomainName: domain.validatesDomainName, allowInvalidCertificates: domain.allowInvalidCertificates,
+        anchors: domain.anchors)
+      do {
+        let compiled = try CompiledPolicy(
+          policy: policy, identity: PolicyIdentity(generation: generation, rule: index), registry: registry)
+        try table.insert(domain: domain.domain, includesSubdomains: domain.includesSubdomains, rule: policies.count)
+        policies.append(compiled)
+      } catch {
+        fail(domain.location, "\(error)")
+      }
+    }
+
+    var defaultPolicy: CompiledPolicy?
+    if configuration.defaults.action == .validate {
+      do {
+        defaultPolicy = try CompiledPolicy(
+          policy: .default, identity: PolicyIdentity(generation: generation, rule: -1), registry: registry)
+      } catch {
+        fail(Location(line: 0, column: 0, key: "defaults"), "\(error)")
+      }
+    }
+    guard errors.isEmpty else { throw ConfigErrors(errors: errors) }
+    return TrustSnapshot(
+      generation: generation, rules: table, domainPolicies: policies, domainConfigs: configuration.domains,
+      defaultPolicy: defaultPolicy, defaults: configuration.defaults, registry: registry)
+  }
+}

@@ -1,0 +1,151 @@
+import ArgumentParser
+import Foundation
+import PinProxy
+import PinTLS
+import PinTrust
+
+struct EvaluateCommand: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "evaluate",
+    abstract: "Decide whether a policy trusts a certificate chain for a host.",
+    discussion: """
+      Prints `trusted` (exit 0) or `rejected: <code>: <reason>` (exit 1); usage errors exit 2.
+      The policy is the domain rule that matches --host in --config, or the policy flags
+      (AFSecurityPolicy's defaults when none are given).
+      """)
+
+  @Option(name: .long, help: "The host the chain is for.")
+  var host: String?
+
+  @Flag(name: .long, help: "Evaluate with no host, as AFSecurityPolicy does with a nil domain.")
+  var noHost = false
+
+  @Option(name: .long, help: "PEM or DER file with the chain as the server sends it, leaf first.")
+  var chain: String
+
+  @Option(name: .long, help: "Use the domain rule that matches the host in this configuration file.")
+  var config: String?
+
+  @Option(name: .long, help: "Evaluate at this instant (ISO 8601, e.g. 2026-06-01T00:00:00Z) instead of now.")
+  var at: String?
+
+  @Option(name: .long, help: "none | certificate | publicKey")
+  var pinningMode: String?
+
+  @Option(name: .long, help: "A pinned certificate file (DER or PEM). Repeatable.")
+  var pinnedCertificate: [String] = []
+
+  @Option(name: .long, help: "A pinned SPKI hash, sha256/BASE64. Repeatable.")
+  var pinnedPublicKeyHash: [String] = []
+
+  @Flag(name: .long, help: "Accept chains that do not validate against the anchors.")
+  var allowInvalidCertificates = false
+
+  @Flag(name: .long, help: "Do not check the host name or serverAuth usage.")
+  var noValidatesDomainName = false
+
+  @Option(name: .long, help: "An anchor file; replaces the system store. Repeatable.")
+  var anchors: [String] = []
+
+  var usesPolicyFlags: Bool {
+    pinningMode != nil || !pinnedCertificate.isEmpty || !pinnedPublicKeyHash.isEmpty || allowInvalidCertificates
+      || noValidatesDomainName || !anchors.isEmpty
+  }
+
+  func validate() throws {
+    if host != nil && noHost { throw ValidationError("give --host or --no-host, not both") }
+    if host == nil && !noHost { throw ValidationError("--host HOST is required (or --no-host)") }
+    if config != nil && usesPolicyFlags { throw ValidationError("--config and policy flags exclude each other") }
+    if config != nil && noHost { throw ValidationError("--config picks the rule by host; --no-host needs policy flags") }
+  }
+
+  func run() throws {
+    let time = try evaluationTime()
+    let trustHost = try host.map { text in
+      guard let parsed = TrustHost(text) else { throw UsageError("--host \"\(text)\" is not a host name or IP address") }
+      return parsed
+    }
+    let presented: PresentedChain
+    do {
+      presented = PresentedChain(try CertificateFile.load(chain).map(\.der))
+    } catch {
+      throw UsageError(error.description)
+    }
+    let (policy, label) = try resolvePolicy(host: trustHost)
+    guard let policy else {
+      print("rejected: \(FailureCode.deniedByPolicy.rawValue): no domain rule matches \(host ?? "") and defaults.action is deny")
+      throw ExitCode(1)
+    }
+    let decision = TrustEvaluator.evaluate(presented, host: trustHost, policy: policy.policy, verifier: policy, at: time)
+    print(decision.summary)
+    if case .trusted(let acceptance) = decision {
+      if let waived = acceptance.waived {
+        printError("note: \(label) allows invalid certificates; accepted despite: \(waived.detail) (depth \(waived.depth))")
+      }
+      return
+    }
+    throw ExitCode(1)
+  }
+
+  func evaluationTime() throws -> Date {
+    guard let at else { return Date() }
+    let formatter = ISO8601DateFormatter()
+    if let date = formatter.date(from: at) { return date }
+    formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+    if let date = formatter.date(from: at) { return date }
+    throw UsageError("--at \"\(at)\" is not an ISO 8601 instant such as 2026-06-01T00:00:00Z")
+  }
+
+  /// The compiled policy (nil when the config denies the host) and a label for notes.
+  func resolvePolicy(host: TrustHost?) throws -> (CompiledPolicy?, String) {
+    if let config {
+      let snapshot: TrustSnapshot
+      do {
+        snapshot = try TrustSnapshot.compile(try ConfigurationParser.load(file: config), generation: 1)
+      } catch {
+        throw UsageError(error.errors.map(\.description).joined(separator: "\n"))
+      }
+      switch snapshot.route(host!) {
+      case .rule(_, let domain, let policy): return (policy, "domain rule \(domain.domain)")
+      case .defaults(let policy): return (policy, "defaults")
+      case .denied: return (nil, "defaults")
+      }
+    }
+    return (try policyFromFlags(), "the policy")
+  }
+
+  func policyFromFlags() throws -> CompiledPolicy {
+    var policy = SecurityPolicy.default
+    if let pinningMode {
+      guard let mode = PinningMode(rawValue: pinningMode) else {
+        throw UsageError("--pinning-mode must be none, certificate or publicKey, not \"\(pinningMode)\"")
+      }
+      policy.pinningMode = mode
+    }
+    do {
+      policy.pinnedCertificates = try pinnedCertificate.flatMap { try CertificateFile.load($0) }.map { $0.value() }
+      policy.pinnedPublicKeyHashes = try pinnedPublicKeyHash.map { try SPKIPin.parse($0) }
+    } catch let error as CertificateFile.LoadError {
+      throw UsageError(error.description)
+    } catch {
+      throw UsageError("--pinned-public-key-hash: \(error)")
+    }
+    policy.allowInvalidCertificates = allowInvalidCertificates
+    policy.validatesDomainName = !noValidatesDomainName
+    var sets: [String: [X509Certificate]] = [:]
+    if !anchors.isEmpty {
+      do {
+        sets["command-line"] = try anchors.flatMap { try CertificateFile.load($0) }
+      } catch {
+        throw UsageError("\(error)")
+      }
+      policy.anchors = ["command-line"]
+    }
+    do {
+      return try CompiledPolicy(
+        policy: policy, identity: PolicyIdentity(generation: 0, rule: 0), registry: AnchorSetRegistry(sets: sets))
+    } catch {
+      throw UsageError("\(error)")
+    }
+  }
+}
