@@ -77,7 +77,8 @@ extension ConfigurationParser {
     if let report = mapping["report"]?.mapping(allowed: ["enforce", "uris"]) {
       domain.report = ReportConfig(enforce: report["enforce"]?.bool ?? true, uris: report["uris"]?.strings ?? [])
     }
-    if domain.pinningMode == .none && (!domain.pinnedCertificates.isEmpty || !domain.pinnedPublicKeyHashes.isEmpty) {
+    let modeIsNone = (mapping["pinningMode"].flatMap { $0.node.string } ?? "none") == "none"
+    if modeIsNone && (!domain.pinnedCertificates.isEmpty || !domain.pinnedPublicKeyHashes.isEmpty) {
       // AF keeps such pins unused; a config that pins with the mode left at
       // none almost always meant to pin, so it is refused rather than ignored.
       node.error("pins are configured but pinningMode is none; set pinningMode to certificate or publicKey")

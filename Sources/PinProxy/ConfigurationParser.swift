@@ -6,31 +6,64 @@ import Yams
 /// line and key. Files named by the config are checked later, by the compiler.
 public enum ConfigurationParser {
   public static func load(file: String) throws(ConfigErrors) -> Configuration {
+    try parse(try read(file), file: file)
+  }
+
+  static func read(_ file: String) throws(ConfigErrors) -> String {
+    guard let data = FileManager.default.contents(atPath: file) else {
+      let reason = FileManager.default.fileExists(atPath: file) ? "cannot read file" : "no such file"
+      throw ConfigErrors(errors: [ConfigError(file: file, line: 0, column: 0, key: "", message: reason)])
+    }
+    guard let text = String(data: data, encoding: .utf8) else {
+      throw ConfigErrors(errors: [ConfigError(file: file, line: 0, column: 0, key: "", message: "not UTF-8 text")])
+    }
+    return text
+  }
+
+  /// Parses and compiles as far as possible and returns every problem found,
+  /// in file order; empty when the configuration is good.
+  public static func check(file: String) -> [ConfigError] {
     let text: String
     do {
-      text = try String(contentsOfFile: file, encoding: .utf8)
+      text = try read(file)
     } catch {
-      throw ConfigErrors(errors: [ConfigError(file: file, line: 0, column: 0, key: "", message: "cannot read file")])
+      return error.errors
     }
-    return try parse(text, file: file)
+    let (configuration, errors) = parseCollecting(text, file: file)
+    guard let configuration else { return errors }
+    var all = errors
+    do {
+      _ = try TrustSnapshot.compile(configuration, generation: 0)
+    } catch {
+      all += error.errors
+    }
+    return all.sorted { ($0.line, $0.column) < ($1.line, $1.column) }
   }
 
   public static func parse(_ text: String, file: String) throws(ConfigErrors) -> Configuration {
+    let (configuration, errors) = parseCollecting(text, file: file)
+    guard let configuration, errors.isEmpty else { throw ConfigErrors(errors: errors) }
+    return configuration
+  }
+
+  /// Everything that could be read, and every error. The configuration is nil
+  /// only when the YAML itself does not parse; otherwise it holds the valid
+  /// parts, so `check` can go on to report problems with the files it names.
+  public static func parseCollecting(_ text: String, file: String) -> (Configuration?, [ConfigError]) {
     let reader = ConfigReader(file: file)
     var configuration = Configuration(file: file)
     let root: Node?
     do {
       root = try Yams.compose(yaml: text)
     } catch let error as YamlError {
-      throw ConfigErrors(errors: [yamlSyntaxError(error, file: file)])
+      return (nil, [yamlSyntaxError(error, file: file)])
     } catch {
-      throw ConfigErrors(errors: [ConfigError(file: file, line: 0, column: 0, key: "", message: "\(error)")])
+      return (nil, [ConfigError(file: file, line: 0, column: 0, key: "", message: "\(error)")])
     }
     if let root {
       parseRoot(ConfigNode(node: root, path: "", reader: reader), into: &configuration)
     }
-    if !reader.errors.isEmpty { throw ConfigErrors(errors: reader.errors) }
-    return configuration
+    return (configuration, reader.errors)
   }
 
   static let rootKeys: Set = [

@@ -11,15 +11,14 @@ struct CheckCommand: ParsableCommand {
   var config: String
 
   func run() throws {
-    do {
-      let configuration = try ConfigurationParser.load(file: config)
-      let snapshot = try TrustSnapshot.compile(configuration, generation: 1)
-      print(
-        "\(config): ok (\(configuration.listeners.count) listeners, \(snapshot.domainPolicies.count) domain rules,"
-          + " defaults: \(configuration.defaults.action.rawValue))")
-    } catch {
-      for problem in error.errors { printError(problem.description) }
+    let problems = ConfigurationParser.check(file: config)
+    guard problems.isEmpty else {
+      for problem in problems { printError(problem.description) }
       throw ExitCode(2)
     }
+    let configuration = try ConfigurationParser.load(file: config)
+    print(
+      "\(config): ok (\(configuration.listeners.count) listeners, \(configuration.domains.count) domain rules,"
+        + " defaults: \(configuration.defaults.action.rawValue))")
   }
 }

@@ -1,0 +1,72 @@
+import Foundation
+import PinTestSupport
+import PinTrust
+import XCTest
+
+final class PinAndCheckCommandTests: XCTestCase {
+  func testPinFilePrintsEveryCertificate() throws {
+    let result = try Subprocess.pinproxy(["pin", Fixtures.path("httpbin-chain.pem")])
+    XCTAssertEqual(result.status, 0)
+    let leaf = Fixtures.certificate("httpbin.pem")
+    XCTAssertTrue(result.stdout.contains("[0] subject:  CN=httpbin.org"), result.stdout)
+    XCTAssertTrue(result.stdout.contains("pin:      \(leaf.spkiPin)"), result.stdout)
+    XCTAssertTrue(result.stdout.contains("sha256:   \(leaf.fingerprint.hex)"), result.stdout)
+    XCTAssertTrue(result.stdout.contains("sha256/base64: \(leaf.fingerprint.base64)"), result.stdout)
+    XCTAssertTrue(result.stdout.contains("notAfter: 2035-01-01T00:00:00Z"), result.stdout)
+    XCTAssertTrue(result.stdout.contains("[1] subject:  CN=Pinproxy Test Intermediate A"), result.stdout)
+  }
+
+  func testPinHostPortPrintsTheChainALiveServerPresents() throws {
+    let server = try OpenSSLServer(
+      certificate: Fixtures.path("ecdsa.pem"), key: Fixtures.path("ecdsa.key"), chain: Fixtures.path("int-a.pem"))
+    defer { server.stop() }
+    let result = try Subprocess.pinproxy(["pin", "127.0.0.1:\(server.port)"])
+    XCTAssertEqual(result.status, 0, result.stderr)
+    XCTAssertTrue(result.stdout.contains("pin:      \(Fixtures.certificate("ecdsa.pem").spkiPin)"), result.stdout)
+    XCTAssertTrue(result.stdout.contains("pin:      \(Fixtures.certificate("int-a.pem").spkiPin)"), result.stdout)
+    XCTAssertTrue(result.stdout.contains("key:      EC-256"), result.stdout)
+  }
+
+  func testPinUnreachableServerFailsClearly() throws {
+    let result = try Subprocess.pinproxy(["pin", "127.0.0.1:1"])
+    XCTAssertEqual(result.status, 1)
+    XCTAssertTrue(result.stderr.contains("cannot connect to 127.0.0.1:1"), result.stderr)
+  }
+
+  func testPinRejectsSomethingThatIsNeitherFileNorAddress() throws {
+    let result = try Subprocess.pinproxy(["pin", "no-such-file.pem"])
+    XCTAssertEqual(result.status, 2)
+    XCTAssertTrue(result.stderr.contains("no such file, and not HOST:PORT"), result.stderr)
+  }
+
+  func testCheckAcceptsTheExampleAndListsEveryErrorOfABadConfig() throws {
+    let good = try Subprocess.pinproxy(["check", "--config", Fixtures.repositoryRoot + "/config/pinproxy.yaml"])
+    XCTAssertEqual(good.status, 0, good.stderr)
+    let file = FileManager.default.temporaryDirectory.appendingPathComponent("bad-\(UUID().uuidString).yaml").path
+    try Data("""
+      domains:
+        - domain: example.com
+          pinningMode: pubkey
+          colour: blue
+        - domain: example.org
+          pinningMode: certificate
+          pinnedCertificates: [nothere.pem]
+      """.utf8).write(to: URL(fileURLWithPath: file))
+    defer { try? FileManager.default.removeItem(atPath: file) }
+    let bad = try Subprocess.pinproxy(["check", "--config", file])
+    XCTAssertEqual(bad.status, 2)
+    let lines = bad.stderr.split(separator: "\n")
+    XCTAssertEqual(lines.count, 3, bad.stderr)
+    XCTAssertTrue(lines[0].hasPrefix("\(file):3:18: domains[0].pinningMode: \"pubkey\" is not one of"), bad.stderr)
+    XCTAssertTrue(lines[1].hasPrefix("\(file):4:5: domains[0].colour: unknown key"), bad.stderr)
+    XCTAssertTrue(lines[2].hasPrefix("\(file):7:26: domains[1].pinnedCertificates[0]: "), bad.stderr)
+    XCTAssertTrue(lines[2].hasSuffix("nothere.pem: no such file"), bad.stderr)
+  }
+
+  func testVersion() throws {
+    let result = try Subprocess.pinproxy(["version"])
+    XCTAssertEqual(result.status, 0)
+    XCTAssertTrue(result.stdout.hasPrefix("pinproxy "), result.stdout)
+    XCTAssertTrue(result.stdout.contains("OpenSSL 3"), result.stdout)
+  }
+}

@@ -1,0 +1,119 @@
+import Foundation
+
+/// Runs a program to completion and captures its output.
+public struct ProcessResult {
+  public let status: Int32
+  public let stdout: String
+  public let stderr: String
+}
+
+public enum Subprocess {
+  /// The `pinproxy` binary built beside the test bundle.
+  public static var pinproxyPath: String {
+    var directory = URL(fileURLWithPath: CommandLine.arguments.first ?? ".").deletingLastPathComponent()
+    for _ in 0..<4 {
+      let candidate = directory.appendingPathComponent("pinproxy").path
+      if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+      directory.deleteLastPathComponent()
+    }
+    return Fixtures.repositoryRoot + "/.build/debug/pinproxy"
+  }
+
+  public static func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:])
+    throws -> ProcessResult
+  {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    if !environment.isEmpty {
+      process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    }
+    let out = Pipe()
+    let err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    try process.run()
+    // Read both pipes concurrently so a chatty child cannot block on a full pipe.
+    nonisolated(unsafe) var errData = Data()
+    let reader = Thread { errData = err.fileHandleForReading.readDataToEndOfFile() }
+    reader.start()
+    let outData = out.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    while !reader.isFinished { usleep(1000) }
+    return ProcessResult(
+      status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+      stderr: String(decoding: errData, as: UTF8.self))
+  }
+
+  public static func pinproxy(_ arguments: [String], environment: [String: String] = [:]) throws -> ProcessResult {
+    try run(pinproxyPath, arguments, environment: environment)
+  }
+}
+
+/// A real `openssl s_server` on 127.0.0.1, stopped when the test ends.
+public final class OpenSSLServer {
+  public let port: Int
+  private let process: Process
+
+  public init(certificate: String, key: String, chain: String? = nil, extra: [String] = []) throws {
+    port = try OpenSSLServer.freePort()
+    process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+    var arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificate, "-key", key, "-www", "-quiet"]
+    if let chain { arguments += ["-cert_chain", chain] }
+    process.arguments = arguments + extra
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    try waitUntilListening()
+  }
+
+  deinit { stop() }
+
+  public func stop() {
+    if process.isRunning {
+      process.terminate()
+      process.waitUntilExit()
+    }
+  }
+
+  private func waitUntilListening() throws {
+    for _ in 0..<200 {
+      if OpenSSLServer.canConnect(port: port) { return }
+      usleep(25_000)
+    }
+    throw NSError(domain: "OpenSSLServer", code: 1, userInfo: [NSLocalizedDescriptionKey: "s_server did not start"])
+  }
+
+  static func canConnect(port: Int) -> Bool {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    return withUnsafePointer(to: &address) { pointer in
+      pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+      }
+    }
+  }
+
+  /// Asks the kernel for a free loopback port.
+  static func freePort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = 0
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) { pointer in
+      pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
+        bind(fd, raw, length) == 0 && getsockname(fd, raw, &length) == 0
+      }
+    }
+    guard bound else { throw NSError(domain: "OpenSSLServer", code: 2) }
+    return Int(UInt16(bigEndian: address.sin_port))
+  }
+}
