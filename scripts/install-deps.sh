@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs the Debian packages pinproxy needs to build and test, if missing.
+# Idempotent: does nothing (and needs no network) when all are present.
+set -euo pipefail
+packages=(libssl-dev libnghttp2-dev openssl curl pkg-config ca-certificates)
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if ((${#missing[@]})); then
+  echo "installing: ${missing[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+command -v swift >/dev/null || { echo "swift 6.x is required on PATH (https://swift.org/install)" >&2; exit 1; }
