@@ -100,13 +100,15 @@ struct ConfigMapping {
   func required(_ key: String) -> ConfigNode? {
     if let value = values[key] { return value }
     owner.reader.record(
-      ConfigNode(node: owner.node, path: owner.path.isEmpty ? key : "\(owner.path).\(key)", reader: owner.reader),
+      ConfigNode(
+        node: owner.node, path: owner.path.isEmpty ? key : "\(owner.path).\(key)", reader: owner.reader),
       "required key is missing")
     return nil
   }
 
   /// An enumerated string value.
-  func choice<T: RawRepresentable>(_ key: String, default fallback: T) -> T where T.RawValue == String, T: CaseIterable {
+  func choice<T: RawRepresentable>(_ key: String, default fallback: T) -> T
+  where T.RawValue == String, T: CaseIterable {
     guard let node = values[key], let text = node.string else { return fallback }
     guard let value = T(rawValue: text) else {
       node.error("\"\(text)\" is not one of: \(T.allCases.map(\.rawValue).joined(separator: ", "))")
@@ -124,7 +126,8 @@ final class ConfigReader {
   init(file: String) { self.file = file }
 
   func record(_ node: ConfigNode, _ message: String) {
-    errors.append(ConfigError(file: file, line: node.line, column: node.column, key: node.path, message: message))
+    errors.append(
+      ConfigError(file: file, line: node.line, column: node.column, key: node.path, message: message))
   }
 
   func record(line: Int, column: Int, key: String, _ message: String) {

@@ -7,7 +7,9 @@ public enum ConfigValues {
     let host: String
     let portText: Substring
     if text.hasPrefix("[") {
-      guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else { return nil }
+      guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else {
+        return nil
+      }
       host = String(text[text.index(after: text.startIndex)..<close])
       portText = text[text.index(close, offsetBy: 2)...]
     } else {

@@ -28,10 +28,10 @@ public struct ConfigPath: Sendable, Equatable {
 }
 
 public enum TLSVersion: String, Sendable, CaseIterable, Comparable {
-  case tls1_0 = "1.0"
-  case tls1_1 = "1.1"
-  case tls1_2 = "1.2"
-  case tls1_3 = "1.3"
+  case tls10 = "1.0"
+  case tls11 = "1.1"
+  case tls12 = "1.2"
+  case tls13 = "1.3"
 
   public static func < (lhs: TLSVersion, rhs: TLSVersion) -> Bool { lhs.rawValue < rhs.rawValue }
 }
@@ -61,7 +61,7 @@ public struct ListenerConfig: Sendable {
 }
 
 public struct DownstreamTLSConfig: Sendable {
-  public var minimumTLSVersion: TLSVersion = .tls1_2
+  public var minimumTLSVersion: TLSVersion = .tls12
   public var ciphers = ""
 }
 
@@ -89,7 +89,7 @@ public struct AnchorSetConfig: Sendable {
 public struct DefaultsConfig: Sendable {
   public enum Action: String, Sendable, CaseIterable { case validate, deny }
   public var action: Action = .validate
-  public var minimumTLSVersion: TLSVersion = .tls1_2
+  public var minimumTLSVersion: TLSVersion = .tls12
   public var requiresForwardSecrecy = true
 }
 
@@ -104,7 +104,7 @@ public struct DomainConfig: Sendable {
   public var pinnedPublicKeyHashes: [Digest256] = []
   public var validatesDomainName = true
   public var allowInvalidCertificates = false
-  public var minimumTLSVersion: TLSVersion = .tls1_2
+  public var minimumTLSVersion: TLSVersion = .tls12
   public var requiresForwardSecrecy = true
   public var allowsInsecureHTTPLoads = false
   public var clientIdentity: ClientIdentityConfig?

@@ -9,7 +9,8 @@ extension ConfigurationParser {
         entry.error("\"system\" is built in (the OS trust store) and cannot be redefined")
         continue
       }
-      guard let mapping = entry.mapping(allowed: ["files"]), let files = mapping.required("files")?.sequence else {
+      guard let mapping = entry.mapping(allowed: ["files"]), let files = mapping.required("files")?.sequence
+      else {
         continue
       }
       if files.isEmpty { entry.error("an anchor set needs at least one file") }
@@ -22,11 +23,12 @@ extension ConfigurationParser {
 
   static func parseDefaults(_ node: ConfigNode) -> DefaultsConfig {
     var defaults = DefaultsConfig()
-    guard let mapping = node.mapping(allowed: ["action", "minimumTLSVersion", "requiresForwardSecrecy"]) else {
+    guard let mapping = node.mapping(allowed: ["action", "minimumTLSVersion", "requiresForwardSecrecy"])
+    else {
       return defaults
     }
     defaults.action = mapping.choice("action", default: .validate)
-    defaults.minimumTLSVersion = mapping.choice("minimumTLSVersion", default: .tls1_2)
+    defaults.minimumTLSVersion = mapping.choice("minimumTLSVersion", default: .tls12)
     defaults.requiresForwardSecrecy = mapping["requiresForwardSecrecy"]?.bool ?? true
     return defaults
   }
@@ -53,7 +55,9 @@ extension ConfigurationParser {
       if domain.anchors.isEmpty { anchors.error("at least one anchor set is required (e.g. [system])") }
     }
     domain.pinningMode = mapping.choice("pinningMode", default: .none)
-    domain.pinnedCertificates = (mapping["pinnedCertificates"]?.sequence ?? []).compactMap { configPath($0, file: file) }
+    domain.pinnedCertificates = (mapping["pinnedCertificates"]?.sequence ?? []).compactMap {
+      configPath($0, file: file)
+    }
     for pinNode in mapping["pinnedPublicKeyHashes"]?.sequence ?? [] {
       guard let pin = pinNode.string else { continue }
       do {
@@ -64,7 +68,7 @@ extension ConfigurationParser {
     }
     domain.validatesDomainName = mapping["validatesDomainName"]?.bool ?? true
     domain.allowInvalidCertificates = mapping["allowInvalidCertificates"]?.bool ?? false
-    domain.minimumTLSVersion = mapping.choice("minimumTLSVersion", default: .tls1_2)
+    domain.minimumTLSVersion = mapping.choice("minimumTLSVersion", default: .tls12)
     domain.requiresForwardSecrecy = mapping["requiresForwardSecrecy"]?.bool ?? true
     domain.allowsInsecureHTTPLoads = mapping["allowsInsecureHTTPLoads"]?.bool ?? false
     if let identity = mapping["clientIdentity"]?.mapping(allowed: ["pkcs12", "passphraseFile"]),
@@ -75,7 +79,8 @@ extension ConfigurationParser {
     }
     if let dynamic = mapping["dynamicPins"] { domain.dynamicPins = parseDynamicPins(dynamic, file: file) }
     if let report = mapping["report"]?.mapping(allowed: ["enforce", "uris"]) {
-      domain.report = ReportConfig(enforce: report["enforce"]?.bool ?? true, uris: report["uris"]?.strings ?? [])
+      domain.report = ReportConfig(
+        enforce: report["enforce"]?.bool ?? true, uris: report["uris"]?.strings ?? [])
     }
     let modeIsNone = (mapping["pinningMode"].flatMap { $0.node.string } ?? "none") == "none"
     if modeIsNone && (!domain.pinnedCertificates.isEmpty || !domain.pinnedPublicKeyHashes.isEmpty) {
@@ -91,7 +96,8 @@ extension ConfigurationParser {
 
   static func parseDynamicPins(_ node: ConfigNode, file: String) -> DynamicPinsConfig? {
     let keys: Set = [
-      "url", "publicKey", "useChallenge", "expectedCommonNames", "updateInterval", "expirationUpdateThreshold",
+      "url", "publicKey", "useChallenge", "expectedCommonNames", "updateInterval",
+      "expirationUpdateThreshold",
       "fallback",
     ]
     guard let mapping = node.mapping(allowed: keys), let url = mapping.required("url")?.string,

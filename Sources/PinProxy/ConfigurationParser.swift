@@ -15,7 +15,9 @@ public enum ConfigurationParser {
       throw ConfigErrors(errors: [ConfigError(file: file, line: 0, column: 0, key: "", message: reason)])
     }
     guard let text = String(data: data, encoding: .utf8) else {
-      throw ConfigErrors(errors: [ConfigError(file: file, line: 0, column: 0, key: "", message: "not UTF-8 text")])
+      throw ConfigErrors(errors: [
+        ConfigError(file: file, line: 0, column: 0, key: "", message: "not UTF-8 text")
+      ])
     }
     return text
   }
@@ -76,7 +78,8 @@ public enum ConfigurationParser {
     if let listeners = mapping["listeners"]?.sequence {
       configuration.listeners = listeners.compactMap(parseListener)
       var seen = Set<String>()
-      for (node, listener) in zip(listeners, configuration.listeners) where !seen.insert(listener.name).inserted {
+      for (node, listener) in zip(listeners, configuration.listeners)
+      where !seen.insert(listener.name).inserted {
         node.error("listener name \"\(listener.name)\" is used twice")
       }
     }
@@ -129,7 +132,7 @@ public enum ConfigurationParser {
     listener.passthrough = mapping["passthrough"]?.strings ?? []
     listener.downstreamTLS = mapping["downstreamTLS"]?.bool ?? false
     if let downstream = mapping["downstream"]?.mapping(allowed: ["minimumTLSVersion", "ciphers"]) {
-      listener.downstream.minimumTLSVersion = downstream.choice("minimumTLSVersion", default: .tls1_2)
+      listener.downstream.minimumTLSVersion = downstream.choice("minimumTLSVersion", default: .tls12)
       listener.downstream.ciphers = downstream["ciphers"]?.string ?? ""
     }
     if let upstream = mapping["upstream"] {
@@ -153,9 +156,11 @@ public enum ConfigurationParser {
   static func yamlSyntaxError(_ error: YamlError, file: String) -> ConfigError {
     switch error {
     case .scanner(_, let problem, let mark, _), .parser(_, let problem, let mark, _):
-      return ConfigError(file: file, line: mark.line, column: mark.column, key: "", message: "YAML syntax: \(problem)")
+      return ConfigError(
+        file: file, line: mark.line, column: mark.column, key: "", message: "YAML syntax: \(problem)")
     case .composer(_, let problem, let mark, _):
-      return ConfigError(file: file, line: mark.line, column: mark.column, key: "", message: "YAML: \(problem)")
+      return ConfigError(
+        file: file, line: mark.line, column: mark.column, key: "", message: "YAML: \(problem)")
     default:
       return ConfigError(file: file, line: 0, column: 0, key: "", message: "YAML: \(error)")
     }

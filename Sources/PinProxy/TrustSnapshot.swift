@@ -24,7 +24,8 @@ public final class TrustSnapshot: Sendable {
   }
 
   init(
-    generation: UInt64, rules: DomainTable<Int>, domainPolicies: [CompiledPolicy], domainConfigs: [DomainConfig],
+    generation: UInt64, rules: DomainTable<Int>, domainPolicies: [CompiledPolicy],
+    domainConfigs: [DomainConfig],
     defaultPolicy: CompiledPolicy?, defaults: DefaultsConfig, registry: AnchorSetRegistry
   ) {
     self.generation = generation
@@ -55,7 +56,8 @@ public final class TrustSnapshot: Sendable {
     func fail(_ location: Location, _ message: String) {
       errors.append(
         ConfigError(
-          file: configuration.file, line: location.line, column: location.column, key: location.key, message: message))
+          file: configuration.file, line: location.line, column: location.column, key: location.key,
+          message: message))
     }
     func load(_ path: ConfigPath) -> [X509Certificate] {
       do {
@@ -81,13 +83,16 @@ public final class TrustSnapshot: Sendable {
       }
       let pinned = domain.pinnedCertificates.flatMap(load).map { $0.value() }
       let policy = SecurityPolicy(
-        pinningMode: domain.pinningMode, pinnedCertificates: pinned, pinnedPublicKeyHashes: domain.pinnedPublicKeyHashes,
-        validatesDomainName: domain.validatesDomainName, allowInvalidCertificates: domain.allowInvalidCertificates,
+        pinningMode: domain.pinningMode, pinnedCertificates: pinned,
+        pinnedPublicKeyHashes: domain.pinnedPublicKeyHashes,
+        validatesDomainName: domain.validatesDomainName,
+        allowInvalidCertificates: domain.allowInvalidCertificates,
         anchors: domain.anchors)
       do {
         let compiled = try CompiledPolicy(
           policy: policy, identity: PolicyIdentity(generation: generation, rule: index), registry: registry)
-        try table.insert(domain: domain.domain, includesSubdomains: domain.includesSubdomains, rule: policies.count)
+        try table.insert(
+          domain: domain.domain, includesSubdomains: domain.includesSubdomains, rule: policies.count)
         policies.append(compiled)
       } catch {
         fail(domain.location, "\(error)")

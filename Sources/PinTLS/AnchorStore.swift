@@ -21,7 +21,9 @@ public final class AnchorStore: @unchecked Sendable {
   ///   - certificates: further anchors.
   ///   - partialChain: every anchor is a trust point even if it is not
   ///     self-signed (a pinned leaf or intermediate), X509_V_FLAG_PARTIAL_CHAIN.
-  public init(includeSystem: Bool, certificates: [X509Certificate], partialChain: Bool = false) throws(AnchorStoreError) {
+  public init(includeSystem: Bool, certificates: [X509Certificate], partialChain: Bool = false)
+    throws(AnchorStoreError)
+  {
     guard let store = X509_STORE_new() else { throw AnchorStoreError(detail: OpenSSLErrorQueue.drain()) }
     pointer = store
     explicitCount = certificates.count

@@ -13,7 +13,9 @@ public enum CertificateFile {
   /// Every certificate in the file, in file order. An unreadable file, a file
   /// without a certificate, or a damaged one is an error naming the file.
   public static func load(_ path: String) throws(LoadError) -> [X509Certificate] {
-    guard FileManager.default.fileExists(atPath: path) else { throw LoadError(path: path, problem: "no such file") }
+    guard FileManager.default.fileExists(atPath: path) else {
+      throw LoadError(path: path, problem: "no such file")
+    }
     guard let data = FileManager.default.contents(atPath: path) else {
       throw LoadError(path: path, problem: "cannot read file (permission denied or not a regular file)")
     }
@@ -28,9 +30,11 @@ public enum CertificateFile {
   /// Parses PEM (when the bytes hold a PEM header) or else one DER certificate.
   public static func parse(_ bytes: [UInt8]) throws(CertificateParseError) -> [X509Certificate] {
     let marker = Array("-----BEGIN".utf8)
-    let isPEM = bytes.count >= marker.count && bytes.indices.dropLast(marker.count - 1).contains { start in
-      bytes[start..<start + marker.count].elementsEqual(marker)
-    }
+    let isPEM =
+      bytes.count >= marker.count
+      && bytes.indices.dropLast(marker.count - 1).contains { start in
+        bytes[start..<start + marker.count].elementsEqual(marker)
+      }
     guard isPEM else { return [try X509Certificate(der: bytes)] }
     return try parsePEM(bytes)
   }
@@ -52,7 +56,9 @@ public enum CertificateFile {
       return nil
     }
     if let failure { throw CertificateParseError(detail: "damaged PEM certificate: \(failure)") }
-    guard !certificates.isEmpty else { throw CertificateParseError(detail: "no CERTIFICATE block in PEM data") }
+    guard !certificates.isEmpty else {
+      throw CertificateParseError(detail: "no CERTIFICATE block in PEM data")
+    }
     return certificates
   }
 }

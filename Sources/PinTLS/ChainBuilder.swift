@@ -38,7 +38,8 @@ enum ChainBuilder {
     let subject = depth < values.count ? values[depth].subject : nil
     OpenSSLErrorQueue.clear()
     return ChainVerification(
-      builtChain: values, failure: ChainFailure(kind: kind(of: code), depth: depth, subject: subject, detail: detail),
+      builtChain: values,
+      failure: ChainFailure(kind: kind(of: code), depth: depth, subject: subject, detail: detail),
       signatureLinkedCount: signatureLinkedCount(built))
   }
 
@@ -47,7 +48,9 @@ enum ChainBuilder {
     defer { pp_sk_X509_pop_free(stack) }
     let count = pp_sk_X509_num(stack)
     guard count > 0 else { return nil }
-    return (0..<count).compactMap { index in pp_sk_X509_value(stack, index).map(X509Certificate.init(retaining:)) }
+    return (0..<count).compactMap { index in
+      pp_sk_X509_value(stack, index).map(X509Certificate.init(retaining:))
+    }
   }
 
   /// Counts certificates from the leaf up whose signature verifies under the
@@ -83,7 +86,9 @@ enum ChainBuilder {
     }
   }
 
-  private static func failure(_ kind: ChainFailure.Kind, _ detail: String, leaf: X509Certificate) -> ChainVerification {
+  private static func failure(_ kind: ChainFailure.Kind, _ detail: String, leaf: X509Certificate)
+    -> ChainVerification
+  {
     ChainVerification(
       builtChain: [leaf.value()], failure: ChainFailure(kind: kind, depth: 0, subject: nil, detail: detail),
       signatureLinkedCount: 1)

@@ -18,13 +18,17 @@ public final class CompiledPolicy: ChainVerifier, @unchecked Sendable {
     if policy.pinnedCertificates.isEmpty {
       pinnedAnchors = nil
     } else {
-      let pinned = try policy.pinnedCertificates.map { certificate in try X509Certificate(der: certificate.der) }
+      let pinned = try policy.pinnedCertificates.map { certificate in
+        try X509Certificate(der: certificate.der)
+      }
       pinnedAnchors = try AnchorStore(includeSystem: false, certificates: pinned, partialChain: true)
     }
   }
 
   /// Evaluates through the engine's fingerprint cache.
-  public func evaluate(_ chain: PresentedChain, host: TrustHost?, engine: TrustEngine, at time: Date) -> TrustDecision {
+  public func evaluate(_ chain: PresentedChain, host: TrustHost?, engine: TrustEngine, at time: Date)
+    -> TrustDecision
+  {
     engine.evaluate(chain, host: host, policy: policy, identity: identity, verifier: self, at: time)
   }
 
@@ -37,12 +41,14 @@ public final class CompiledPolicy: ChainVerifier, @unchecked Sendable {
       for der in chain.certificates { parsed.append(try X509Certificate(der: der)) }
     } catch {
       return ChainVerification(
-        builtChain: [], failure: ChainFailure(kind: .malformed, depth: 0, subject: nil, detail: error.description),
+        builtChain: [],
+        failure: ChainFailure(kind: .malformed, depth: 0, subject: nil, detail: error.description),
         signatureLinkedCount: 0)
     }
     guard let leaf = parsed.first else {
       return ChainVerification(
-        builtChain: [], failure: ChainFailure(kind: .malformed, depth: 0, subject: nil, detail: "empty chain"),
+        builtChain: [],
+        failure: ChainFailure(kind: .malformed, depth: 0, subject: nil, detail: "empty chain"),
         signatureLinkedCount: 0)
     }
     let store: AnchorStore
@@ -57,6 +63,7 @@ public final class CompiledPolicy: ChainVerifier, @unchecked Sendable {
       }
       store = pinnedAnchors
     }
-    return ChainBuilder.verify(leaf: leaf, untrusted: parsed.dropFirst(), store: store, purpose: purpose, at: time)
+    return ChainBuilder.verify(
+      leaf: leaf, untrusted: parsed.dropFirst(), store: store, purpose: purpose, at: time)
   }
 }

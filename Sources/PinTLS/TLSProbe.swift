@@ -14,10 +14,14 @@ public enum TLSProbe {
     public let description: String
   }
 
-  public static func fetchChain(host: String, port: Int, timeout: TimeInterval = 10) throws(Failure) -> [X509Certificate] {
+  public static func fetchChain(host: String, port: Int, timeout: TimeInterval = 10) throws(Failure)
+    -> [X509Certificate]
+  {
     let socket = try connect(host: host, port: port, timeout: timeout)
     defer { close(socket) }
-    guard let context = SSL_CTX_new(TLS_client_method()) else { throw Failure(description: OpenSSLErrorQueue.drain()) }
+    guard let context = SSL_CTX_new(TLS_client_method()) else {
+      throw Failure(description: OpenSSLErrorQueue.drain())
+    }
     defer { SSL_CTX_free(context) }
     SSL_CTX_set_verify(context, SSL_VERIFY_NONE, nil)
     guard let ssl = SSL_new(context) else { throw Failure(description: OpenSSLErrorQueue.drain()) }

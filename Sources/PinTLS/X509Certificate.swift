@@ -66,7 +66,8 @@ public final class X509Certificate: @unchecked Sendable {
     let names = subjectAlternativeNames()
     return Certificate(
       der: der, fingerprint: SHA256.digest(der), spkiFingerprint: SHA256.digest(subjectPublicKeyInfo),
-      subject: Self.oneLine(X509_get_subject_name(pointer)), issuer: Self.oneLine(X509_get_issuer_name(pointer)),
+      subject: Self.oneLine(X509_get_subject_name(pointer)),
+      issuer: Self.oneLine(X509_get_issuer_name(pointer)),
       commonName: commonName, dnsNames: names.dns, ipAddresses: names.ip,
       notBefore: Self.date(X509_get0_notBefore(pointer)), notAfter: Self.date(X509_get0_notAfter(pointer)),
       publicKey: publicKeyDescription, signatureAlgorithm: signatureAlgorithm)

@@ -21,11 +21,26 @@ public final class FingerprintCache: Sendable {
     public let policy: PolicyIdentity
     public let host: TrustHost?
     public let chain: PresentedChain
+    /// Computed once, so choosing the shard and probing its table hash nothing again.
+    let precomputedHash: Int
 
     public init(policy: PolicyIdentity, host: TrustHost?, chain: PresentedChain) {
       self.policy = policy
       self.host = host
       self.chain = chain
+      var hasher = Hasher()
+      hasher.combine(policy)
+      hasher.combine(host)
+      hasher.combine(chain)
+      precomputedHash = hasher.finalize()
+    }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(precomputedHash) }
+
+    /// Cheap fields first; the chain's bytes are compared only when all else matches.
+    public static func == (lhs: Key, rhs: Key) -> Bool {
+      lhs.precomputedHash == rhs.precomputedHash && lhs.policy == rhs.policy && lhs.host == rhs.host
+        && lhs.chain == rhs.chain
     }
   }
 
@@ -67,12 +82,14 @@ public final class FingerprintCache: Sendable {
     for shard in shards { shard.state.withLock { $0.removeAll() } }
   }
 
-  public var count: Int { shards.reduce(0) { total, shard in total + shard.state.withLock { $0.index.count } } }
+  public var count: Int {
+    shards.reduce(0) { total, shard in total + shard.state.withLock { $0.index.count } }
+  }
   public var hits: Int { hitCount.load(ordering: .relaxed) }
   public var misses: Int { missCount.load(ordering: .relaxed) }
 
   private func shard(for key: Key) -> Shard {
-    shards[Int(UInt(bitPattern: key.hashValue) % UInt(shards.count))]
+    shards[Int(UInt(bitPattern: key.precomputedHash) % UInt(shards.count))]
   }
 }
 

@@ -26,7 +26,9 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
   public var description: String {
     if bytes.count == 4 { return bytes.map(String.init).joined(separator: ".") }
     var groups: [UInt16] = []
-    for index in stride(from: 0, to: 16, by: 2) { groups.append(UInt16(bytes[index]) << 8 | UInt16(bytes[index + 1])) }
+    for index in stride(from: 0, to: 16, by: 2) {
+      groups.append(UInt16(bytes[index]) << 8 | UInt16(bytes[index + 1]))
+    }
     // RFC 5952 §4.2: compress the longest run (of two or more) of zero groups.
     var bestStart = -1
     var bestLength = 1
@@ -73,7 +75,8 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
           out += v4
           continue
         }
-        guard (1...4).contains(piece.count), piece.allSatisfy(\.isHexDigit), let value = UInt16(piece, radix: 16)
+        guard (1...4).contains(piece.count), piece.allSatisfy(\.isHexDigit),
+          let value = UInt16(piece, radix: 16)
         else { return nil }
         out += [UInt8(value >> 8), UInt8(value & 0xff)]
       }
@@ -83,7 +86,8 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
       guard let all = groups(halves[0], allowIPv4Tail: true), all.count == 16 else { return nil }
       return all
     }
-    guard let head = groups(halves[0], allowIPv4Tail: false), let tail = groups(halves[1], allowIPv4Tail: true),
+    guard let head = groups(halves[0], allowIPv4Tail: false),
+      let tail = groups(halves[1], allowIPv4Tail: true),
       head.count + tail.count <= 14
     else { return nil }
     return head + [UInt8](repeating: 0, count: 16 - head.count - tail.count) + tail

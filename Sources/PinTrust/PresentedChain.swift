@@ -25,27 +25,32 @@ public struct PresentedChain: Sendable, Hashable {
 
   public static func == (lhs: PresentedChain, rhs: PresentedChain) -> Bool {
     guard lhs.certificates.count == rhs.certificates.count else { return false }
-    for index in lhs.certificates.indices where !bytesEqual(lhs.certificates[index], rhs.certificates[index]) {
+    for index in lhs.certificates.indices where !bytesEqual(lhs.certificates[index], rhs.certificates[index])
+    {
       return false
     }
     return true
   }
 
-  /// Word-at-a-time comparison; same-buffer arrays return at once.
+  /// Same-buffer arrays return at once; otherwise the tails (where two
+  /// certificates differ) are compared first, then every byte, 32 at a time.
   static func bytesEqual(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
     guard lhs.count == rhs.count else { return false }
     return lhs.withUnsafeBytes { a in
       rhs.withUnsafeBytes { b in
         if a.baseAddress == b.baseAddress { return true }
         let count = a.count
+        func word(_ buffer: UnsafeRawBufferPointer, _ offset: Int) -> UInt64 {
+          buffer.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+        }
+        if count >= 8 && word(a, count - 8) != word(b, count - 8) { return false }
         var offset = 0
-        while offset + 8 <= count {
-          if a.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
-            != b.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
-          {
-            return false
-          }
-          offset += 8
+        while offset + 32 <= count {
+          let difference =
+            (word(a, offset) ^ word(b, offset)) | (word(a, offset + 8) ^ word(b, offset + 8))
+            | (word(a, offset + 16) ^ word(b, offset + 16)) | (word(a, offset + 24) ^ word(b, offset + 24))
+          if difference != 0 { return false }
+          offset += 32
         }
         while offset < count {
           if a[offset] != b[offset] { return false }

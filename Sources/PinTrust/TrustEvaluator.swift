@@ -32,7 +32,8 @@ public enum TrustEvaluator {
         // Accepted on a failed check because the policy explicitly allows
         // invalid certificates (AF: `allowInvalidCertificates || valid`).
         return .trusted(
-          Acceptance(basis: .invalidCertificatesAllowed, waived: verification.failure, validUntil: .distantFuture))
+          Acceptance(
+            basis: .invalidCertificatesAllowed, waived: verification.failure, validUntil: .distantFuture))
       }
       return .trusted(Acceptance(basis: .validChain, validUntil: earliestExpiry(verification.builtChain)))
     }
@@ -59,7 +60,9 @@ public enum TrustEvaluator {
   /// 5. The pinned certificates become the only anchors and the chain is
   /// evaluated again (dates, host and usage enforced even with allowInvalid);
   /// then some certificate of the chain as built must equal a pinned one.
-  private static func evaluateCertificatePins(policy: SecurityPolicy, check: ServerTrustCheck) -> TrustDecision {
+  private static func evaluateCertificatePins(policy: SecurityPolicy, check: ServerTrustCheck)
+    -> TrustDecision
+  {
     guard !policy.pinnedCertificates.isEmpty else { return .rejected(.noPins(.certificate)) }
     let (verification, failure) = check.run(anchors: .pinnedCertificates)
     if let failure { return .rejected(failure) }
@@ -71,7 +74,8 @@ public enum TrustEvaluator {
     }
     return .rejected(
       .pinMismatch(
-        mode: .certificate, expected: policy.pinnedCertificates.map(\.fingerprint), seen: verification.builtChain))
+        mode: .certificate, expected: policy.pinnedCertificates.map(\.fingerprint),
+        seen: verification.builtChain))
   }
 
   /// 6. Some certificate of the chain as built must carry a pinned key. When
@@ -83,15 +87,18 @@ public enum TrustEvaluator {
   ) -> TrustDecision {
     let expected = policy.expectedPublicKeyPins
     guard !expected.isEmpty else { return .rejected(.noPins(.publicKey)) }
-    let verification = anchoredChain ?? check.verifier.verify(
-      check.chain, anchors: .policyAnchors, purpose: check.purpose, at: check.time)
+    let verification =
+      anchoredChain
+      ?? check.verifier.verify(
+        check.chain, anchors: .policyAnchors, purpose: check.purpose, at: check.time)
     let candidates = verification.builtChain.prefix(max(1, verification.signatureLinkedCount))
     for certificate in candidates {
       if let pin = firstMatch(certificate.spkiFingerprint, in: expected) {
         // With allowInvalid the dates were not enforced, so the verdict has no
         // date-based horizon; otherwise it ends with the earliest notAfter.
         let horizon = anchoredChain.map { earliestExpiry($0.builtChain) } ?? .distantFuture
-        return .trusted(Acceptance(basis: .pinnedPublicKey(pin), waived: verification.failure, validUntil: horizon))
+        return .trusted(
+          Acceptance(basis: .pinnedPublicKey(pin), waived: verification.failure, validUntil: horizon))
       }
     }
     return .rejected(.pinMismatch(mode: .publicKey, expected: expected, seen: Array(candidates)))

@@ -44,11 +44,14 @@ public enum TrustFailure: Sendable, Equatable, Error {
     case .chainInvalid(let failure, let against):
       let anchors = against == .policyAnchors ? "the policy's anchors" : "the pinned certificates"
       let subject = failure.subject.map { " (\($0))" } ?? ""
-      return "certificate at depth \(failure.depth)\(subject) does not verify against \(anchors): \(failure.detail)"
+      return
+        "certificate at depth \(failure.depth)\(subject) does not verify against \(anchors): \(failure.detail)"
     case .hostnameMismatch(let host, let leaf):
       let names = leaf.dnsNames + leaf.ipAddresses.map(\.description)
-      let listed = names.isEmpty ? "no subjectAltName entries" : "subjectAltName " + names.joined(separator: ", ")
-      return "leaf \(leaf.subject) is not valid for \(host): it has \(listed) (the common name is not consulted)"
+      let listed =
+        names.isEmpty ? "no subjectAltName entries" : "subjectAltName " + names.joined(separator: ", ")
+      return
+        "leaf \(leaf.subject) is not valid for \(host): it has \(listed) (the common name is not consulted)"
     case .noPins(let mode):
       return "pinning mode \(mode.rawValue) with an empty pin set matches nothing"
     case .pinMismatch(let mode, let expected, let seen):

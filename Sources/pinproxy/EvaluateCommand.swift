@@ -48,21 +48,28 @@ struct EvaluateCommand: ParsableCommand {
   var anchors: [String] = []
 
   var usesPolicyFlags: Bool {
-    pinningMode != nil || !pinnedCertificate.isEmpty || !pinnedPublicKeyHash.isEmpty || allowInvalidCertificates
+    pinningMode != nil || !pinnedCertificate.isEmpty || !pinnedPublicKeyHash.isEmpty
+      || allowInvalidCertificates
       || noValidatesDomainName || !anchors.isEmpty
   }
 
   func validate() throws {
     if host != nil && noHost { throw ValidationError("give --host or --no-host, not both") }
     if host == nil && !noHost { throw ValidationError("--host HOST is required (or --no-host)") }
-    if config != nil && usesPolicyFlags { throw ValidationError("--config and policy flags exclude each other") }
-    if config != nil && noHost { throw ValidationError("--config picks the rule by host; --no-host needs policy flags") }
+    if config != nil && usesPolicyFlags {
+      throw ValidationError("--config and policy flags exclude each other")
+    }
+    if config != nil && noHost {
+      throw ValidationError("--config picks the rule by host; --no-host needs policy flags")
+    }
   }
 
   func run() throws {
     let time = try evaluationTime()
     let trustHost = try host.map { text in
-      guard let parsed = TrustHost(text) else { throw UsageError("--host \"\(text)\" is not a host name or IP address") }
+      guard let parsed = TrustHost(text) else {
+        throw UsageError("--host \"\(text)\" is not a host name or IP address")
+      }
       return parsed
     }
     let presented: PresentedChain
@@ -73,14 +80,19 @@ struct EvaluateCommand: ParsableCommand {
     }
     let (policy, label) = try resolvePolicy(host: trustHost)
     guard let policy else {
-      print("rejected: \(FailureCode.deniedByPolicy.rawValue): no domain rule matches \(host ?? "") and defaults.action is deny")
+      print(
+        "rejected: \(FailureCode.deniedByPolicy.rawValue): no domain rule matches \(host ?? "") and defaults.action is deny"
+      )
       throw ExitCode(1)
     }
-    let decision = TrustEvaluator.evaluate(presented, host: trustHost, policy: policy.policy, verifier: policy, at: time)
+    let decision = TrustEvaluator.evaluate(
+      presented, host: trustHost, policy: policy.policy, verifier: policy, at: time)
     print(decision.summary)
     if case .trusted(let acceptance) = decision {
       if let waived = acceptance.waived {
-        printError("note: \(label) allows invalid certificates; accepted despite: \(waived.detail) (depth \(waived.depth))")
+        printError(
+          "note: \(label) allows invalid certificates; accepted despite: \(waived.detail) (depth \(waived.depth))"
+        )
       }
       return
     }
@@ -123,7 +135,9 @@ struct EvaluateCommand: ParsableCommand {
       policy.pinningMode = mode
     }
     do {
-      policy.pinnedCertificates = try pinnedCertificate.flatMap { try CertificateFile.load($0) }.map { $0.value() }
+      policy.pinnedCertificates = try pinnedCertificate.flatMap { try CertificateFile.load($0) }.map {
+        $0.value()
+      }
       policy.pinnedPublicKeyHashes = try pinnedPublicKeyHash.map { try SPKIPin.parse($0) }
     } catch let error as CertificateFile.LoadError {
       throw UsageError(error.description)
@@ -143,7 +157,8 @@ struct EvaluateCommand: ParsableCommand {
     }
     do {
       return try CompiledPolicy(
-        policy: policy, identity: PolicyIdentity(generation: 0, rule: 0), registry: AnchorSetRegistry(sets: sets))
+        policy: policy, identity: PolicyIdentity(generation: 0, rule: 0),
+        registry: AnchorSetRegistry(sets: sets))
     } catch {
       throw UsageError("\(error)")
     }

@@ -6,7 +6,8 @@ import PinTLS
 struct PinCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "pin",
-    abstract: "Print the SPKI pin and certificate SHA-256 of each certificate in a file or served at HOST:PORT.",
+    abstract:
+      "Print the SPKI pin and certificate SHA-256 of each certificate in a file or served at HOST:PORT.",
     discussion: "HOST:PORT connects and prints the chain the server presents, without verifying it.")
 
   @Argument(help: "A PEM or DER file, or HOST:PORT.")
@@ -30,7 +31,8 @@ struct PinCommand: ParsableCommand {
     } else {
       throw UsageError("\(source): no such file, and not HOST:PORT")
     }
-    print(certificates.enumerated().map { CertificatePrinter.describe($0.element.value(), index: $0.offset) }
-      .joined(separator: "\n"))
+    print(
+      certificates.enumerated().map { CertificatePrinter.describe($0.element.value(), index: $0.offset) }
+        .joined(separator: "\n"))
   }
 }

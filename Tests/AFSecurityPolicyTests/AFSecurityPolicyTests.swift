@@ -31,7 +31,8 @@ final class AFSecurityPolicyTests: XCTestCase {
   }
 
   func assertTrusted(
-    _ policy: SecurityPolicy, _ chain: String, domain: String?, file: StaticString = #filePath, line: UInt = #line
+    _ policy: SecurityPolicy, _ chain: String, domain: String?, file: StaticString = #filePath,
+    line: UInt = #line
   ) {
     let decision = harness.evaluate(policy, chain: chain, host: domain)
     XCTAssertTrue(decision.isTrusted, decision.summary, file: file, line: line)
@@ -109,8 +110,10 @@ final class AFSecurityPolicyTests: XCTestCase {
     assertTrusted(policy(.publicKey, pinned: [httpBinOrgCertificate]), httpBinOrgServerTrust, domain: nil)
   }
 
-  func testPolicyWithPublicKeyPinningAllowsHTTPBinOrgServerTrustWithHTTPBinOrgIntermediateCertificatePinned() {
-    assertTrusted(policy(.publicKey, pinned: [letsEncryptAuthorityCertificate]), httpBinOrgServerTrust, domain: nil)
+  func testPolicyWithPublicKeyPinningAllowsHTTPBinOrgServerTrustWithHTTPBinOrgIntermediateCertificatePinned()
+  {
+    assertTrusted(
+      policy(.publicKey, pinned: [letsEncryptAuthorityCertificate]), httpBinOrgServerTrust, domain: nil)
   }
 
   func testPolicyWithPublicKeyPinningAllowsHTTPBinOrgServerTrustWithHTTPBinOrgRootCertificatePinned() {
@@ -122,13 +125,18 @@ final class AFSecurityPolicyTests: XCTestCase {
     assertTrusted(policy(.publicKey, pinned: pinned), httpBinOrgServerTrust, domain: nil)
   }
 
-  func testPolicyWithPublicKeyPinningAllowsHTTPBirnOrgServerTrustWithHTTPbinOrgPinnedCertificateAndAdditionalPinnedCertificates() {
+  func
+    testPolicyWithPublicKeyPinningAllowsHTTPBirnOrgServerTrustWithHTTPbinOrgPinnedCertificateAndAdditionalPinnedCertificates()
+  {
     let pinned = [httpBinOrgCertificate, Fixtures.certificate(selfSignedCertificateWithCommonNameDomain)]
     assertTrusted(policy(.publicKey, pinned: pinned), httpBinOrgServerTrust, domain: nil)
   }
 
-  func testPolicyWithPublicKeyPinningAllowsHTTPBinOrgServerTrustWithHTTPBinOrgLeafCertificatePinnedAndValidDomainName() {
-    assertTrusted(policy(.publicKey, pinned: [httpBinOrgCertificate]), httpBinOrgServerTrust, domain: "httpbin.org")
+  func
+    testPolicyWithPublicKeyPinningAllowsHTTPBinOrgServerTrustWithHTTPBinOrgLeafCertificatePinnedAndValidDomainName()
+  {
+    assertTrusted(
+      policy(.publicKey, pinned: [httpBinOrgCertificate]), httpBinOrgServerTrust, domain: "httpbin.org")
   }
 
   // MARK: Public key pinning: negative evaluation
@@ -142,9 +150,12 @@ final class AFSecurityPolicyTests: XCTestCase {
       policy(.publicKey, pinned: [httpBinOrgCertificate]), adnNetServerTrust, domain: nil, code: .pinMismatch)
   }
 
-  func testPolicyWithPublicKeyPinningDoesNotAllowHTTPBinOrgServerTrustWithHTTPBinOrgLeafCertificatePinnedAndInvalidDomainName() {
+  func
+    testPolicyWithPublicKeyPinningDoesNotAllowHTTPBinOrgServerTrustWithHTTPBinOrgLeafCertificatePinnedAndInvalidDomainName()
+  {
     assertRejected(
-      policy(.publicKey, pinned: [httpBinOrgCertificate]), httpBinOrgServerTrust, domain: "invaliddomainname.com",
+      policy(.publicKey, pinned: [httpBinOrgCertificate]), httpBinOrgServerTrust,
+      domain: "invaliddomainname.com",
       code: .hostnameMismatch)
   }
 
@@ -172,8 +183,11 @@ final class AFSecurityPolicyTests: XCTestCase {
     assertTrusted(policy(.certificate, pinned: [httpBinOrgCertificate]), httpBinOrgServerTrust, domain: nil)
   }
 
-  func testPolicyWithCertificatePinningAllowsHTTPBinOrgServerTrustWithHTTPBinOrgIntermediateCertificatePinned() {
-    assertTrusted(policy(.certificate, pinned: [letsEncryptAuthorityCertificate]), httpBinOrgServerTrust, domain: nil)
+  func
+    testPolicyWithCertificatePinningAllowsHTTPBinOrgServerTrustWithHTTPBinOrgIntermediateCertificatePinned()
+  {
+    assertTrusted(
+      policy(.certificate, pinned: [letsEncryptAuthorityCertificate]), httpBinOrgServerTrust, domain: nil)
   }
 
   func testPolicyWithCertificatePinningAllowsHTTPBinOrgServerTrustWithHTTPBinOrgRootCertificatePinned() {
@@ -185,13 +199,18 @@ final class AFSecurityPolicyTests: XCTestCase {
     assertTrusted(policy(.certificate, pinned: pinned), httpBinOrgServerTrust, domain: nil)
   }
 
-  func testPolicyWithCertificatePinningAllowsHTTPBirnOrgServerTrustWithHTTPbinOrgPinnedCertificateAndAdditionalPinnedCertificates() {
+  func
+    testPolicyWithCertificatePinningAllowsHTTPBirnOrgServerTrustWithHTTPbinOrgPinnedCertificateAndAdditionalPinnedCertificates()
+  {
     let pinned = [httpBinOrgCertificate, Fixtures.certificate(selfSignedCertificateWithCommonNameDomain)]
     assertTrusted(policy(.certificate, pinned: pinned), httpBinOrgServerTrust, domain: nil)
   }
 
-  func testPolicyWithCertificatePinningAllowsHTTPBinOrgServerTrustWithHTTPBinOrgLeafCertificatePinnedAndValidDomainName() {
-    assertTrusted(policy(.certificate, pinned: [httpBinOrgCertificate]), httpBinOrgServerTrust, domain: "httpbin.org")
+  func
+    testPolicyWithCertificatePinningAllowsHTTPBinOrgServerTrustWithHTTPBinOrgLeafCertificatePinnedAndValidDomainName()
+  {
+    assertTrusted(
+      policy(.certificate, pinned: [httpBinOrgCertificate]), httpBinOrgServerTrust, domain: "httpbin.org")
   }
 
   // MARK: Certificate pinning: negative evaluation
@@ -202,12 +221,16 @@ final class AFSecurityPolicyTests: XCTestCase {
 
   func testPolicyWithCertificatePinningDoesNotAllowADNServerTrustWithHTTPBinOrgPinnedCertificate() {
     assertRejected(
-      policy(.certificate, pinned: [httpBinOrgCertificate]), adnNetServerTrust, domain: nil, code: .pinMismatch)
+      policy(.certificate, pinned: [httpBinOrgCertificate]), adnNetServerTrust, domain: nil,
+      code: .pinMismatch)
   }
 
-  func testPolicyWithCertificatePinningDoesNotAllowHTTPBinOrgServerTrustWithHTTPBinOrgLeafCertificatePinnedAndInvalidDomainName() {
+  func
+    testPolicyWithCertificatePinningDoesNotAllowHTTPBinOrgServerTrustWithHTTPBinOrgLeafCertificatePinnedAndInvalidDomainName()
+  {
     assertRejected(
-      policy(.certificate, pinned: [httpBinOrgCertificate]), httpBinOrgServerTrust, domain: "invaliddomainname.com",
+      policy(.certificate, pinned: [httpBinOrgCertificate]), httpBinOrgServerTrust,
+      domain: "invaliddomainname.com",
       code: .hostnameMismatch)
   }
 
@@ -256,13 +279,17 @@ final class AFSecurityPolicyTests: XCTestCase {
     assertTrusted(policy, selfSignedCertificateWithDNSNameDomain, domain: nil)
   }
 
-  func testThatPolicyWithInvalidCertificatesAllowedAndValidPinnedCertificatesDoesAllowSelfSignedServerTrustForValidDomainName() {
+  func
+    testThatPolicyWithInvalidCertificatesAllowedAndValidPinnedCertificatesDoesAllowSelfSignedServerTrustForValidDomainName()
+  {
     var policy = policy(.publicKey, pinned: [Fixtures.certificate(selfSignedCertificateWithDNSNameDomain)])
     policy.allowInvalidCertificates = true
     assertTrusted(policy, selfSignedCertificateWithDNSNameDomain, domain: "foobar.com")
   }
 
-  func testThatPolicyWithInvalidCertificatesAllowedAndNoSSLPinningAndDomainNameValidationDisabledDoesAllowSelfSignedServerTrustForValidDomainName() {
+  func
+    testThatPolicyWithInvalidCertificatesAllowedAndNoSSLPinningAndDomainNameValidationDisabledDoesAllowSelfSignedServerTrustForValidDomainName()
+  {
     var policy = policy(.none)
     policy.allowInvalidCertificates = true
     policy.validatesDomainName = false
@@ -275,21 +302,27 @@ final class AFSecurityPolicyTests: XCTestCase {
     assertRejected(.default, selfSignedCertificateWithDNSNameDomain, domain: nil, code: .untrustedChain)
   }
 
-  func testThatPolicyWithInvalidCertificatesAllowedAndNoPinnedCertificatesAndPublicKeyPinningModeDoesNotAllowSelfSignedServerTrustForValidDomainName() {
+  func
+    testThatPolicyWithInvalidCertificatesAllowedAndNoPinnedCertificatesAndPublicKeyPinningModeDoesNotAllowSelfSignedServerTrustForValidDomainName()
+  {
     var policy = policy(.publicKey)
     policy.allowInvalidCertificates = true
     assertRejected(
       policy, selfSignedCertificateWithDNSNameDomain, domain: "foobar.com", code: .selfSignedRequiresPinning)
   }
 
-  func testThatPolicyWithInvalidCertificatesAllowedAndValidPinnedCertificatesAndNoPinningModeDoesNotAllowSelfSignedServerTrustForValidDomainName() {
+  func
+    testThatPolicyWithInvalidCertificatesAllowedAndValidPinnedCertificatesAndNoPinningModeDoesNotAllowSelfSignedServerTrustForValidDomainName()
+  {
     var policy = policy(.none, pinned: [Fixtures.certificate(selfSignedCertificateWithDNSNameDomain)])
     policy.allowInvalidCertificates = true
     assertRejected(
       policy, selfSignedCertificateWithDNSNameDomain, domain: "foobar.com", code: .selfSignedRequiresPinning)
   }
 
-  func testThatPolicyWithInvalidCertificatesAllowedAndNoValidPinnedCertificatesAndNoPinningModeAndDomainValidationDoesNotAllowSelfSignedServerTrustForValidDomainName() {
+  func
+    testThatPolicyWithInvalidCertificatesAllowedAndNoValidPinnedCertificatesAndNoPinningModeAndDomainValidationDoesNotAllowSelfSignedServerTrustForValidDomainName()
+  {
     var policy = policy(.none)
     policy.allowInvalidCertificates = true
     assertRejected(

@@ -13,7 +13,8 @@ final class EvaluateCommandTests: XCTestCase {
 
   func testTrustedChainPrintsTrustedAndExitsZero() throws {
     let result = try evaluate([
-      "--host", "httpbin.org", "--chain", Fixtures.path("httpbin-chain.pem"), "--anchors", Fixtures.path("root-a.pem"),
+      "--host", "httpbin.org", "--chain", Fixtures.path("httpbin-chain.pem"), "--anchors",
+      Fixtures.path("root-a.pem"),
     ])
     XCTAssertEqual(result.stdout, "trusted\n")
     XCTAssertEqual(result.status, 0)
@@ -21,7 +22,8 @@ final class EvaluateCommandTests: XCTestCase {
 
   func testRejectionPrintsCodeAndReasonAndExitsOne() throws {
     let result = try evaluate([
-      "--host", "apple.com", "--chain", Fixtures.path("httpbin-chain.pem"), "--anchors", Fixtures.path("root-a.pem"),
+      "--host", "apple.com", "--chain", Fixtures.path("httpbin-chain.pem"), "--anchors",
+      Fixtures.path("root-a.pem"),
     ])
     XCTAssertEqual(result.status, 1)
     XCTAssertTrue(result.stdout.hasPrefix("rejected: hostname-mismatch: leaf CN=httpbin.org"), result.stdout)
@@ -29,16 +31,19 @@ final class EvaluateCommandTests: XCTestCase {
 
   func testSystemAnchorsHonourSSLCertFile() throws {
     let arguments = ["--host", "httpbin.org", "--chain", Fixtures.path("httpbin-chain.pem")]
-    let withRoot = try evaluate(arguments, environment: ["SSL_CERT_FILE": Fixtures.path("root-a.pem"), "SSL_CERT_DIR": "/nonexistent"])
+    let withRoot = try evaluate(
+      arguments, environment: ["SSL_CERT_FILE": Fixtures.path("root-a.pem"), "SSL_CERT_DIR": "/nonexistent"])
     XCTAssertEqual(withRoot.stdout, "trusted\n")
-    let withOtherRoot = try evaluate(arguments, environment: ["SSL_CERT_FILE": Fixtures.path("root-b.pem"), "SSL_CERT_DIR": "/nonexistent"])
+    let withOtherRoot = try evaluate(
+      arguments, environment: ["SSL_CERT_FILE": Fixtures.path("root-b.pem"), "SSL_CERT_DIR": "/nonexistent"])
     XCTAssertTrue(withOtherRoot.stdout.hasPrefix("rejected: untrusted-chain:"), withOtherRoot.stdout)
   }
 
   func testPublicKeyPinFlagsAndAllowInvalidExplainWhatWasWaived() throws {
     let pin = Fixtures.certificate("int-a.pem").spkiPin
     let result = try evaluate([
-      "--host", "expired.httpbin.org", "--chain", Fixtures.path("expired-chain.pem"), "--anchors", Fixtures.path("root-a.pem"),
+      "--host", "expired.httpbin.org", "--chain", Fixtures.path("expired-chain.pem"), "--anchors",
+      Fixtures.path("root-a.pem"),
       "--pinning-mode", "publicKey", "--pinned-public-key-hash", pin, "--allow-invalid-certificates",
       "--no-validates-domain-name",
     ])
@@ -47,20 +52,30 @@ final class EvaluateCommandTests: XCTestCase {
   }
 
   func testCertificatePinningWithPinnedFile() throws {
-    let base = ["--chain", Fixtures.path("httpbin-chain.pem"), "--pinning-mode", "certificate", "--anchors", Fixtures.path("root-a.pem")]
-    let pinned = try evaluate(["--host", "httpbin.org", "--pinned-certificate", Fixtures.path("int-a.der")] + base)
+    let base = [
+      "--chain", Fixtures.path("httpbin-chain.pem"), "--pinning-mode", "certificate", "--anchors",
+      Fixtures.path("root-a.pem"),
+    ]
+    let pinned = try evaluate(
+      ["--host", "httpbin.org", "--pinned-certificate", Fixtures.path("int-a.der")] + base)
     XCTAssertEqual(pinned.stdout, "trusted\n")
-    let wrong = try evaluate(["--host", "httpbin.org", "--pinned-certificate", Fixtures.path("int-b.pem")] + base)
+    let wrong = try evaluate(
+      ["--host", "httpbin.org", "--pinned-certificate", Fixtures.path("int-b.pem")] + base)
     XCTAssertTrue(wrong.stdout.hasPrefix("rejected: pin-mismatch:"), wrong.stdout)
   }
 
   func testNoHostEvaluatesWithoutAHostCheck() throws {
-    let result = try evaluate(["--no-host", "--chain", Fixtures.path("httpbin-chain.pem"), "--anchors", Fixtures.path("root-a.pem")])
+    let result = try evaluate([
+      "--no-host", "--chain", Fixtures.path("httpbin-chain.pem"), "--anchors", Fixtures.path("root-a.pem"),
+    ])
     XCTAssertEqual(result.stdout, "trusted\n")
   }
 
   func testAtMovesTheClock() throws {
-    let arguments = ["evaluate", "--host", "httpbin.org", "--chain", Fixtures.path("httpbin-chain.pem"), "--anchors", Fixtures.path("root-a.pem")]
+    let arguments = [
+      "evaluate", "--host", "httpbin.org", "--chain", Fixtures.path("httpbin-chain.pem"), "--anchors",
+      Fixtures.path("root-a.pem"),
+    ]
     let later = try Subprocess.pinproxy(arguments + ["--at", "2036-01-01T00:00:00Z"])
     XCTAssertTrue(later.stdout.hasPrefix("rejected: expired:"), later.stdout)
   }
@@ -80,11 +95,20 @@ final class EvaluateCommandTests: XCTestCase {
       (["--chain", chain], "--host HOST is required"),
       (["--host", "a.example", "--chain", "/nonexistent.pem"], "/nonexistent.pem: no such file"),
       (["--host", "a.example", "--chain", Fixtures.path("httpbin.key")], "no CERTIFICATE"),
-      (["--host", "a.example", "--chain", chain, "--pinned-public-key-hash", "sha256/AAAA"], "not standard base64"),
+      (
+        ["--host", "a.example", "--chain", chain, "--pinned-public-key-hash", "sha256/AAAA"],
+        "not standard base64"
+      ),
       (["--host", "a.example", "--chain", chain, "--pinning-mode", "strict"], "--pinning-mode must be"),
-      (["--host", "a.example", "--chain", chain, "--pinned-certificate", Fixtures.path("httpbin.key")], "httpbin.key"),
+      (
+        ["--host", "a.example", "--chain", chain, "--pinned-certificate", Fixtures.path("httpbin.key")],
+        "httpbin.key"
+      ),
       (["--host", "a..example", "--chain", chain], "is not a host name"),
-      (["--host", "a.example", "--chain", chain, "--config", "/x.yaml", "--allow-invalid-certificates"], "exclude each other"),
+      (
+        ["--host", "a.example", "--chain", chain, "--config", "/x.yaml", "--allow-invalid-certificates"],
+        "exclude each other"
+      ),
     ]
     for (arguments, message) in cases {
       let result = try Subprocess.pinproxy(["evaluate"] + arguments)

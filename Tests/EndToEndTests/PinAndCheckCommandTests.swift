@@ -18,12 +18,15 @@ final class PinAndCheckCommandTests: XCTestCase {
 
   func testPinHostPortPrintsTheChainALiveServerPresents() throws {
     let server = try OpenSSLServer(
-      certificate: Fixtures.path("ecdsa.pem"), key: Fixtures.path("ecdsa.key"), chain: Fixtures.path("int-a.pem"))
+      certificate: Fixtures.path("ecdsa.pem"), key: Fixtures.path("ecdsa.key"),
+      chain: Fixtures.path("int-a.pem"))
     defer { server.stop() }
     let result = try Subprocess.pinproxy(["pin", "127.0.0.1:\(server.port)"])
     XCTAssertEqual(result.status, 0, result.stderr)
-    XCTAssertTrue(result.stdout.contains("pin:      \(Fixtures.certificate("ecdsa.pem").spkiPin)"), result.stdout)
-    XCTAssertTrue(result.stdout.contains("pin:      \(Fixtures.certificate("int-a.pem").spkiPin)"), result.stdout)
+    XCTAssertTrue(
+      result.stdout.contains("pin:      \(Fixtures.certificate("ecdsa.pem").spkiPin)"), result.stdout)
+    XCTAssertTrue(
+      result.stdout.contains("pin:      \(Fixtures.certificate("int-a.pem").spkiPin)"), result.stdout)
     XCTAssertTrue(result.stdout.contains("key:      EC-256"), result.stdout)
   }
 
@@ -40,10 +43,14 @@ final class PinAndCheckCommandTests: XCTestCase {
   }
 
   func testCheckAcceptsTheExampleAndListsEveryErrorOfABadConfig() throws {
-    let good = try Subprocess.pinproxy(["check", "--config", Fixtures.repositoryRoot + "/config/pinproxy.yaml"])
+    let good = try Subprocess.pinproxy([
+      "check", "--config", Fixtures.repositoryRoot + "/config/pinproxy.yaml",
+    ])
     XCTAssertEqual(good.status, 0, good.stderr)
-    let file = FileManager.default.temporaryDirectory.appendingPathComponent("bad-\(UUID().uuidString).yaml").path
-    try Data("""
+    let file = FileManager.default.temporaryDirectory.appendingPathComponent("bad-\(UUID().uuidString).yaml")
+      .path
+    try Data(
+      """
       domains:
         - domain: example.com
           pinningMode: pubkey
@@ -51,13 +58,15 @@ final class PinAndCheckCommandTests: XCTestCase {
         - domain: example.org
           pinningMode: certificate
           pinnedCertificates: [nothere.pem]
-      """.utf8).write(to: URL(fileURLWithPath: file))
+      """.utf8
+    ).write(to: URL(fileURLWithPath: file))
     defer { try? FileManager.default.removeItem(atPath: file) }
     let bad = try Subprocess.pinproxy(["check", "--config", file])
     XCTAssertEqual(bad.status, 2)
     let lines = bad.stderr.split(separator: "\n")
     XCTAssertEqual(lines.count, 3, bad.stderr)
-    XCTAssertTrue(lines[0].hasPrefix("\(file):3:18: domains[0].pinningMode: \"pubkey\" is not one of"), bad.stderr)
+    XCTAssertTrue(
+      lines[0].hasPrefix("\(file):3:18: domains[0].pinningMode: \"pubkey\" is not one of"), bad.stderr)
     XCTAssertTrue(lines[1].hasPrefix("\(file):4:5: domains[0].colour: unknown key"), bad.stderr)
     XCTAssertTrue(lines[2].hasPrefix("\(file):7:26: domains[1].pinnedCertificates[0]: "), bad.stderr)
     XCTAssertTrue(lines[2].hasSuffix("nothere.pem: no such file"), bad.stderr)

@@ -6,7 +6,9 @@ import XCTest
 
 final class ConfigurationParserTests: XCTestCase {
   func parse(_ text: String) -> Result<Configuration, ConfigErrors> {
-    Result { () throws(ConfigErrors) in try ConfigurationParser.parse(text, file: "/etc/pinproxy/pinproxy.yaml") }
+    Result { () throws(ConfigErrors) in
+      try ConfigurationParser.parse(text, file: "/etc/pinproxy/pinproxy.yaml")
+    }
   }
 
   func errors(_ text: String) -> [String] {
@@ -19,7 +21,9 @@ final class ConfigurationParserTests: XCTestCase {
     let configuration = try ConfigurationParser.load(file: file)
     XCTAssertEqual(configuration.listeners.first?.address.description, "127.0.0.1:3128")
     XCTAssertEqual(configuration.domains.map(\.domain.description), ["api.bank.example", "bank.example"])
-    XCTAssertEqual(configuration.anchorSets.first?.files.first?.path, Fixtures.repositoryRoot + "/config/examples/national-root.pem")
+    XCTAssertEqual(
+      configuration.anchorSets.first?.files.first?.path,
+      Fixtures.repositoryRoot + "/config/examples/national-root.pem")
     let snapshot = try TrustSnapshot.compile(configuration, generation: 1)
     guard case .rule(_, let domain, _) = snapshot.route(Fixtures.host("pay.bank.example")) else {
       return XCTFail("bank.example with includesSubdomains must govern pay.bank.example")
@@ -28,17 +32,20 @@ final class ConfigurationParserTests: XCTestCase {
   }
 
   func testUnknownKeyNamesFileLineAndKey() {
-    let found = errors("""
+    let found = errors(
+      """
       domains:
         - domain: example.com
           pinningMod: publicKey
       """)
     XCTAssertEqual(found.count, 1)
-    XCTAssertTrue(found[0].hasPrefix("/etc/pinproxy/pinproxy.yaml:3:5: domains[0].pinningMod: unknown key"), found[0])
+    XCTAssertTrue(
+      found[0].hasPrefix("/etc/pinproxy/pinproxy.yaml:3:5: domains[0].pinningMod: unknown key"), found[0])
   }
 
   func testEveryErrorIsReportedNotJustTheFirst() {
-    let found = errors("""
+    let found = errors(
+      """
       listeners:
         - name: forward
           address: 127.0.0.1:99999
@@ -53,26 +60,33 @@ final class ConfigurationParserTests: XCTestCase {
       """)
     let joined = found.joined(separator: "\n")
     XCTAssertEqual(found.count, 6, joined)
-    XCTAssertTrue(joined.contains(":3:14: listeners[0].address: \"127.0.0.1:99999\" is not HOST:PORT"), joined)
+    XCTAssertTrue(
+      joined.contains(":3:14: listeners[0].address: \"127.0.0.1:99999\" is not HOST:PORT"), joined)
     XCTAssertTrue(joined.contains(":5:11: defaults.action: \"allow\" is not one of: validate, deny"), joined)
-    XCTAssertTrue(joined.contains("domains[0].pinnedPublicKeyHashes[0]: pin \"sha256/tooshort\" is not standard base64"), joined)
-    XCTAssertTrue(joined.contains("domains[0].pinnedPublicKeyHashes[1]: pin \"AAAA\" must be written sha256/"), joined)
+    XCTAssertTrue(
+      joined.contains("domains[0].pinnedPublicKeyHashes[0]: pin \"sha256/tooshort\" is not standard base64"),
+      joined)
+    XCTAssertTrue(
+      joined.contains("domains[0].pinnedPublicKeyHashes[1]: pin \"AAAA\" must be written sha256/"), joined)
     XCTAssertTrue(joined.contains(":10:26: domains[0].validatesDomainName: expected true or false"), joined)
     XCTAssertTrue(joined.contains("domains[1].domain: required key is missing"), joined)
   }
 
   func testDuplicateDomainsAreRefused() {
-    let found = errors("""
+    let found = errors(
+      """
       domains:
         - domain: Example.com
         - domain: example.COM.
       """)
     XCTAssertEqual(found.count, 1)
-    XCTAssertTrue(found[0].contains(":3:5: domains[1]: domain example.com is already configured at line 2"), found[0])
+    XCTAssertTrue(
+      found[0].contains(":3:5: domains[1]: domain example.com is already configured at line 2"), found[0])
   }
 
   func testPinsWithModeNoneAreRefusedRatherThanIgnored() {
-    let found = errors("""
+    let found = errors(
+      """
       domains:
         - domain: example.com
           pinnedPublicKeyHashes: ["sha256/47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="]
@@ -87,7 +101,8 @@ final class ConfigurationParserTests: XCTestCase {
   }
 
   func testTunnelListenerNeedsAnUpstreamAndForwardMayNotHaveOne() {
-    let found = errors("""
+    let found = errors(
+      """
       listeners:
         - {name: a, address: "127.0.0.1:8443", mode: tunnel}
         - {name: b, address: "127.0.0.1:3128", upstream: "api.example:443"}
@@ -95,12 +110,14 @@ final class ConfigurationParserTests: XCTestCase {
       """)
     let joined = found.joined(separator: "\n")
     XCTAssertTrue(joined.contains("listeners[0].upstream: required key is missing"), joined)
-    XCTAssertTrue(joined.contains("listeners[1].upstream: only tunnel listeners have a fixed upstream"), joined)
+    XCTAssertTrue(
+      joined.contains("listeners[1].upstream: only tunnel listeners have a fixed upstream"), joined)
     XCTAssertTrue(joined.contains("listener name \"b\" is used twice"), joined)
   }
 
   func testValuesAndDefaults() throws {
-    let configuration = try parse("""
+    let configuration = try parse(
+      """
       stateDirectory: state
       connectTo: ["api.bank.example:443:127.0.0.1:9443"]
       domains:
@@ -110,15 +127,21 @@ final class ConfigurationParserTests: XCTestCase {
             url: https://pins.example/list.json
             publicKey: BC3kV9OI
             updateInterval: 12h
-      """).get()
+      """
+    ).get()
     XCTAssertEqual(configuration.stateDirectory, "/etc/pinproxy/state")
-    XCTAssertEqual(configuration.connectTo, [ConnectToRule(from: HostPort(host: "api.bank.example", port: 443), to: HostPort(host: "127.0.0.1", port: 9443))])
+    XCTAssertEqual(
+      configuration.connectTo,
+      [
+        ConnectToRule(
+          from: HostPort(host: "api.bank.example", port: 443), to: HostPort(host: "127.0.0.1", port: 9443))
+      ])
     let domain = try XCTUnwrap(configuration.domains.first)
     XCTAssertEqual(domain.domain, .dns("xn--bcher-kva.example"))
     XCTAssertEqual(domain.anchors, ["system"])
     XCTAssertTrue(domain.validatesDomainName)
     XCTAssertFalse(domain.allowInvalidCertificates)
-    XCTAssertEqual(domain.minimumTLSVersion, .tls1_2)
+    XCTAssertEqual(domain.minimumTLSVersion, .tls12)
     XCTAssertEqual(domain.dynamicPins?.updateInterval, 43_200)
     XCTAssertEqual(domain.dynamicPins?.expirationUpdateThreshold, 14 * 86_400)
   }

@@ -6,7 +6,8 @@ import XCTest
 
 final class TrustSnapshotTests: XCTestCase {
   func testMissingAndUnparsablePinFilesNameTheirLineAndKey() throws {
-    let config = try TemporaryConfig("""
+    let config = try TemporaryConfig(
+      """
       domains:
         - domain: example.com
           pinningMode: certificate
@@ -15,13 +16,17 @@ final class TrustSnapshotTests: XCTestCase {
     defer { config.remove() }
     let found = config.errors().map(\.description)
     XCTAssertEqual(found.count, 2, "\(found)")
-    XCTAssertTrue(found[0].contains(":4:26: domains[0].pinnedCertificates[0]: \(config.directory.path)/missing.pem: no such file"), found[0])
+    XCTAssertTrue(
+      found[0].contains(
+        ":4:26: domains[0].pinnedCertificates[0]: \(config.directory.path)/missing.pem: no such file"),
+      found[0])
     XCTAssertTrue(found[1].contains(":4:39: domains[0].pinnedCertificates[1]: "), found[1])
     XCTAssertTrue(found[1].contains("no CERTIFICATE"), found[1])
   }
 
   func testUnknownAnchorSetIsLocated() throws {
-    let config = try TemporaryConfig("""
+    let config = try TemporaryConfig(
+      """
       anchorSets:
         national: {files: [root.pem]}
       domains:
@@ -31,11 +36,14 @@ final class TrustSnapshotTests: XCTestCase {
     defer { config.remove() }
     let found = config.errors().map(\.description)
     XCTAssertEqual(found.count, 1, "\(found)")
-    XCTAssertTrue(found[0].contains(":5:14: domains[0].anchors: unknown anchor set \"nationl\" (known: national, system)"), found[0])
+    XCTAssertTrue(
+      found[0].contains(
+        ":5:14: domains[0].anchors: unknown anchor set \"nationl\" (known: national, system)"), found[0])
   }
 
   func testRoutingUsesRulesThenDefaultsOrDenies() throws {
-    let config = try TemporaryConfig("""
+    let config = try TemporaryConfig(
+      """
       defaults: {action: deny}
       domains:
         - {domain: example.com, includesSubdomains: true}
@@ -51,7 +59,8 @@ final class TrustSnapshotTests: XCTestCase {
   }
 
   func testRuleDecidesWithItsOwnAnchorsAndPins() throws {
-    let config = try TemporaryConfig("""
+    let config = try TemporaryConfig(
+      """
       anchorSets:
         national: {files: [root.pem]}
       domains:
@@ -63,11 +72,15 @@ final class TrustSnapshotTests: XCTestCase {
           anchors: [national]
       """, files: ["root.pem": Fixtures.path("root-a.pem"), "int.pem": Fixtures.path("int-a.pem")])
     defer { config.remove() }
-    let snapshot = try TrustSnapshot.compile(try ConfigurationParser.load(file: config.file), generation: 1, systemOverride: [])
+    let snapshot = try TrustSnapshot.compile(
+      try ConfigurationParser.load(file: config.file), generation: 1, systemOverride: [])
     let engine = TrustEngine()
     func decide(_ host: String, _ chain: String) -> TrustDecision {
-      guard case .rule(_, _, let policy) = snapshot.route(Fixtures.host(host)) else { return .rejected(.emptyChain) }
-      return policy.evaluate(Fixtures.chain(chain), host: Fixtures.host(host), engine: engine, at: Fixtures.now)
+      guard case .rule(_, _, let policy) = snapshot.route(Fixtures.host(host)) else {
+        return .rejected(.emptyChain)
+      }
+      return policy.evaluate(
+        Fixtures.chain(chain), host: Fixtures.host(host), engine: engine, at: Fixtures.now)
     }
     XCTAssertTrue(decide("httpbin.org", "httpbin-chain.pem").isTrusted)
     XCTAssertEqual(decide("alpha.net", "adn-chain.pem").summary.prefix(25), "rejected: untrusted-chain")

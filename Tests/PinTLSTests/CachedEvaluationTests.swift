@@ -21,7 +21,8 @@ final class CachedEvaluationTests: XCTestCase {
     XCTAssertGreaterThan(afterMiss, 0)
     for _ in 0..<10 {
       let again = engine.evaluate(
-        chain, host: host, policy: .default, identity: compiled.identity, verifier: counting, at: Fixtures.now)
+        chain, host: host, policy: .default, identity: compiled.identity, verifier: counting, at: Fixtures.now
+      )
       XCTAssertEqual(again, first)
     }
     XCTAssertEqual(counting.count, afterMiss, "a hit must not build or verify a chain")
@@ -35,7 +36,8 @@ final class CachedEvaluationTests: XCTestCase {
     let wrongHost = Fixtures.host("apple.com")
     for _ in 0..<3 {
       let decision = engine.evaluate(
-        chain, host: wrongHost, policy: .default, identity: compiled.identity, verifier: counting, at: Fixtures.now)
+        chain, host: wrongHost, policy: .default, identity: compiled.identity, verifier: counting,
+        at: Fixtures.now)
       XCTAssertFalse(decision.isTrusted)
     }
     XCTAssertEqual(counting.count, 3)
@@ -49,8 +51,10 @@ final class CachedEvaluationTests: XCTestCase {
     let notAfter = Fixtures.certificates("httpbin-chain.pem").map(\.notAfter).min()!
     let justBefore = notAfter.addingTimeInterval(-1)
     XCTAssertTrue(
-      engine.evaluate(chain, host: host, policy: .default, identity: compiled.identity, verifier: counting, at: justBefore)
-        .isTrusted)
+      engine.evaluate(
+        chain, host: host, policy: .default, identity: compiled.identity, verifier: counting, at: justBefore
+      )
+      .isTrusted)
     let afterExpiry = engine.evaluate(
       chain, host: host, policy: .default, identity: compiled.identity, verifier: counting, at: notAfter)
     XCTAssertTrue(afterExpiry.summary.hasPrefix("rejected: expired"), afterExpiry.summary)
@@ -74,7 +78,8 @@ final class CachedEvaluationTests: XCTestCase {
     let oldPolicy = harness.compile(.default)
     XCTAssertTrue(oldPolicy.evaluate(chain, host: host, engine: engine, at: Fixtures.now).isTrusted)
     // The reloaded rule pins a key the chain does not have: a stale hit would be a false accept.
-    let pinned = SecurityPolicy(pinningMode: .publicKey, pinnedPublicKeyHashes: [Fixtures.certificate("adn.pem").spkiFingerprint])
+    let pinned = SecurityPolicy(
+      pinningMode: .publicKey, pinnedPublicKeyHashes: [Fixtures.certificate("adn.pem").spkiFingerprint])
     let newPolicy = harness.compile(pinned, generation: 2)
     let decision = newPolicy.evaluate(chain, host: host, engine: engine, at: Fixtures.now)
     XCTAssertTrue(decision.summary.hasPrefix("rejected: pin-mismatch"), decision.summary)
@@ -86,7 +91,8 @@ final class CachedEvaluationTests: XCTestCase {
     policy.validatesDomainName = true
     let compiled = harness.compile(policy)
     XCTAssertTrue(compiled.evaluate(chain, host: host, engine: engine, at: Fixtures.now).isTrusted)
-    XCTAssertFalse(compiled.evaluate(chain, host: Fixtures.host("apple.com"), engine: engine, at: Fixtures.now).isTrusted)
+    XCTAssertFalse(
+      compiled.evaluate(chain, host: Fixtures.host("apple.com"), engine: engine, at: Fixtures.now).isTrusted)
   }
 
   func testConcurrentEvaluationsFromManyThreadsAgree() {
@@ -100,7 +106,8 @@ final class CachedEvaluationTests: XCTestCase {
       TrustEvaluator.evaluate(
         chains[pair % 3], host: hosts[pair / 3], policy: .default, verifier: compiled, at: Fixtures.now)
     }
-    XCTAssertEqual(expected.filter(\.isTrusted).count, 4, "three own hosts, and *.httpbin.org covers ecdsa.httpbin.org")
+    XCTAssertEqual(
+      expected.filter(\.isTrusted).count, 4, "three own hosts, and *.httpbin.org covers ecdsa.httpbin.org")
     let failures = NSLock()
     nonisolated(unsafe) var wrong = 0
     DispatchQueue.concurrentPerform(iterations: 4000) { iteration in

@@ -7,7 +7,8 @@ import XCTest
 final class CertificateFileTests: XCTestCase {
   func testPEMWithSeveralCertificatesLoadsAllInOrder() throws {
     let certificates = try CertificateFile.load(Fixtures.path("httpbin-fullchain.pem")).map { $0.value() }
-    XCTAssertEqual(certificates.map(\.commonName), ["httpbin.org", "Pinproxy Test Intermediate A", "Pinproxy Test Root A"])
+    XCTAssertEqual(
+      certificates.map(\.commonName), ["httpbin.org", "Pinproxy Test Intermediate A", "Pinproxy Test Root A"])
   }
 
   func testDERAndPEMOfOneCertificateAreTheSameCertificate() throws {
@@ -59,7 +60,8 @@ final class CertificateFileTests: XCTestCase {
 
   /// The reference computation from trust-semantics.md §4, run through the real openssl CLI.
   func openSSLPin(_ path: String) throws -> String {
-    let script = "openssl x509 -in '\(path)' -pubkey -noout | openssl pkey -pubin -outform der"
+    let script =
+      "openssl x509 -in '\(path)' -pubkey -noout | openssl pkey -pubin -outform der"
       + " | openssl dgst -sha256 -binary | base64"
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/bin/sh")

@@ -13,7 +13,8 @@ final class PolicyScenarioTests: XCTestCase {
   }
 
   func publicKeyPolicy(_ pins: [Digest256], allowInvalid: Bool = false) -> SecurityPolicy {
-    SecurityPolicy(pinningMode: .publicKey, pinnedPublicKeyHashes: pins, allowInvalidCertificates: allowInvalid)
+    SecurityPolicy(
+      pinningMode: .publicKey, pinnedPublicKeyHashes: pins, allowInvalidCertificates: allowInvalid)
   }
 
   // MARK: Chains
@@ -33,7 +34,8 @@ final class PolicyScenarioTests: XCTestCase {
   }
 
   func testPinnedCrossSignedCopyIsATrustPointInCertificateMode() {
-    let policy = SecurityPolicy(pinningMode: .certificate, pinnedCertificates: [Fixtures.certificate("root-a-cross.pem")])
+    let policy = SecurityPolicy(
+      pinningMode: .certificate, pinnedCertificates: [Fixtures.certificate("root-a-cross.pem")])
     let decision = harness.evaluate(policy, chain: "httpbin-cross-chain.pem", host: "httpbin.org")
     XCTAssertTrue(decision.isTrusted, decision.summary)
   }
@@ -42,7 +44,8 @@ final class PolicyScenarioTests: XCTestCase {
     let root = Fixtures.certificate("root-a.pem")
     XCTAssertFalse(Fixtures.chain("httpbin-chain.pem").certificates.contains(root.der))
     for policy in [
-      SecurityPolicy(pinningMode: .certificate, pinnedCertificates: [root]), publicKeyPolicy([root.spkiFingerprint]),
+      SecurityPolicy(pinningMode: .certificate, pinnedCertificates: [root]),
+      publicKeyPolicy([root.spkiFingerprint]),
     ] {
       let decision = harness.evaluate(policy, chain: "httpbin-chain.pem", host: "httpbin.org")
       XCTAssertTrue(decision.isTrusted, "\(policy.pinningMode): \(decision.summary)")
@@ -76,7 +79,8 @@ final class PolicyScenarioTests: XCTestCase {
     let policy = SecurityPolicy(
       pinningMode: .certificate, pinnedCertificates: [Fixtures.certificate("int-a.pem")],
       allowInvalidCertificates: true)
-    XCTAssertEqual(code(harness.evaluate(policy, chain: "expired-chain.pem", host: "expired.httpbin.org")), .expired)
+    XCTAssertEqual(
+      code(harness.evaluate(policy, chain: "expired-chain.pem", host: "expired.httpbin.org")), .expired)
   }
 
   func testExpiredChainIsAcceptedByPublicKeyPinWithAllowInvalidAndSaysWhatWasWaived() {
@@ -90,10 +94,12 @@ final class PolicyScenarioTests: XCTestCase {
 
   func testLeafWithoutServerAuthUsageFailsServerPolicyButPassesBasicX509() {
     XCTAssertEqual(
-      code(harness.evaluate(.default, chain: "client-only-chain.pem", host: "client.httpbin.org")), .untrustedChain)
+      code(harness.evaluate(.default, chain: "client-only-chain.pem", host: "client.httpbin.org")),
+      .untrustedChain)
     var basic = SecurityPolicy.default
     basic.validatesDomainName = false
-    XCTAssertTrue(harness.evaluate(basic, chain: "client-only-chain.pem", host: "client.httpbin.org").isTrusted)
+    XCTAssertTrue(
+      harness.evaluate(basic, chain: "client-only-chain.pem", host: "client.httpbin.org").isTrusted)
   }
 
   func testECDSALeafValidatesAndPinsByItsOwnKey() {
@@ -108,7 +114,8 @@ final class PolicyScenarioTests: XCTestCase {
     // allowInvalid makes the pin the only check; the forged leaf names int-a
     // as its issuer but int-a never signed it, so int-a's key must not count.
     let pin = Fixtures.certificate("int-a.pem").spkiFingerprint
-    let decision = harness.evaluate(publicKeyPolicy([pin], allowInvalid: true), chain: "forged-chain.pem", host: nil)
+    let decision = harness.evaluate(
+      publicKeyPolicy([pin], allowInvalid: true), chain: "forged-chain.pem", host: nil)
     XCTAssertEqual(code(decision), .pinMismatch, decision.summary)
   }
 
@@ -120,8 +127,9 @@ final class PolicyScenarioTests: XCTestCase {
 
   func testPinMismatchReasonListsExpectedAndSeenPins() {
     let wrong = Fixtures.certificate("adn.pem").spkiFingerprint
-    guard case .rejected(let failure) = harness.evaluate(
-      publicKeyPolicy([wrong]), chain: "httpbin-chain.pem", host: "httpbin.org")
+    guard
+      case .rejected(let failure) = harness.evaluate(
+        publicKeyPolicy([wrong]), chain: "httpbin-chain.pem", host: "httpbin.org")
     else { return XCTFail("expected a rejection") }
     XCTAssertEqual(failure.code, .pinMismatch)
     XCTAssertTrue(failure.reason.contains(SPKIPin.format(wrong)), failure.reason)
@@ -134,9 +142,11 @@ final class PolicyScenarioTests: XCTestCase {
   func testWildcardCoversExactlyOneLabel() {
     XCTAssertTrue(harness.evaluate(.default, chain: "httpbin-chain.pem", host: "www.httpbin.org").isTrusted)
     XCTAssertEqual(
-      code(harness.evaluate(.default, chain: "httpbin-chain.pem", host: "a.b.httpbin.org")), .hostnameMismatch)
+      code(harness.evaluate(.default, chain: "httpbin-chain.pem", host: "a.b.httpbin.org")), .hostnameMismatch
+    )
     XCTAssertEqual(
-      code(harness.evaluate(.default, chain: "httpbin-chain.pem", host: "httpbin.org.evil.com")), .hostnameMismatch)
+      code(harness.evaluate(.default, chain: "httpbin-chain.pem", host: "httpbin.org.evil.com")),
+      .hostnameMismatch)
   }
 
   func testHostLetterCaseAndTrailingDotDoNotMatter() {
@@ -148,33 +158,42 @@ final class PolicyScenarioTests: XCTestCase {
     XCTAssertTrue(harness.evaluate(.default, chain: "httpbin-chain.pem", host: "127.0.0.1").isTrusted)
     XCTAssertTrue(harness.evaluate(.default, chain: "httpbin-chain.pem", host: "[::1]").isTrusted)
     XCTAssertTrue(harness.evaluate(.default, chain: "httpbin-chain.pem", host: "0:0::1").isTrusted)
-    XCTAssertEqual(code(harness.evaluate(.default, chain: "httpbin-chain.pem", host: "127.0.0.2")), .hostnameMismatch)
-    XCTAssertEqual(code(harness.evaluate(.default, chain: "adn-chain.pem", host: "127.0.0.1")), .hostnameMismatch)
+    XCTAssertEqual(
+      code(harness.evaluate(.default, chain: "httpbin-chain.pem", host: "127.0.0.2")), .hostnameMismatch)
+    XCTAssertEqual(
+      code(harness.evaluate(.default, chain: "adn-chain.pem", host: "127.0.0.1")), .hostnameMismatch)
   }
 
   func testCommonNameIsNotConsultedWhenThereIsNoSubjectAltName() {
     // foobar-cn.pem has CN=foobar.com and no SAN; pinned as the only anchor
     // the chain is valid, but the host check still fails.
-    let policy = SecurityPolicy(pinningMode: .certificate, pinnedCertificates: [Fixtures.certificate("foobar-cn.pem")])
-    let isolated = PolicyHarness(registry: AnchorSetRegistry(sets: [:], systemOverride: Fixtures.x509("foobar-cn.pem")))
-    XCTAssertEqual(code(isolated.evaluate(policy, chain: "foobar-cn.pem", host: "foobar.com")), .hostnameMismatch)
-    XCTAssertTrue(isolated.evaluate(policy, chain: "altname.pem", host: "foobar.com").summary.hasPrefix("rejected"))
+    let policy = SecurityPolicy(
+      pinningMode: .certificate, pinnedCertificates: [Fixtures.certificate("foobar-cn.pem")])
+    let isolated = PolicyHarness(
+      registry: AnchorSetRegistry(sets: [:], systemOverride: Fixtures.x509("foobar-cn.pem")))
+    XCTAssertEqual(
+      code(isolated.evaluate(policy, chain: "foobar-cn.pem", host: "foobar.com")), .hostnameMismatch)
+    XCTAssertTrue(
+      isolated.evaluate(policy, chain: "altname.pem", host: "foobar.com").summary.hasPrefix("rejected"))
   }
 
   // MARK: Empty pin sets and anchor sets
 
   func testEmptyPinSetRejectsInEachPinningMode() {
     for mode in [PinningMode.certificate, .publicKey] {
-      let decision = harness.evaluate(SecurityPolicy(pinningMode: mode), chain: "httpbin-chain.pem", host: "httpbin.org")
+      let decision = harness.evaluate(
+        SecurityPolicy(pinningMode: mode), chain: "httpbin-chain.pem", host: "httpbin.org")
       XCTAssertEqual(code(decision), .noPins, "\(mode)")
     }
   }
 
   func testNamedAnchorSetReplacesOrJoinsTheSystemStore() {
-    let registry = AnchorSetRegistry(sets: ["national": Fixtures.x509("root-a.pem")], systemOverride: Fixtures.x509("root-b.pem"))
+    let registry = AnchorSetRegistry(
+      sets: ["national": Fixtures.x509("root-a.pem")], systemOverride: Fixtures.x509("root-b.pem"))
     let local = PolicyHarness(registry: registry)
     var policy = SecurityPolicy.default
-    XCTAssertEqual(code(local.evaluate(policy, chain: "httpbin-chain.pem", host: "httpbin.org")), .untrustedChain)
+    XCTAssertEqual(
+      code(local.evaluate(policy, chain: "httpbin-chain.pem", host: "httpbin.org")), .untrustedChain)
     policy.anchors = ["system", "national"]
     XCTAssertTrue(local.evaluate(policy, chain: "httpbin-chain.pem", host: "httpbin.org").isTrusted)
     XCTAssertTrue(local.evaluate(policy, chain: "adn-chain.pem", host: "alpha.net").isTrusted)

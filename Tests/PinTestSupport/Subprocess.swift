@@ -45,7 +45,9 @@ public enum Subprocess {
       stderr: String(decoding: errData, as: UTF8.self))
   }
 
-  public static func pinproxy(_ arguments: [String], environment: [String: String] = [:]) throws -> ProcessResult {
+  public static func pinproxy(_ arguments: [String], environment: [String: String] = [:]) throws
+    -> ProcessResult
+  {
     try run(pinproxyPath, arguments, environment: environment)
   }
 }
@@ -59,7 +61,9 @@ public final class OpenSSLServer {
     port = try OpenSSLServer.freePort()
     process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-    var arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificate, "-key", key, "-www", "-quiet"]
+    var arguments = [
+      "s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificate, "-key", key, "-www", "-quiet",
+    ]
     if let chain { arguments += ["-cert_chain", chain] }
     process.arguments = arguments + extra
     process.standardOutput = FileHandle.nullDevice
@@ -82,7 +86,8 @@ public final class OpenSSLServer {
       if OpenSSLServer.canConnect(port: port) { return }
       usleep(25_000)
     }
-    throw NSError(domain: "OpenSSLServer", code: 1, userInfo: [NSLocalizedDescriptionKey: "s_server did not start"])
+    throw NSError(
+      domain: "OpenSSLServer", code: 1, userInfo: [NSLocalizedDescriptionKey: "s_server did not start"])
   }
 
   static func canConnect(port: Int) -> Bool {

@@ -4,7 +4,9 @@ import XCTest
 final class DomainTableTests: XCTestCase {
   func table(_ rules: [(String, Bool)]) throws -> DomainTable<String> {
     var table = DomainTable<String>()
-    for (domain, subdomains) in rules { try table.insert(domain: TrustHost(domain)!, includesSubdomains: subdomains, rule: domain) }
+    for (domain, subdomains) in rules {
+      try table.insert(domain: TrustHost(domain)!, includesSubdomains: subdomains, rule: domain)
+    }
     return table
   }
 

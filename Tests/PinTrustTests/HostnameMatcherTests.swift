@@ -6,9 +6,12 @@ final class HostnameMatcherTests: XCTestCase {
   func leaf(dns: [String] = [], ip: [String] = [], cn: String? = nil) -> Certificate {
     let zero = Digest256(bytes: [UInt8](repeating: 0, count: 32))!
     return Certificate(
-      der: [], fingerprint: zero, spkiFingerprint: zero, subject: "CN=test", issuer: "CN=test", commonName: cn,
-      dnsNames: dns, ipAddresses: ip.compactMap(IPAddress.init), notBefore: .distantPast, notAfter: .distantFuture,
-      publicKey: PublicKeyDescription(algorithm: .rsa, bits: 2048), signatureAlgorithm: "sha256WithRSAEncryption")
+      der: [], fingerprint: zero, spkiFingerprint: zero, subject: "CN=test", issuer: "CN=test",
+      commonName: cn,
+      dnsNames: dns, ipAddresses: ip.compactMap(IPAddress.init), notBefore: .distantPast,
+      notAfter: .distantFuture,
+      publicKey: PublicKeyDescription(algorithm: .rsa, bits: 2048),
+      signatureAlgorithm: "sha256WithRSAEncryption")
   }
 
   func matches(_ patterns: [String], _ host: String) -> Bool {
@@ -36,12 +39,14 @@ final class HostnameMatcherTests: XCTestCase {
 
   func testWildcardNeedsTwoLabelsAfterIt() {
     XCTAssertFalse(matches(["*.com"], "example.com"))
-    XCTAssertTrue(matches(["*.co.uk"], "example.co.uk"), "two labels suffice; public-suffix lists are out of scope")
+    XCTAssertTrue(
+      matches(["*.co.uk"], "example.co.uk"), "two labels suffice; public-suffix lists are out of scope")
   }
 
   func testCommonNameIsNeverConsulted() {
     XCTAssertFalse(HostnameMatcher.matches(leaf(cn: "example.com"), host: TrustHost("example.com")!))
-    XCTAssertFalse(HostnameMatcher.matches(leaf(dns: ["other.com"], cn: "example.com"), host: TrustHost("example.com")!))
+    XCTAssertFalse(
+      HostnameMatcher.matches(leaf(dns: ["other.com"], cn: "example.com"), host: TrustHost("example.com")!))
   }
 
   func testIPHostsMatchIPEntriesOnlyAndNeverDNSEntries() {
@@ -76,15 +81,19 @@ final class TrustHostTests: XCTestCase {
   func testIPAddresses() {
     XCTAssertEqual(TrustHost("192.0.2.1"), .ip(IPAddress(bytes: [192, 0, 2, 1])!))
     XCTAssertEqual(TrustHost("[::1]")?.description, "[::1]")
-    XCTAssertEqual(TrustHost("::ffff:192.0.2.1"), .ip(IPAddress(bytes: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 0, 2, 1])!))
+    XCTAssertEqual(
+      TrustHost("::ffff:192.0.2.1"),
+      .ip(IPAddress(bytes: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 0, 2, 1])!))
     XCTAssertEqual(IPAddress("2001:db8:0:0:1:0:0:1")?.description, "2001:db8::1:0:0:1")
     XCTAssertEqual(IPAddress("fe80::")?.description, "fe80::")
   }
 
   func testMalformedHostsAreRefused() {
-    for bad in ["", ".", "a..b", "exa mple.com", "192.168.1", "010.0.0.1", "1.2.3.256", "[example.com]", "a/b",
-      "[1.2.3.4]", "1:2:3:4:5:6:7:8:9", "12345::", "example.123", String(repeating: "a", count: 64) + ".com", "*.example.com"]
-    {
+    for bad in [
+      "", ".", "a..b", "exa mple.com", "192.168.1", "010.0.0.1", "1.2.3.256", "[example.com]", "a/b",
+      "[1.2.3.4]", "1:2:3:4:5:6:7:8:9", "12345::", "example.123", String(repeating: "a", count: 64) + ".com",
+      "*.example.com",
+    ] {
       XCTAssertNil(TrustHost(bad), "\(bad) must not parse")
     }
   }

@@ -14,11 +14,14 @@ final class PinParsingTests: XCTestCase {
 
   func testRejectsWrongPrefixLengthAndAlphabet() {
     XCTAssertThrowsError(try SPKIPin.parse("47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=")) { error in
-      XCTAssertEqual(error as? SPKIPin.ParseError, .missingPrefix("47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="))
+      XCTAssertEqual(
+        error as? SPKIPin.ParseError, .missingPrefix("47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="))
     }
-    for bad in ["sha256/", "sha256/AAAA", "sha256/47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU", "sha256/47DEQpj8HBSa-_TImW+5JCeuQeRkm5NMpJWZG3hSuFU=",
-      "sha256/47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFUA"]
-    {
+    for bad in [
+      "sha256/", "sha256/AAAA", "sha256/47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU",
+      "sha256/47DEQpj8HBSa-_TImW+5JCeuQeRkm5NMpJWZG3hSuFU=",
+      "sha256/47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFUA",
+    ] {
       XCTAssertThrowsError(try SPKIPin.parse(bad), bad)
     }
   }

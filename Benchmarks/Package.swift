@@ -1,0 +1,26 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// A separate package so that building and testing pinproxy never builds the
+// benchmark harness. Run: swift package --disable-sandbox benchmark
+let package = Package(
+  name: "pinproxy-benchmarks",
+  platforms: [.macOS(.v14)],
+  dependencies: [
+    .package(name: "pinproxy", path: ".."),
+    .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.1", traits: ["MallocInterposer"]),
+  ],
+  targets: [
+    .executableTarget(
+      name: "TrustEvaluation",
+      dependencies: [
+        .product(name: "Benchmark", package: "benchmark"),
+        .product(name: "PinTrust", package: "pinproxy"),
+        .product(name: "PinTLS", package: "pinproxy"),
+      ],
+      path: "Benchmarks/TrustEvaluation",
+      plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+    )
+  ],
+  swiftLanguageModes: [.v6]
+)
