@@ -36,26 +36,22 @@ public final class X509Certificate: @unchecked Sendable {
   }
 
   /// The DER encoding.
-  public var der: [UInt8] {
-    let length = i2d_X509(pointer, nil)
-    guard length > 0 else { return [] }
-    var out = [UInt8](repeating: 0, count: Int(length))
-    out.withUnsafeMutableBufferPointer { buffer in
-      var cursor = buffer.baseAddress
-      _ = i2d_X509(pointer, &cursor)
-    }
-    return out
-  }
+  public var der: [UInt8] { Self.encode { i2d_X509(pointer, $0) } }
 
   /// The DER SubjectPublicKeyInfo, the input of an SPKI pin.
   public var subjectPublicKeyInfo: [UInt8] {
     guard let key = X509_get_X509_PUBKEY(pointer) else { return [] }
-    let length = i2d_X509_PUBKEY(key, nil)
+    return Self.encode { i2d_X509_PUBKEY(key, $0) }
+  }
+
+  /// Runs an OpenSSL `i2d_*` function twice: for the length, then to fill the buffer.
+  static func encode(_ i2d: (UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?) -> Int32) -> [UInt8] {
+    let length = i2d(nil)
     guard length > 0 else { return [] }
     var out = [UInt8](repeating: 0, count: Int(length))
     out.withUnsafeMutableBufferPointer { buffer in
       var cursor = buffer.baseAddress
-      _ = i2d_X509_PUBKEY(key, &cursor)
+      _ = i2d(&cursor)
     }
     return out
   }

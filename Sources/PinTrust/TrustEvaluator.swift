@@ -27,6 +27,8 @@ public enum TrustEvaluator {
     // 3. Mode none: allowInvalid, or valid server trust.
     if policy.pinningMode == .none {
       let (verification, failure) = check.run(anchors: .policyAnchors)
+      // A chain that does not even parse is refused whatever the policy allows.
+      if let failure, verification.builtChain.isEmpty { return .rejected(failure) }
       if let failure {
         guard policy.allowInvalidCertificates else { return .rejected(failure) }
         // Accepted on a failed check because the policy explicitly allows
@@ -91,6 +93,10 @@ public enum TrustEvaluator {
       anchoredChain
       ?? check.verifier.verify(
         check.chain, anchors: .policyAnchors, purpose: check.purpose, at: check.time)
+    // A chain that does not even parse is refused whatever the policy allows.
+    if let failure = verification.failure, verification.builtChain.isEmpty {
+      return .rejected(.chainInvalid(failure, against: .policyAnchors))
+    }
     let candidates = verification.builtChain.prefix(max(1, verification.signatureLinkedCount))
     for certificate in candidates {
       if let pin = firstMatch(certificate.spkiFingerprint, in: expected) {

@@ -89,6 +89,22 @@ final class EvaluateCommandTests: XCTestCase {
     XCTAssertTrue(other.stdout.hasPrefix("rejected: untrusted-chain:"), other.stdout)
   }
 
+  func testConfigWithAnUnknownAnchorSetIsAUsageErrorNamingIt() throws {
+    let file = FileManager.default.temporaryDirectory.appendingPathComponent(
+      "anchors-\(UUID().uuidString).yaml"
+    ).path
+    try Data("domains:\n  - domain: httpbin.org\n    anchors: [nationl]\n".utf8).write(
+      to: URL(fileURLWithPath: file))
+    defer { try? FileManager.default.removeItem(atPath: file) }
+    let result = try evaluate([
+      "--config", file, "--host", "httpbin.org", "--chain", Fixtures.path("httpbin-chain.pem"),
+    ])
+    XCTAssertEqual(result.status, 2)
+    XCTAssertTrue(
+      result.stderr.contains("\(file):3:14: domains[0].anchors: unknown anchor set \"nationl\""),
+      result.stderr)
+  }
+
   func testUsageAndInputErrorsExitTwoWithAClearMessage() throws {
     let chain = Fixtures.path("httpbin-chain.pem")
     let cases: [([String], String)] = [

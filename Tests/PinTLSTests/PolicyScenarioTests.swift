@@ -137,6 +137,18 @@ final class PolicyScenarioTests: XCTestCase {
     XCTAssertTrue(failure.reason.contains("CN=httpbin.org"), failure.reason)
   }
 
+  func testUnparsableChainIsRefusedEvenWhenInvalidCertificatesAreAllowed() {
+    let garbage = PresentedChain([Array("not a certificate".utf8)])
+    var none = SecurityPolicy.default
+    none.allowInvalidCertificates = true
+    none.validatesDomainName = false
+    let pin = Fixtures.certificate("httpbin.pem").spkiFingerprint
+    for policy in [none, publicKeyPolicy([pin], allowInvalid: true)] {
+      let decision = harness.evaluate(policy, chain: garbage, host: nil)
+      XCTAssertEqual(code(decision), .untrustedChain, "\(policy.pinningMode): \(decision.summary)")
+    }
+  }
+
   // MARK: Hosts
 
   func testWildcardCoversExactlyOneLabel() {
