@@ -10,6 +10,7 @@ let package = Package(
     .executable(name: "pinproxy", targets: ["pinproxy"]),
     .library(name: "PinTrust", targets: ["PinTrust"]),
     .library(name: "PinTLS", targets: ["PinTLS"]),
+    .library(name: "PinHTTP", targets: ["PinHTTP"]),
     .library(name: "PinProxy", targets: ["PinProxy"]),
   ],
   dependencies: [
@@ -29,6 +30,7 @@ let package = Package(
     ),
     .target(name: "PinTrust"),
     .target(name: "PinTLS", dependencies: ["COpenSSL", "PinTrust"]),
+    .target(name: "PinHTTP"),
     .target(
       name: "PinProxy",
       dependencies: ["PinTrust", "PinTLS", .product(name: "Yams", package: "Yams")]
@@ -43,6 +45,7 @@ let package = Package(
     // Fixture loading and policy helpers shared by the test targets (never shipped).
     .target(name: "PinTestSupport", dependencies: ["PinTLS", "PinTrust"], path: "Tests/PinTestSupport"),
     .testTarget(name: "PinTrustTests", dependencies: ["PinTrust"]),
+    .testTarget(name: "PinHTTPTests", dependencies: ["PinHTTP"]),
     .testTarget(name: "PinTLSTests", dependencies: ["PinTLS", "PinTrust", "PinTestSupport"]),
     .testTarget(
       name: "AFSecurityPolicyTests", dependencies: ["PinTLS", "PinTrust", "PinProxy", "PinTestSupport"]),

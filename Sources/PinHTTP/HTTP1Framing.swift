@@ -1,0 +1,59 @@
+/// How a message's body is delimited (RFC 9112 §6.3), decided from its head.
+enum HTTP1Framing {
+  enum Body: Equatable {
+    case none
+    case length(Int)
+    case chunked
+    case untilClose
+  }
+
+  /// Requests: `chunked` alone, or a Content-Length, or no body. Both
+  /// together, any other transfer coding, or disagreeing lengths are refused:
+  /// these are the shapes two parsers may frame differently.
+  static func request(_ headers: HTTPHeaders) throws(HTTPParseError) -> Body {
+    let codings = headers.tokens("Transfer-Encoding")
+    let hasLength = headers.contains("Content-Length")
+    if headers.contains("Transfer-Encoding") {
+      guard !hasLength else { throw HTTPParseError(.badRequest, "both Transfer-Encoding and Content-Length") }
+      guard codings == ["chunked"] else {
+        throw HTTPParseError(.badRequest, "Transfer-Encoding other than a single chunked")
+      }
+      return .chunked
+    }
+    guard hasLength else { return .none }
+    return .length(try contentLength(headers))
+  }
+
+  /// Responses: none for HEAD, 1xx, 204 and 304; chunked; a length; or until close.
+  static func response(_ head: HTTPResponseHead, toMethod method: String) throws(HTTPParseError) -> Body {
+    if method == "HEAD" || head.status == 204 || head.status == 304 || (100..<200).contains(head.status) {
+      return .none
+    }
+    if head.headers.contains("Transfer-Encoding") {
+      guard !head.headers.contains("Content-Length") else {
+        throw HTTPParseError(.badRequest, "response has both Transfer-Encoding and Content-Length")
+      }
+      guard head.headers.tokens("Transfer-Encoding") == ["chunked"] else {
+        throw HTTPParseError(.badRequest, "response Transfer-Encoding other than a single chunked")
+      }
+      return .chunked
+    }
+    if head.headers.contains("Content-Length") { return .length(try contentLength(head.headers)) }
+    return .untilClose
+  }
+
+  /// All Content-Length values (and list elements) must be the same digits.
+  static func contentLength(_ headers: HTTPHeaders) throws(HTTPParseError) -> Int {
+    let values = headers.values("Content-Length").flatMap {
+      $0.split(separator: ",", omittingEmptySubsequences: false)
+    }
+    .map { $0.trimmingCharacters(in: " \t") }
+    guard let first = values.first, values.allSatisfy({ $0 == first }) else {
+      throw HTTPParseError(.badRequest, "differing Content-Length values")
+    }
+    guard !first.isEmpty, first.count <= 18, first.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+      let length = Int(first)
+    else { throw HTTPParseError(.badRequest, "invalid Content-Length \"\(first.prefix(40))\"") }
+    return length
+  }
+}

@@ -1,0 +1,194 @@
+/// The byte-level grammar of RFC 9112: sections, lines, start lines, fields.
+enum HTTP1Grammar {
+  static let cr: UInt8 = 0x0d
+  static let lf: UInt8 = 0x0a
+
+  /// Finds CRLFCRLF at or after `index` and returns the bytes before it,
+  /// moving `index` past it; nil when more input is needed. Bytes before
+  /// `index + resumeScan - 3` were already scanned by an earlier call. A bare
+  /// LF, a bare CR or a NUL anywhere in the section is an error at once.
+  static func section(
+    _ input: [UInt8], _ index: inout Int, resumeScan: Int, limit: Int, what: String
+  ) throws(HTTPParseError) -> ArraySlice<UInt8>? {
+    let start = index
+    var position = start + max(0, resumeScan - 3)
+    while position < input.count {
+      let byte = input[position]
+      if byte == lf {
+        guard position > start, input[position - 1] == cr else {
+          throw HTTPParseError(.badRequest, "bare LF in \(what)")
+        }
+        if position - start >= 3 && input[position - 2] == lf && input[position - 3] == cr {
+          index = position + 1
+          return input[start..<(position - 3)]
+        }
+      } else if byte == cr {
+        if position + 1 < input.count && input[position + 1] != lf {
+          throw HTTPParseError(.badRequest, "bare CR in \(what)")
+        }
+      } else if byte == 0 {
+        throw HTTPParseError(.badRequest, "NUL in \(what)")
+      }
+      if position - start >= limit {
+        throw HTTPParseError(.headersTooLarge, "\(what) exceeds \(limit) bytes")
+      }
+      position += 1
+    }
+    if input.count - start > limit {
+      throw HTTPParseError(.headersTooLarge, "\(what) exceeds \(limit) bytes")
+    }
+    return nil
+  }
+
+  /// One CRLF-terminated line starting at `index`, without its CRLF.
+  static func line(_ input: [UInt8], _ index: inout Int, limit: Int, what: String) throws(HTTPParseError)
+    -> [UInt8]?
+  {
+    var position = index
+    while position < input.count {
+      if input[position] == lf {
+        guard position > index, input[position - 1] == cr else {
+          throw HTTPParseError(.badRequest, "bare LF in \(what)")
+        }
+        let line = Array(input[index..<(position - 1)])
+        guard !line.contains(cr), !line.contains(0) else {
+          throw HTTPParseError(.badRequest, "bare CR in \(what)")
+        }
+        index = position + 1
+        return line
+      }
+      if position - index > limit { throw HTTPParseError(.badRequest, "\(what) too long") }
+      position += 1
+    }
+    if input.count - index > limit + 1 { throw HTTPParseError(.badRequest, "\(what) too long") }
+    return nil
+  }
+
+  /// `1*HEXDIG [ chunk-ext ]`; at most 15 hex digits so the size fits an Int.
+  static func chunkSize(_ line: [UInt8]) throws(HTTPParseError) -> Int {
+    let digits = line.prefix { isHexDigit($0) }
+    guard !digits.isEmpty, digits.count <= 15 else { throw HTTPParseError(.badRequest, "bad chunk size") }
+    let rest = line.dropFirst(digits.count)
+    if let first = rest.first {
+      // Only chunk extensions may follow: optional whitespace then ';'.
+      let afterSpace = rest.drop { $0 == 0x20 || $0 == 0x09 }
+      guard first == 0x3b || afterSpace.first == 0x3b else {
+        throw HTTPParseError(.badRequest, "bad chunk size")
+      }
+      guard afterSpace.allSatisfy({ $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7f) }) else {
+        throw HTTPParseError(.badRequest, "control character in chunk extension")
+      }
+    }
+    return digits.reduce(0) { $0 * 16 + hexValue($1) }
+  }
+
+  static func requestHead(_ head: ArraySlice<UInt8>, limits: HTTPLimits) throws(HTTPParseError)
+    -> HTTPRequestHead
+  {
+    let (startLine, fieldBytes) = splitStartLine(head)
+    let parts = startLine.split(separator: 0x20, omittingEmptySubsequences: false)
+    guard parts.count == 3, let method = token(parts[0]) else {
+      throw HTTPParseError(.badRequest, "malformed request line")
+    }
+    guard parts[1].count <= limits.maxURILength else {
+      throw HTTPParseError(.uriTooLong, "request target longer than \(limits.maxURILength) bytes")
+    }
+    guard !parts[1].isEmpty, parts[1].allSatisfy({ $0 > 0x20 && $0 < 0x7f }) else {
+      throw HTTPParseError(.badRequest, "malformed request target")
+    }
+    let version = try httpVersion(parts[2])
+    let rawTarget = String(decoding: parts[1], as: UTF8.self)
+    guard let target = RequestTarget.parse(rawTarget, method: method) else {
+      throw HTTPParseError(
+        .badRequest, "request target \"\(rawTarget.prefix(200))\" is not valid for \(method)")
+    }
+    let headers = try fields(fieldBytes, limits: limits)
+    return HTTPRequestHead(
+      method: method, target: target, rawTarget: rawTarget, version: version, headers: headers)
+  }
+
+  static func responseHead(_ head: ArraySlice<UInt8>, limits: HTTPLimits) throws(HTTPParseError)
+    -> HTTPResponseHead
+  {
+    let (startLine, fieldBytes) = splitStartLine(head)
+    let parts = startLine.split(separator: 0x20, maxSplits: 2, omittingEmptySubsequences: false)
+    guard parts.count >= 2, parts[1].count == 3, parts[1].allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+      let status = Int(String(decoding: parts[1], as: UTF8.self)), status >= 100
+    else { throw HTTPParseError(.badRequest, "malformed status line") }
+    let version = try httpVersion(parts[0])
+    let reason = parts.count == 3 ? String(decoding: parts[2], as: UTF8.self) : ""
+    let headers = try fields(fieldBytes, limits: limits)
+    return HTTPResponseHead(version: version, status: status, reason: reason, headers: headers)
+  }
+
+  /// `field-name ":" OWS field-value OWS` lines; obs-fold and whitespace
+  /// before the colon are refused (RFC 9112 §5.1, §5.2).
+  static func fields(_ bytes: ArraySlice<UInt8>, limits: HTTPLimits) throws(HTTPParseError) -> HTTPHeaders {
+    var headers = HTTPHeaders()
+    guard !bytes.isEmpty else { return headers }
+    var lineStart = bytes.startIndex
+    while lineStart < bytes.endIndex {
+      var lineEnd = lineStart
+      while lineEnd < bytes.endIndex && bytes[lineEnd] != cr { lineEnd += 1 }
+      let line = bytes[lineStart..<lineEnd]
+      lineStart = min(bytes.endIndex, lineEnd + 2)
+      guard let first = line.first else { throw HTTPParseError(.badRequest, "empty header line") }
+      guard first != 0x20 && first != 0x09 else {
+        throw HTTPParseError(.badRequest, "obs-fold in header section")
+      }
+      guard let colon = line.firstIndex(of: 0x3a), let name = token(line[line.startIndex..<colon]) else {
+        throw HTTPParseError(.badRequest, "malformed header field (whitespace before the colon or no name)")
+      }
+      let rawValue = line[(colon + 1)...].drop { $0 == 0x20 || $0 == 0x09 }
+      var value = rawValue
+      while let last = value.last, last == 0x20 || last == 0x09 { value = value.dropLast() }
+      guard value.allSatisfy({ $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7f) }) else {
+        throw HTTPParseError(.badRequest, "control character in header \(name)")
+      }
+      headers.add(name, String(decoding: value, as: UTF8.self))
+      guard headers.count <= limits.maxHeaderCount else {
+        throw HTTPParseError(.headersTooLarge, "more than \(limits.maxHeaderCount) header fields")
+      }
+    }
+    return headers
+  }
+
+  static func splitStartLine(_ head: ArraySlice<UInt8>) -> (ArraySlice<UInt8>, ArraySlice<UInt8>) {
+    guard let end = head.firstIndex(of: cr) else { return (head, []) }
+    return (head[head.startIndex..<end], head[min(head.endIndex, end + 2)...])
+  }
+
+  static func httpVersion(_ bytes: ArraySlice<UInt8>) throws(HTTPParseError) -> HTTPVersion {
+    let text = String(decoding: bytes, as: UTF8.self)
+    if let version = HTTPVersion(rawValue: text) { return version }
+    if text.hasPrefix("HTTP/"), text.count == 8 {
+      throw HTTPParseError(.versionNotSupported, "\(text) is not supported")
+    }
+    throw HTTPParseError(.badRequest, "malformed HTTP version")
+  }
+
+  /// RFC 9110 §5.6.2 token characters.
+  static func token(_ bytes: ArraySlice<UInt8>) -> String? {
+    guard !bytes.isEmpty, bytes.allSatisfy(isTokenCharacter) else { return nil }
+    return String(decoding: bytes, as: UTF8.self)
+  }
+
+  static func isTokenCharacter(_ byte: UInt8) -> Bool {
+    switch byte {
+    case 0x30...0x39, 0x41...0x5a, 0x61...0x7a: return true
+    default: return Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
+    }
+  }
+
+  static func isHexDigit(_ byte: UInt8) -> Bool {
+    (0x30...0x39).contains(byte) || (0x41...0x46).contains(byte) || (0x61...0x66).contains(byte)
+  }
+
+  static func hexValue(_ byte: UInt8) -> Int {
+    switch byte {
+    case 0x30...0x39: return Int(byte - 0x30)
+    case 0x41...0x46: return Int(byte - 0x41 + 10)
+    default: return Int(byte - 0x61 + 10)
+    }
+  }
+}
