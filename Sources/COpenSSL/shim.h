@@ -61,6 +61,16 @@ static inline long pp_SSL_CTX_set_max_proto_version(SSL_CTX *ctx, int version) {
 }
 static inline long pp_SSL_CTX_set_mode(SSL_CTX *ctx, long mode) { return SSL_CTX_set_mode(ctx, mode); }
 
+static inline long pp_SSL_CTX_set_session_cache_mode(SSL_CTX *ctx, long mode) {
+  return SSL_CTX_set_session_cache_mode(ctx, mode);
+}
+static inline long pp_SSL_CTX_add_extra_chain_cert(SSL_CTX *ctx, X509 *cert) {
+  return SSL_CTX_add_extra_chain_cert(ctx, cert);
+}
+static inline long pp_SSL_set_mode(SSL *ssl, long mode) { return SSL_set_mode(ssl, mode); }
+static inline long pp_BIO_ctrl_pending(BIO *bio) { return (long)BIO_ctrl_pending(bio); }
+static inline int pp_BIO_set_mem_eof_return(BIO *bio, int value) { return (int)BIO_set_mem_eof_return(bio, value); }
+
 // MARK: Names
 
 /// XN_FLAG_RFC2253 is a composite macro: RFC 2253 one-line subject/issuer printing.

@@ -1,3 +1,4 @@
+import PinTLS
 import PinTrust
 
 /// The parsed configuration file (DESIGN.md "Configuration contract"): plain
@@ -25,15 +26,6 @@ public struct Location: Sendable, Equatable {
 public struct ConfigPath: Sendable, Equatable {
   public var path: String
   public var location: Location
-}
-
-public enum TLSVersion: String, Sendable, CaseIterable, Comparable {
-  case tls10 = "1.0"
-  case tls11 = "1.1"
-  case tls12 = "1.2"
-  case tls13 = "1.3"
-
-  public static func < (lhs: TLSVersion, rhs: TLSVersion) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 
 public struct HostPort: Sendable, Equatable, CustomStringConvertible {

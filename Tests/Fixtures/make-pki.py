@@ -17,6 +17,7 @@ import shutil
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -179,6 +180,17 @@ def main():
                        ("ecdsa", ecdsa_key), ("weak", weak_key), ("foobar-cn", foobar_key),
                        ("altname", altname_key), ("ec-selfsigned", ec_self_key)]:
         write_key(fname + ".key", key)
+
+    # A client identity for mutual TLS: PKCS#12 protected by a passphrase file.
+    client_key = rsa_key()
+    client = issue(name("pinproxy test client"), client_key, int_b_name, int_b_key, sans=None,
+                   eku=(ExtendedKeyUsageOID.CLIENT_AUTH,))
+    passphrase = b"correct horse battery staple"
+    write("client.pass", passphrase + b"\n")
+    write("client.p12", pkcs12.serialize_key_and_certificates(
+        b"pinproxy test client", client_key, client, [int_b],
+        serialization.BestAvailableEncryption(passphrase)))
+    write_chain("client-ca.pem", [int_b, root_b])
 
     # The README's example: a "national" root beside the system store.
     os.makedirs(EXAMPLES, exist_ok=True)
