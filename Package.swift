@@ -31,9 +31,10 @@ let package = Package(
     .target(name: "PinTrust"),
     .target(name: "PinTLS", dependencies: ["COpenSSL", "PinTrust"]),
     .target(name: "PinHTTP"),
+    .target(name: "PinEventLoop"),
     .target(
       name: "PinProxy",
-      dependencies: ["PinTrust", "PinTLS", .product(name: "Yams", package: "Yams")]
+      dependencies: ["PinTrust", "PinTLS", "PinHTTP", "PinEventLoop", .product(name: "Yams", package: "Yams")]
     ),
     .executableTarget(
       name: "pinproxy",
@@ -46,6 +47,7 @@ let package = Package(
     .target(name: "PinTestSupport", dependencies: ["PinTLS", "PinTrust"], path: "Tests/PinTestSupport"),
     .testTarget(name: "PinTrustTests", dependencies: ["PinTrust"]),
     .testTarget(name: "PinHTTPTests", dependencies: ["PinHTTP"]),
+    .testTarget(name: "PinEventLoopTests", dependencies: ["PinEventLoop"]),
     .testTarget(name: "PinTLSTests", dependencies: ["PinTLS", "PinTrust", "PinTestSupport"]),
     .testTarget(
       name: "AFSecurityPolicyTests", dependencies: ["PinTLS", "PinTrust", "PinProxy", "PinTestSupport"]),

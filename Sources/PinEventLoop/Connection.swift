@@ -1,0 +1,243 @@
+import Dispatch
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// What a connection tells its owner. Every call arrives on the connection's loop.
+public protocol ConnectionDelegate: AnyObject {
+  func connection(_ connection: Connection, didRead bytes: [UInt8])
+  /// The peer shut down its sending side; writing may go on.
+  func connectionDidReadEOF(_ connection: Connection)
+  /// Pending output fell below the low watermark after passing the high one.
+  func connectionDidDrain(_ connection: Connection)
+  /// Closed, by either side or an error. The last call.
+  func connectionDidClose(_ connection: Connection, error: SocketError?)
+}
+
+public struct SocketError: Error, Sendable, CustomStringConvertible {
+  public let operation: String
+  public let code: Int32
+  public var description: String { "\(operation): \(String(cString: strerror(code)))" }
+}
+
+/// A non-blocking TCP socket watched by one Dispatch read source and one
+/// write source, both on the connection's loop queue.
+///
+/// Lifetime rules: a source is resumed before it is cancelled (a suspended
+/// source is never released), and the fd is closed exactly once, after both
+/// cancel handlers ran. Pending output is bounded only by the caller, which
+/// must stop producing when `isAboveHighWatermark` (back-pressure).
+public final class Connection: @unchecked Sendable {
+  public enum State: Equatable {
+    case open
+    /// Both sources cancelled; waiting for their cancel handlers.
+    case closing
+    case closed
+  }
+
+  enum OutputState: Equatable {
+    case open
+    /// Send FIN once the pending output is written.
+    case shutdownAfterFlush
+    /// Close once the pending output is written.
+    case closeAfterFlush
+    case shutDown
+  }
+
+  enum SourceState { case running, suspended, cancelled }
+
+  public let loop: EventLoop
+  public let fd: Int32
+  public let peer: String
+  public weak var delegate: ConnectionDelegate?
+  public private(set) var state: State = .open
+  public var highWatermark = 256 * 1024
+  public var lowWatermark = 64 * 1024
+  public private(set) var bytesRead = 0
+  public private(set) var bytesWritten = 0
+
+  private let readSource: DispatchSourceRead
+  private let writeSource: DispatchSourceWrite
+  private var readState = SourceState.suspended
+  private var writeState = SourceState.suspended
+  private var outputState = OutputState.open
+  private var output: [UInt8] = []
+  private var outputOffset = 0
+  private var passedHighWatermark = false
+  private var pendingCancels = 2
+  private var closeError: SocketError?
+
+  /// Wraps a connected, non-blocking fd. Nothing is read until the owner
+  /// calls `resumeReading()`, so it can set the delegate first.
+  public init(fd: Int32, peer: String, loop: EventLoop) {
+    self.fd = fd
+    self.peer = peer
+    self.loop = loop
+    readSource = DispatchSource.makeReadSource(fileDescriptor: fd, queue: loop.queue)
+    writeSource = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: loop.queue)
+    readSource.setEventHandler { [self] in handleReadable() }
+    writeSource.setEventHandler { [self] in handleWritable() }
+    readSource.setCancelHandler { [self] in sourceCancelled() }
+    writeSource.setCancelHandler { [self] in sourceCancelled() }
+  }
+
+  public var pendingOutputBytes: Int { output.count - outputOffset }
+  public var isAboveHighWatermark: Bool { pendingOutputBytes > highWatermark }
+
+  // MARK: Entry points (on the loop)
+
+  public func write(_ bytes: [UInt8]) {
+    loop.preconditionInLoop()
+    guard state == .open, outputState == .open, !bytes.isEmpty else { return }
+    if pendingOutputBytes == 0 {
+      let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+      if written == bytes.count {
+        bytesWritten += written
+        return
+      }
+      if written < 0 && errno != EAGAIN && errno != EWOULDBLOCK {
+        return fail(SocketError(operation: "write", code: errno))
+      }
+      let taken = max(0, written)
+      bytesWritten += taken
+      output = Array(bytes[taken...])
+      outputOffset = 0
+    } else {
+      output += bytes
+    }
+    if pendingOutputBytes > highWatermark { passedHighWatermark = true }
+    setWriting(true)
+  }
+
+  /// Sends FIN after everything queued so far has been written.
+  public func shutdownOutput() {
+    loop.preconditionInLoop()
+    guard state == .open, outputState == .open else { return }
+    outputState = .shutdownAfterFlush
+    if pendingOutputBytes == 0 { finishShutdown() }
+  }
+
+  public func pauseReading() {
+    loop.preconditionInLoop()
+    if state == .open && readState == .running {
+      readSource.suspend()
+      readState = .suspended
+    }
+  }
+
+  public func resumeReading() {
+    loop.preconditionInLoop()
+    if state == .open && readState == .suspended {
+      readState = .running
+      readSource.resume()
+    }
+  }
+
+  /// Closes now; queued output that was not written is dropped.
+  public func close() {
+    loop.preconditionInLoop()
+    guard state == .open else { return }
+    state = .closing
+    for (source, stateKeyPath) in [
+      (readSource as DispatchSourceProtocol, \Connection.readState), (writeSource, \Connection.writeState),
+    ] {
+      if self[keyPath: stateKeyPath] == .suspended { source.resume() }
+      self[keyPath: stateKeyPath] = .cancelled
+      source.cancel()
+    }
+    output = []
+    outputOffset = 0
+  }
+
+  /// Closes once the queued output has been written (or failed).
+  public func closeAfterFlush() {
+    loop.preconditionInLoop()
+    guard state == .open else { return }
+    if pendingOutputBytes == 0 {
+      close()
+    } else {
+      outputState = .closeAfterFlush
+    }
+  }
+
+  // MARK: Source handlers
+
+  private func handleReadable() {
+    guard state == .open else { return }
+    var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+    let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+    if count > 0 {
+      bytesRead += count
+      delegate?.connection(self, didRead: Array(buffer[..<count]))
+    } else if count == 0 {
+      pauseReading()
+      delegate?.connectionDidReadEOF(self)
+    } else if errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR {
+      fail(SocketError(operation: "read", code: errno))
+    }
+  }
+
+  private func handleWritable() {
+    guard state == .open else { return }
+    let remaining = pendingOutputBytes
+    if remaining > 0 {
+      let written = output.withUnsafeBytes { raw in
+        Glibc.write(fd, raw.baseAddress! + outputOffset, remaining)
+      }
+      if written < 0 {
+        if errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR {
+          fail(SocketError(operation: "write", code: errno))
+        }
+        return
+      }
+      bytesWritten += written
+      outputOffset += written
+      if outputOffset == output.count {
+        output = []
+        outputOffset = 0
+      } else if outputOffset > 1 << 20 {
+        output.removeFirst(outputOffset)
+        outputOffset = 0
+      }
+    }
+    if pendingOutputBytes == 0 {
+      setWriting(false)
+      if outputState == .shutdownAfterFlush { finishShutdown() }
+      if outputState == .closeAfterFlush { return close() }
+    }
+    if passedHighWatermark && pendingOutputBytes <= lowWatermark {
+      passedHighWatermark = false
+      delegate?.connectionDidDrain(self)
+    }
+  }
+
+  private func setWriting(_ on: Bool) {
+    if on && writeState == .suspended {
+      writeState = .running
+      writeSource.resume()
+    } else if !on && writeState == .running {
+      writeSource.suspend()
+      writeState = .suspended
+    }
+  }
+
+  private func finishShutdown() {
+    outputState = .shutDown
+    _ = Glibc.shutdown(fd, Int32(SHUT_WR))
+  }
+
+  private func fail(_ error: SocketError) {
+    closeError = error
+    close()
+  }
+
+  private func sourceCancelled() {
+    pendingCancels -= 1
+    guard pendingCancels == 0 else { return }
+    _ = Glibc.close(fd)
+    state = .closed
+    delegate?.connectionDidClose(self, error: closeError)
+  }
+}

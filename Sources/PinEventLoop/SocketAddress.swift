@@ -1,0 +1,110 @@
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// An IPv4 or IPv6 socket address.
+public struct SocketAddress: Sendable, CustomStringConvertible {
+  var storage: sockaddr_storage
+  public let length: socklen_t
+
+  init(storage: sockaddr_storage, length: socklen_t) {
+    self.storage = storage
+    self.length = length
+  }
+
+  /// A numeric address and port; nil if `host` is not an IP literal.
+  public init?(ip host: String, port: Int) {
+    var hints = addrinfo()
+    hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV
+    hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+    var result: UnsafeMutablePointer<addrinfo>?
+    let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+    guard getaddrinfo(bare, String(port), &hints, &result) == 0, let result else { return nil }
+    defer { freeaddrinfo(result) }
+    self.init(info: result.pointee)
+  }
+
+  init(info: addrinfo) {
+    var storage = sockaddr_storage()
+    withUnsafeMutableBytes(of: &storage) { raw in
+      raw.copyMemory(from: UnsafeRawBufferPointer(start: info.ai_addr, count: Int(info.ai_addrlen)))
+    }
+    self.init(storage: storage, length: info.ai_addrlen)
+  }
+
+  public var family: Int32 { Int32(storage.ss_family) }
+
+  public var port: Int {
+    var copy = storage
+    return withUnsafePointer(to: &copy) { pointer in
+      if family == AF_INET6 {
+        return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+          Int(UInt16(bigEndian: $0.pointee.sin6_port))
+        }
+      }
+      return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+        Int(UInt16(bigEndian: $0.pointee.sin_port))
+      }
+    }
+  }
+
+  public var description: String {
+    var copy = storage
+    var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+    _ = withUnsafePointer(to: &copy) { pointer in
+      pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        getnameinfo($0, length, &host, socklen_t(host.count), nil, 0, NI_NUMERICHOST)
+      }
+    }
+    let text = String(cString: host)
+    return family == AF_INET6 ? "[\(text)]:\(port)" : "\(text):\(port)"
+  }
+
+  func withSockaddr<T>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> T) -> T {
+    var copy = storage
+    return withUnsafePointer(to: &copy) { pointer in
+      pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, length) }
+    }
+  }
+}
+
+/// Name resolution off the event loops: getaddrinfo blocks, so it runs on a
+/// global queue and the answer is delivered on the caller's loop.
+public enum Resolver {
+  public static func resolve(
+    host: String, port: Int, on loop: EventLoop,
+    _ completion: @escaping @Sendable (Result<[SocketAddress], ResolveError>) -> Void
+  ) {
+    if let literal = SocketAddress(ip: host, port: port) {
+      loop.execute { completion(.success([literal])) }
+      return
+    }
+    DispatchQueue.global().async {
+      var hints = addrinfo()
+      hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+      hints.ai_flags = AI_ADDRCONFIG
+      var result: UnsafeMutablePointer<addrinfo>?
+      let status = getaddrinfo(host, String(port), &hints, &result)
+      var addresses: [SocketAddress] = []
+      var cursor = result
+      while let info = cursor {
+        addresses.append(SocketAddress(info: info.pointee))
+        cursor = info.pointee.ai_next
+      }
+      if let result { freeaddrinfo(result) }
+      let outcome: Result<[SocketAddress], ResolveError> =
+        status == 0 && !addresses.isEmpty
+        ? .success(addresses)
+        : .failure(ResolveError(host: host, detail: String(cString: gai_strerror(status))))
+      loop.execute { completion(outcome) }
+    }
+  }
+
+  public struct ResolveError: Error, CustomStringConvertible {
+    public let host: String
+    public let detail: String
+    public var description: String { "cannot resolve \(host): \(detail)" }
+  }
+}

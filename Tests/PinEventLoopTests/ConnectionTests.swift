@@ -1,0 +1,165 @@
+import Dispatch
+import Foundation
+import PinEventLoop
+import XCTest
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Records what a connection reports, for assertions from the test thread.
+final class Recorder: ConnectionDelegate, @unchecked Sendable {
+  let lock = NSLock()
+  var received: [UInt8] = []
+  var eof = false
+  var drains = 0
+  var closed = false
+  var onRead: ((Connection, [UInt8]) -> Void)?
+  var onEOF: ((Connection) -> Void)?
+
+  func connection(_ connection: Connection, didRead bytes: [UInt8]) {
+    lock.withLock { received += bytes }
+    onRead?(connection, bytes)
+  }
+  func connectionDidReadEOF(_ connection: Connection) {
+    lock.withLock { eof = true }
+    onEOF?(connection)
+  }
+  func connectionDidDrain(_ connection: Connection) { lock.withLock { drains += 1 } }
+  func connectionDidClose(_ connection: Connection, error: SocketError?) { lock.withLock { closed = true } }
+
+  func wait(_ timeout: Double = 5, until condition: (Recorder) -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+      if lock.withLock({ condition(self) }) { return true }
+      usleep(2_000)
+    }
+    return false
+  }
+}
+
+final class ConnectionTests: XCTestCase {
+  override class func setUp() { SignalHandling.ignoreSIGPIPE() }
+
+  /// A listener whose accepted connections echo, and a client connected to it.
+  func makePair(
+    group: EventLoopGroup, serverDelegate: Recorder, configure: @escaping @Sendable (Connection) -> Void = { _ in }
+  ) throws -> (Listener, Connection, Recorder) {
+    nonisolated(unsafe) var accepted: [Connection] = []
+    let listener = try Listener(address: SocketAddress(ip: "127.0.0.1", port: 0)!, group: group) { fd, peer, loop in
+      let connection = Connection(fd: fd, peer: peer, loop: loop)
+      connection.delegate = serverDelegate
+      connection.resumeReading()
+      configure(connection)
+      accepted.append(connection)
+    }
+    let loop = group.next()
+    let clientRecorder = Recorder()
+    let connected = DispatchSemaphore(value: 0)
+    nonisolated(unsafe) var client: Connection?
+    loop.execute {
+      Connector.connect(to: [listener.address], on: loop, timeout: 5) { result in
+        if case .success(let fd) = result {
+          client = Connection(fd: fd, peer: "server", loop: loop)
+          client?.delegate = clientRecorder
+          client?.resumeReading()
+        }
+        connected.signal()
+      }
+    }
+    connected.wait()
+    return (listener, try XCTUnwrap(client), clientRecorder)
+  }
+
+  func testEchoAndOrderlyClose() throws {
+    let group = EventLoopGroup(count: 2)
+    let server = Recorder()
+    server.onRead = { connection, bytes in connection.write(bytes) }
+    server.onEOF = { connection in connection.closeAfterFlush() }
+    let (listener, client, recorder) = try makePair(group: group, serverDelegate: server)
+    defer { listener.close() }
+    let message = (0..<200_000).map { UInt8(truncatingIfNeeded: $0) }
+    client.loop.execute {
+      client.write(message)
+      client.shutdownOutput()
+    }
+    XCTAssertTrue(recorder.wait { $0.received.count == message.count && $0.eof })
+    XCTAssertEqual(recorder.received, message)
+    XCTAssertTrue(server.wait { $0.closed })
+    client.loop.execute { client.close() }
+    XCTAssertTrue(recorder.wait { $0.closed })
+    XCTAssertEqual(fcntl(client.fd, F_GETFD), -1, "the fd is closed after close")
+  }
+
+  func testHighWatermarkThenDrainWhenTheReaderCatchesUp() throws {
+    let group = EventLoopGroup(count: 2)
+    let server = Recorder()
+    nonisolated(unsafe) var serverConnection: Connection?
+    let (listener, client, recorder) = try makePair(group: group, serverDelegate: server) { connection in
+      connection.pauseReading()  // a slow reader: nothing is read until resumed
+      serverConnection = connection
+    }
+    defer { listener.close() }
+    let aboveHigh = DispatchSemaphore(value: 0)
+    nonisolated(unsafe) var wasAbove = false
+    client.loop.execute {
+      client.highWatermark = 64 * 1024
+      client.lowWatermark = 16 * 1024
+      for _ in 0..<64 { client.write([UInt8](repeating: 1, count: 64 * 1024)) }
+      wasAbove = client.isAboveHighWatermark
+      aboveHigh.signal()
+    }
+    aboveHigh.wait()
+    XCTAssertTrue(wasAbove, "4 MiB to a reader that reads nothing must exceed the kernel buffers")
+    XCTAssertEqual(recorder.drains, 0)
+    let reader = try XCTUnwrap(serverConnection)
+    reader.loop.execute { reader.resumeReading() }
+    XCTAssertTrue(recorder.wait { $0.drains == 1 })
+    XCTAssertTrue(server.wait { $0.received.count == 64 * 64 * 1024 })
+  }
+
+  func testConnectToAClosedPortFailsFast() {
+    let loop = EventLoop(name: "test")
+    let done = DispatchSemaphore(value: 0)
+    nonisolated(unsafe) var failure: Connector.Failure?
+    loop.execute {
+      Connector.connect(to: [SocketAddress(ip: "127.0.0.1", port: 1)!], on: loop, timeout: 5) { result in
+        if case .failure(let error) = result { failure = error }
+        done.signal()
+      }
+    }
+    XCTAssertEqual(done.wait(timeout: .now() + 5), .success)
+    guard case .refused(let message)? = failure else { return XCTFail("expected refused") }
+    XCTAssertTrue(message.contains("refused"), message)
+  }
+
+  func testResolverAnswersOnTheLoopForNamesAndLiterals() {
+    let loop = EventLoop(name: "resolver")
+    let done = DispatchSemaphore(value: 0)
+    nonisolated(unsafe) var results: [String] = []
+    for host in ["localhost", "::1"] {
+      Resolver.resolve(host: host, port: 8080, on: loop) { result in
+        loop.preconditionInLoop()
+        if case .success(let addresses) = result { results.append(addresses.map(\.description).joined()) }
+        done.signal()
+      }
+    }
+    done.wait()
+    done.wait()
+    XCTAssertEqual(results.count, 2)
+    XCTAssertTrue(results.contains("[::1]:8080"), "\(results)")
+  }
+
+  func testTimerFiresOnceAndCancelledTimerDoesNot() {
+    let loop = EventLoop(name: "timers")
+    let fired = DispatchSemaphore(value: 0)
+    nonisolated(unsafe) var cancelledFired = false
+    let timer = loop.schedule(after: 0.05) { fired.signal() }
+    let cancelled = loop.schedule(after: 0.05) { cancelledFired = true }
+    cancelled.cancel()
+    XCTAssertEqual(fired.wait(timeout: .now() + 2), .success)
+    usleep(100_000)
+    XCTAssertFalse(cancelledFired)
+    _ = timer
+  }
+}
