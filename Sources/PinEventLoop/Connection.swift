@@ -132,6 +132,8 @@ public final class Connection: @unchecked Sendable {
     if state == .open && readState == .suspended {
       readState = .running
       readSource.resume()
+      // Bytes that arrived while paused may have had their edge already.
+      loop.execute { [self] in handleReadable() }
     }
   }
 
@@ -164,43 +166,61 @@ public final class Connection: @unchecked Sendable {
 
   // MARK: Source handlers
 
+  /// Reads until the socket would block: libdispatch delivers readiness
+  /// edge-triggered on Linux, so bytes (or a FIN) left unread would get no
+  /// further event. At most 1 MiB per turn, then the rest is continued as a
+  /// new loop task so other connections are served in between.
   private func handleReadable() {
-    guard state == .open else { return }
-    var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-    let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-    if count > 0 {
-      bytesRead += count
-      delegate?.connection(self, didRead: Array(buffer[..<count]))
-    } else if count == 0 {
-      pauseReading()
-      delegate?.connectionDidReadEOF(self)
-    } else if errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR {
-      fail(SocketError(operation: "read", code: errno))
+    var budget = 16
+    while state == .open && readState == .running {
+      guard budget > 0 else {
+        loop.execute { [self] in handleReadable() }
+        return
+      }
+      budget -= 1
+      var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+      let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+      if count > 0 {
+        bytesRead += count
+        delegate?.connection(self, didRead: Array(buffer[..<count]))
+      } else if count == 0 {
+        pauseReading()
+        delegate?.connectionDidReadEOF(self)
+        return
+      } else if errno == EINTR {
+        continue
+      } else if errno == EAGAIN || errno == EWOULDBLOCK {
+        return
+      } else {
+        return fail(SocketError(operation: "read", code: errno))
+      }
     }
   }
 
+  /// Writes until the queue is empty or the socket would block (edge-triggered, as above).
   private func handleWritable() {
     guard state == .open else { return }
-    let remaining = pendingOutputBytes
-    if remaining > 0 {
+    while pendingOutputBytes > 0 {
+      let remaining = pendingOutputBytes
       let written = output.withUnsafeBytes { raw in
         Glibc.write(fd, raw.baseAddress! + outputOffset, remaining)
       }
       if written < 0 {
-        if errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR {
-          fail(SocketError(operation: "write", code: errno))
+        if errno == EINTR { continue }
+        if errno != EAGAIN && errno != EWOULDBLOCK {
+          return fail(SocketError(operation: "write", code: errno))
         }
-        return
+        break
       }
       bytesWritten += written
       outputOffset += written
-      if outputOffset == output.count {
-        output = []
-        outputOffset = 0
-      } else if outputOffset > 1 << 20 {
-        output.removeFirst(outputOffset)
-        outputOffset = 0
-      }
+    }
+    if outputOffset == output.count {
+      output = []
+      outputOffset = 0
+    } else if outputOffset > 1 << 20 {
+      output.removeFirst(outputOffset)
+      outputOffset = 0
     }
     if pendingOutputBytes == 0 {
       setWriting(false)

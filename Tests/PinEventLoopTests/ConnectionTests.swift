@@ -43,10 +43,12 @@ final class ConnectionTests: XCTestCase {
 
   /// A listener whose accepted connections echo, and a client connected to it.
   func makePair(
-    group: EventLoopGroup, serverDelegate: Recorder, configure: @escaping @Sendable (Connection) -> Void = { _ in }
+    group: EventLoopGroup, serverDelegate: Recorder,
+    configure: @escaping @Sendable (Connection) -> Void = { _ in }
   ) throws -> (Listener, Connection, Recorder) {
     nonisolated(unsafe) var accepted: [Connection] = []
-    let listener = try Listener(address: SocketAddress(ip: "127.0.0.1", port: 0)!, group: group) { fd, peer, loop in
+    let listener = try Listener(address: SocketAddress(ip: "127.0.0.1", port: 0)!, group: group) {
+      fd, peer, loop in
       let connection = Connection(fd: fd, peer: peer, loop: loop)
       connection.delegate = serverDelegate
       connection.resumeReading()
@@ -83,8 +85,12 @@ final class ConnectionTests: XCTestCase {
       client.write(message)
       client.shutdownOutput()
     }
-    XCTAssertTrue(recorder.wait { $0.received.count == message.count && $0.eof })
-    XCTAssertEqual(recorder.received, message)
+    let complete = recorder.wait { $0.received.count == message.count && $0.eof }
+    XCTAssertTrue(
+      complete,
+      "received \(recorder.received.count) of \(message.count), eof \(recorder.eof), server got \(server.received.count), server eof \(server.eof), server closed \(server.closed), client closed \(recorder.closed)"
+    )
+    XCTAssertTrue(recorder.received == message, "echoed bytes differ")
     XCTAssertTrue(server.wait { $0.closed })
     client.loop.execute { client.close() }
     XCTAssertTrue(recorder.wait { $0.closed })
