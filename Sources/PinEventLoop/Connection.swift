@@ -51,7 +51,9 @@ public final class Connection: @unchecked Sendable {
   public let loop: EventLoop
   public let fd: Int32
   public let peer: String
-  public weak var delegate: ConnectionDelegate?
+  /// Held strongly until `connectionDidClose` has been delivered: the
+  /// session that owns this connection lives exactly as long as it is open.
+  public var delegate: ConnectionDelegate?
   public private(set) var state: State = .open
   public var highWatermark = 256 * 1024
   public var lowWatermark = 64 * 1024
@@ -258,6 +260,8 @@ public final class Connection: @unchecked Sendable {
     guard pendingCancels == 0 else { return }
     _ = Glibc.close(fd)
     state = .closed
-    delegate?.connectionDidClose(self, error: closeError)
+    let owner = delegate
+    delegate = nil
+    owner?.connectionDidClose(self, error: closeError)
   }
 }

@@ -13,6 +13,39 @@ public struct Configuration: Sendable {
   public var anchorSets: [AnchorSetConfig] = []
   public var defaults = DefaultsConfig()
   public var domains: [DomainConfig] = []
+  public var timeouts = TimeoutsConfig()
+  public var limits = LimitsConfig()
+  /// Event loops to run; 0 means one per core.
+  public var eventLoops = 0
+}
+
+/// Every timer of the data path, in seconds.
+public struct TimeoutsConfig: Sendable, Equatable {
+  /// A client must finish sending a request head within this.
+  public var clientHeader: Double = 30
+  /// An idle keep-alive client connection is closed after this.
+  public var idleKeepAlive: Double = 60
+  public var upstreamConnect: Double = 10
+  public var tlsHandshake: Double = 10
+  /// From the request head sent upstream to the response head received.
+  public var upstreamResponse: Double = 60
+  /// An idle pooled upstream connection is closed after this.
+  public var upstreamIdle: Double = 60
+  /// A tunnel with no bytes either way is closed after this.
+  public var tunnelIdle: Double = 300
+
+  public init() {}
+}
+
+public struct LimitsConfig: Sendable, Equatable {
+  public var maxConnections = 4096
+  public var maxHeaderBytes = 64 * 1024
+  public var maxHeaderCount = 100
+  public var maxURILength = 8 * 1024
+  /// Idle pooled connections kept per upstream (host, port, policy generation).
+  public var maxIdlePerUpstream = 8
+
+  public init() {}
 }
 
 /// Where a value was written.

@@ -69,7 +69,9 @@ public enum ConfigurationParser {
   }
 
   static let rootKeys: Set = [
-    "listeners", "admin", "stateDirectory", "connectTo", "anchorSets", "defaults", "domains",
+    "listeners", "admin", "stateDirectory", "connectTo", "anchorSets", "defaults", "domains", "timeouts",
+    "limits",
+    "eventLoops",
   ]
 
   static func parseRoot(_ root: ConfigNode, into configuration: inout Configuration) {
@@ -101,6 +103,15 @@ public enum ConfigurationParser {
         continue
       }
       configuration.connectTo.append(ConnectToRule(from: from, to: to))
+    }
+    if let timeouts = mapping["timeouts"] { configuration.timeouts = parseTimeouts(timeouts) }
+    if let limits = mapping["limits"] { configuration.limits = parseLimits(limits) }
+    if let loops = mapping["eventLoops"], let count = loops.int {
+      if (0...256).contains(count) {
+        configuration.eventLoops = count
+      } else {
+        loops.error("must be 0 (one per core) to 256")
+      }
     }
     if let sets = mapping["anchorSets"] { configuration.anchorSets = parseAnchorSets(sets, file: file) }
     if let defaults = mapping["defaults"] { configuration.defaults = parseDefaults(defaults) }

@@ -23,6 +23,9 @@ public final class TLSEngine {
     public let reason: Int32
     public let library: Int32
     public let description: String
+
+    /// The peer sent a TLS alert (OpenSSL reports alerts as reason 1000 + alert number).
+    public var isAlertFromPeer: Bool { reason >= SSL_AD_REASON_OFFSET && reason < SSL_AD_REASON_OFFSET + 256 }
   }
 
   init(context: OpaquePointer, server: Bool) throws(Failure) {

@@ -11,7 +11,9 @@ struct Pinproxy: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "pinproxy",
     abstract: "A pinning-aware HTTPS forwarding proxy for clients that cannot be updated.",
-    subcommands: [EvaluateCommand.self, PinCommand.self, CheckCommand.self, VersionCommand.self])
+    subcommands: [
+      RunCommand.self, EvaluateCommand.self, PinCommand.self, CheckCommand.self, VersionCommand.self,
+    ])
 
   static func main() {
     do {

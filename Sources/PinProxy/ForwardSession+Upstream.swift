@@ -1,0 +1,187 @@
+import Foundation
+import PinEventLoop
+import PinHTTP
+import PinTLS
+import PinTrust
+
+/// The upstream half of a forward session: sending the request, relaying the
+/// response with back-pressure, and returning the connection to the pool.
+extension ForwardSession: UpstreamDelegate {
+  func attach(_ upstream: UpstreamConnection, to exchange: Exchange) {
+    upstream.delegate = self
+    upstream.mode = .http
+    upstream.expectResponse(to: exchange.request.method)
+    exchange.upstream = upstream
+    exchange.upstreamWasPooled = upstream.reusedFromPool
+    var headers = HopByHop.requestHeaders(exchange.request.headers)
+    headers.replace("Host", authority(of: exchange.key))
+    exchange.requestChunked = exchange.request.headers.tokens("Transfer-Encoding") == ["chunked"]
+    if exchange.requestChunked { headers.add("Transfer-Encoding", "chunked") }
+    headers.add("Via", "1.1 pinproxy")
+    upstream.send(
+      HTTPSerializer.requestHead(method: exchange.request.method, target: exchange.path, headers: headers))
+    state = .exchanging(exchange)
+    let seconds = snapshot.timeouts.upstreamResponse
+    exchange.responseTimer = loop.schedule(after: seconds) { [weak self] in
+      guard let self, case .exchanging(let current) = self.state, current === exchange,
+        !exchange.responseStarted
+      else {
+        return
+      }
+      self.fail(
+        .timeout("\(exchange.key) sent no response within \(seconds) s"), exchange.request, exchange: exchange
+      )
+    }
+    process()
+  }
+
+  func sendRequestBody(_ bytes: [UInt8], _ exchange: Exchange) {
+    guard let upstream = exchange.upstream else { return }
+    exchange.requestBodyBytes += bytes.count
+    upstream.send(exchange.requestChunked ? HTTPSerializer.chunk(bytes) : bytes)
+    // Back-pressure: stop reading the client while the upstream is backed up.
+    if upstream.isAboveHighWatermark { connection.pauseReading() }
+  }
+
+  func finishRequestBody(_ exchange: Exchange) {
+    if exchange.requestChunked { exchange.upstream?.send(HTTPSerializer.lastChunk()) }
+    exchange.requestComplete = true
+  }
+
+  private func authority(of key: UpstreamKey) -> String {
+    let defaultPort = key.tls ? 443 : 80
+    return key.port == defaultPort ? key.host.description : "\(key.host):\(key.port)"
+  }
+
+  // MARK: UpstreamDelegate
+
+  func upstream(_ upstream: UpstreamConnection, didReceive events: [HTTP1Parser.Event]) {
+    guard case .exchanging(let exchange) = state, exchange.upstream === upstream else {
+      return upstream.close()
+    }
+    for event in events {
+      switch event {
+      case .request: break
+      case .response(let head): relayHead(head, exchange)
+      case .body(let bytes):
+        exchange.responseBodyBytes += bytes.count
+        connection.write(exchange.responseChunked ? HTTPSerializer.chunk(bytes) : bytes)
+      case .end:
+        if exchange.inInterimResponse {
+          exchange.inInterimResponse = false
+        } else {
+          if exchange.responseChunked { connection.write(HTTPSerializer.lastChunk()) }
+          return finishExchange(exchange)
+        }
+      }
+    }
+    // Back-pressure: a slow client stops the upstream being read.
+    if connection.isAboveHighWatermark { upstream.pauseReading() }
+  }
+
+  private func relayHead(_ head: HTTPResponseHead, _ exchange: Exchange) {
+    exchange.responseTimer?.cancel()
+    if (100..<200).contains(head.status) {
+      exchange.inInterimResponse = true
+      // 101 would switch protocols, which this proxy does not relay.
+      if head.status != 101 && exchange.request.version == .http11 {
+        connection.write(
+          HTTPSerializer.responseHead(HTTPResponseHead(status: head.status, reason: head.reason)))
+      }
+      return
+    }
+    exchange.responseStarted = true
+    exchange.responseStatus = head.status
+    var headers = HopByHop.responseHeaders(head.headers)
+    let method = exchange.request.method
+    let bodiless = method == "HEAD" || head.status == 204 || head.status == 304
+    if !bodiless && !head.headers.contains("Content-Length") {
+      // Chunked or close-delimited upstream: chunked to HTTP/1.1 clients, close-delimited to 1.0.
+      if exchange.request.version == .http11 {
+        exchange.responseChunked = true
+        headers.add("Transfer-Encoding", "chunked")
+      } else {
+        exchange.closeAfterResponse = true
+      }
+    }
+    if exchange.closeAfterResponse { headers.replace("Connection", "close") }
+    headers.add("Via", "1.1 pinproxy")
+    connection.write(
+      HTTPSerializer.responseHead(
+        HTTPResponseHead(status: head.status, reason: head.reason, headers: headers)))
+  }
+
+  private func finishExchange(_ exchange: Exchange) {
+    exchange.responseTimer?.cancel()
+    servedRequests += 1
+    if let upstream = exchange.upstream {
+      if exchange.requestComplete && upstream.isReusable {
+        pool.put(
+          upstream, idleTimeout: snapshot.timeouts.upstreamIdle, maxIdle: snapshot.limits.maxIdlePerUpstream)
+      } else {
+        upstream.close()
+      }
+    }
+    exchange.upstream = nil
+    logAccess(exchange)
+    // A response that ended before the request body did leaves the client's
+    // stream mid-message: the connection cannot carry another request.
+    if exchange.closeAfterResponse || !exchange.requestComplete {
+      state = .closing
+      return connection.closeAfterFlush()
+    }
+    state = .awaitingRequest
+    armHeadTimer(idle: true)
+    process()
+  }
+
+  private func logAccess(_ exchange: Exchange) {
+    let elapsed = Date().timeIntervalSince(exchange.started)
+    context.logger.log(
+      .debug, "request",
+      [
+        "client": exchange.client, "method": exchange.request.method, "host": exchange.key.description,
+        "path": String(exchange.path.prefix(200)), "status": String(exchange.responseStatus),
+        "sent": String(exchange.requestBodyBytes), "received": String(exchange.responseBodyBytes),
+        "upstream_ms": String(Int(elapsed * 1000)),
+        "upstream_connection": exchange.upstreamWasPooled ? "pooled" : "new",
+      ])
+  }
+
+  func upstreamDidDrain(_ upstream: UpstreamConnection) {
+    guard case .exchanging(let exchange) = state, exchange.upstream === upstream else { return }
+    process()
+  }
+
+  func upstream(_ upstream: UpstreamConnection, didReceiveRaw bytes: [UInt8]) { upstream.close() }
+  func upstreamDidFinishSending(_ upstream: UpstreamConnection) {}
+
+  func upstreamDidClose(_ upstream: UpstreamConnection, failure: ProxyFailure?) {
+    guard case .exchanging(let exchange) = state, exchange.upstream === upstream else { return }
+    exchange.upstream = nil
+    if exchange.responseStarted {
+      // Part of the response was sent: only closing tells the client it is cut short.
+      return closeNow()
+    }
+    // A pooled connection the origin closed while idle: one fresh attempt,
+    // when nothing of a request body was sent.
+    if upstream.reusedFromPool && !exchange.retried && exchange.requestBodyBytes == 0 {
+      exchange.retried = true
+      exchange.responseTimer?.cancel()
+      state = .connecting(exchange)
+      let dialer = UpstreamDialer(
+        snapshot: snapshot, trustEngine: context.trustEngine, sessions: context.sessions)
+      dialer.open(exchange.key, route: exchange.route, on: loop) { [weak self] result in
+        guard let self, case .connecting(let current) = self.state, current === exchange else { return }
+        switch result {
+        case .success(let fresh): self.attach(fresh, to: exchange)
+        case .failure(let failure): self.fail(failure, exchange.request, exchange: exchange)
+        }
+      }
+      return
+    }
+    fail(
+      failure ?? .unreachable("\(exchange.key) closed the connection without a response"), exchange.request,
+      exchange: exchange)
+  }
+}

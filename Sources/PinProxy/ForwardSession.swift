@@ -1,0 +1,255 @@
+import Foundation
+import PinEventLoop
+import PinHTTP
+import PinTLS
+import PinTrust
+
+/// One client connection of a forward listener: reads requests in
+/// absolute-form, routes each through the domain policy table, forwards it
+/// over a verified upstream connection and streams the response back.
+///
+/// Confined to its loop: every entry point (connection and upstream delegate
+/// calls, timers, dial completions) runs on `loop.queue`.
+final class ForwardSession: ConnectionDelegate, @unchecked Sendable {
+  enum State {
+    /// Between requests: idle, or part of a head has arrived.
+    case awaitingRequest
+    /// A request head was accepted; its upstream connection is being opened.
+    case connecting(Exchange)
+    /// Request and response are flowing.
+    case exchanging(Exchange)
+    /// The last bytes are being flushed; nothing more is read.
+    case closing
+  }
+
+  let connection: Connection
+  let context: ProxyContext
+  let snapshot: RuntimeSnapshot
+  var state = State.awaitingRequest
+  var parser: HTTP1Parser
+  /// Parsed but not yet handled (body while connecting, pipelined requests).
+  var pending: [HTTP1Parser.Event] = []
+  var headTimer: LoopTimer?
+  var headTimerIsIdle = false
+  var servedRequests = 0
+  var clientFinishedSending = false
+
+  var loop: EventLoop { connection.loop }
+  var pool: UpstreamPool { context.pool(for: loop) }
+
+  init(connection: Connection, context: ProxyContext) {
+    self.connection = connection
+    self.context = context
+    snapshot = context.snapshot
+    parser = HTTP1Parser(role: .request, limits: snapshot.httpLimits)
+    connection.delegate = self
+  }
+
+  func start() {
+    loop.preconditionInLoop()
+    armHeadTimer()
+    connection.resumeReading()
+  }
+
+  // MARK: Client bytes
+
+  func connection(_ connection: Connection, didRead bytes: [UInt8]) {
+    loop.preconditionInLoop()
+    if case .closing = state { return }
+    do {
+      pending += try parser.feed(bytes)
+    } catch {
+      return refuseMalformed(error)
+    }
+    if case .awaitingRequest = state, headTimerIsIdle, !parser.isIdle || !pending.isEmpty {
+      armHeadTimer(idle: false)
+    }
+    process()
+  }
+
+  func connectionDidReadEOF(_ connection: Connection) {
+    loop.preconditionInLoop()
+    clientFinishedSending = true
+    do {
+      pending += try parser.finish()
+    } catch {
+      // The client stopped in the middle of a request: nothing can complete it.
+      return closeNow()
+    }
+    switch state {
+    case .awaitingRequest where pending.isEmpty: closeNow()
+    case .closing: break
+    default: process()
+    }
+  }
+
+  func connectionDidDrain(_ connection: Connection) {
+    if case .exchanging(let exchange) = state { exchange.upstream?.resumeReading() }
+  }
+
+  func connectionDidClose(_ connection: Connection, error: SocketError?) {
+    headTimer?.cancel()
+    switch state {
+    case .connecting(let exchange), .exchanging(let exchange):
+      // Mid-exchange: the upstream connection is in an unknown state, never pooled.
+      exchange.upstream?.close()
+    default: break
+    }
+    state = .closing
+    context.openConnections.subtract(1, ordering: .relaxed)
+  }
+
+  // MARK: Handling parsed events
+
+  /// Handles queued events as far as the state allows.
+  func process() {
+    while let event = pending.first {
+      switch (state, event) {
+      case (.awaitingRequest, .request(let head)):
+        pending.removeFirst()
+        begin(head)
+      case (.exchanging(let exchange), .body(let bytes)) where !exchange.requestComplete:
+        pending.removeFirst()
+        sendRequestBody(bytes, exchange)
+      case (.exchanging(let exchange), .end) where !exchange.requestComplete:
+        pending.removeFirst()
+        finishRequestBody(exchange)
+      default:
+        // Wait: the upstream is not ready, or a pipelined request waits its turn.
+        connection.pauseReading()
+        return
+      }
+    }
+    if case .exchanging(let exchange) = state, exchange.upstream?.isAboveHighWatermark == true { return }
+    if case .closing = state { return }
+    connection.resumeReading()
+  }
+
+  private func begin(_ head: HTTPRequestHead) {
+    headTimer?.cancel()
+    guard case .absolute(let scheme, let rawHost, let explicitPort, let path) = head.target else {
+      if case .authority = head.target {
+        return fail(
+          ProxyFailure(status: 501, code: .badRequest, reason: "CONNECT is not supported by this listener"),
+          head)
+      }
+      return fail(
+        .badRequest("a forward proxy needs absolute-form requests, e.g. GET http://host/path"), head)
+    }
+    guard let host = TrustHost(rawHost) else {
+      return fail(.badRequest("\"\(rawHost)\" is not a valid host"), head)
+    }
+    guard let route = UpstreamRoute(host: host, snapshot: snapshot) else {
+      return fail(
+        ProxyFailure(
+          status: 403, code: .deniedByPolicy,
+          reason: "no domain rule matches \(host) and defaults.action is deny"),
+        head)
+    }
+    // A plain http:// request goes over TLS unless its rule allows insecure loads.
+    let tls = scheme == "https" || !route.allowsInsecureHTTPLoads
+    let port = explicitPort ?? (tls ? 443 : 80)
+    let key = UpstreamKey(host: host, port: port, tls: tls, policy: route.policy.identity)
+    let exchange = Exchange(request: head, key: key, route: route, path: path, client: connection.peer)
+    exchange.closeAfterResponse = !head.keepAlive || clientFinishedSending
+    state = .connecting(exchange)
+    acquireUpstream(for: exchange)
+  }
+
+  func acquireUpstream(for exchange: Exchange) {
+    if let pooled = pool.take(exchange.key) { return attach(pooled, to: exchange) }
+    let dialer = UpstreamDialer(
+      snapshot: snapshot, trustEngine: context.trustEngine, sessions: context.sessions)
+    dialer.open(exchange.key, route: exchange.route, on: loop) { [weak self] result in
+      guard let self, case .connecting(let current) = self.state, current === exchange else {
+        if case .success(let upstream) = result { upstream.close() }
+        return
+      }
+      switch result {
+      case .success(let upstream): self.attach(upstream, to: exchange)
+      case .failure(let failure): self.fail(failure, exchange.request, exchange: exchange)
+      }
+    }
+  }
+
+  // MARK: Timers and endings
+
+  /// Idle between requests (keep-alive), or bounded time to finish a head.
+  func armHeadTimer(idle: Bool? = nil) {
+    headTimer?.cancel()
+    let isIdle = idle ?? (servedRequests > 0)
+    headTimerIsIdle = isIdle
+    let seconds = isIdle ? snapshot.timeouts.idleKeepAlive : snapshot.timeouts.clientHeader
+    headTimer = loop.schedule(after: seconds) { [weak self] in
+      guard let self, case .awaitingRequest = self.state else { return }
+      if self.parser.isIdle && self.pending.isEmpty { return self.closeNow() }
+      self.fail(
+        ProxyFailure(status: 408, code: .badRequest, reason: "request head not received within \(seconds) s"),
+        nil)
+    }
+  }
+
+  private func refuseMalformed(_ error: HTTPParseError) {
+    if case .exchanging(let exchange) = state, !exchange.requestComplete {
+      // A body that breaks framing mid-stream: the upstream must not get the rest.
+      exchange.upstream?.close()
+      exchange.upstream = nil
+      if exchange.responseStarted { return closeNow() }
+    }
+    fail(ProxyFailure(status: error.status, code: .badRequest, reason: error.reason), nil)
+  }
+
+  /// Answers with the failure, logs it, and closes after flushing.
+  func fail(_ failure: ProxyFailure, _ request: HTTPRequestHead?, exchange: Exchange? = nil) {
+    if let upstream = exchange?.upstream { upstream.close() }
+    var fields: KeyValuePairs<String, String> = [:]
+    let host = exchange.map { $0.key.description } ?? request.map { String($0.rawTarget.prefix(200)) } ?? "-"
+    let rule = exchange?.route.ruleName ?? "-"
+    fields = [
+      "client": connection.peer, "target": host, "rule": rule, "status": String(failure.status),
+      "code": failure.code.rawValue, "reason": failure.reason, "chain": failure.chain ?? "-",
+    ]
+    context.logger.log(failure.status >= 500 ? .warning : .info, "refused", fields)
+    headTimer?.cancel()
+    state = .closing
+    connection.write(failure.response())
+    connection.closeAfterFlush()
+  }
+
+  func closeNow() {
+    headTimer?.cancel()
+    state = .closing
+    connection.close()
+  }
+}
+
+/// One request and its response. Confined to its session's loop.
+final class Exchange: @unchecked Sendable {
+  let request: HTTPRequestHead
+  let key: UpstreamKey
+  let route: UpstreamRoute
+  let path: String
+  let client: String
+  let started = Date()
+  var upstream: UpstreamConnection?
+  var requestChunked = false
+  var requestComplete = false
+  var requestBodyBytes = 0
+  var inInterimResponse = false
+  var responseStarted = false
+  var responseChunked = false
+  var responseStatus = 0
+  var responseBodyBytes = 0
+  var closeAfterResponse = false
+  var responseTimer: LoopTimer?
+  var retried = false
+  var upstreamWasPooled = false
+
+  init(request: HTTPRequestHead, key: UpstreamKey, route: UpstreamRoute, path: String, client: String) {
+    self.request = request
+    self.key = key
+    self.route = route
+    self.path = path
+    self.client = client
+  }
+}

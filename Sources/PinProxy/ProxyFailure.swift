@@ -1,0 +1,73 @@
+import PinHTTP
+import PinTLS
+import PinTrust
+
+/// Why the proxy could not serve a request, as a client will see it: a
+/// status, a stable failure code and a sentence; and, for refused chains, the
+/// pins and digests of what the upstream presented (for the log line).
+public struct ProxyFailure: Error, Sendable {
+  public let status: Int
+  public let code: FailureCode
+  public let reason: String
+  public var chain: String?
+
+  public init(status: Int, code: FailureCode, reason: String, chain: String? = nil) {
+    self.status = status
+    self.code = code
+    self.reason = reason
+    self.chain = chain
+  }
+
+  static func refused(_ failure: TrustFailure, presented: [X509Certificate]) -> ProxyFailure {
+    ProxyFailure(status: 502, code: failure.code, reason: failure.reason, chain: describe(presented))
+  }
+
+  static func unreachable(_ reason: String) -> ProxyFailure {
+    ProxyFailure(status: 502, code: .upstreamUnreachable, reason: reason)
+  }
+
+  static func timeout(_ reason: String) -> ProxyFailure {
+    ProxyFailure(status: 504, code: .upstreamTimeout, reason: reason)
+  }
+
+  static func badRequest(_ reason: String, status: Int = 400) -> ProxyFailure {
+    ProxyFailure(status: status, code: .badRequest, reason: reason)
+  }
+
+  /// `subject sha256/SPKI cert-sha256=HEX` per certificate, leaf first.
+  static func describe(_ chain: [X509Certificate]) -> String {
+    chain.map { certificate in
+      let value = certificate.value()
+      return "[\(value.subject) \(value.spkiPin) sha256=\(value.fingerprint.base64)]"
+    }.joined(separator: " ")
+  }
+
+  /// The response the client gets: plain text naming the code and reason,
+  /// and the `Pinproxy-Error` header.
+  func response(closing: Bool = true) -> [UInt8] {
+    let body = Array("pinproxy: \(code.rawValue): \(reason)\n".utf8)
+    var headers = HTTPHeaders([
+      ("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", String(body.count)),
+      ("Pinproxy-Error", code.rawValue), ("Cache-Control", "no-store"),
+    ])
+    if closing { headers.add("Connection", "close") }
+    let head = HTTPResponseHead(status: status, reason: ProxyFailure.reasonPhrase(status), headers: headers)
+    return HTTPSerializer.responseHead(head) + body
+  }
+
+  static func reasonPhrase(_ status: Int) -> String {
+    switch status {
+    case 400: return "Bad Request"
+    case 403: return "Forbidden"
+    case 408: return "Request Timeout"
+    case 414: return "URI Too Long"
+    case 431: return "Request Header Fields Too Large"
+    case 501: return "Not Implemented"
+    case 502: return "Bad Gateway"
+    case 503: return "Service Unavailable"
+    case 504: return "Gateway Timeout"
+    case 505: return "HTTP Version Not Supported"
+    default: return "Error"
+    }
+  }
+}

@@ -1,0 +1,138 @@
+import Foundation
+import PinHTTP
+import PinTLS
+import PinTrust
+
+/// Everything a connection needs from the configuration, compiled once and
+/// immutable: the trust snapshot, one TLS client context per domain rule (and
+/// one for the defaults), connectTo mappings, timeouts and limits. A
+/// connection keeps the snapshot it started with.
+public final class RuntimeSnapshot: Sendable {
+  public let configuration: Configuration
+  public let trust: TrustSnapshot
+  public let ruleContexts: [TLSClientContext]
+  public let defaultContext: TLSClientContext
+  public let timeouts: TimeoutsConfig
+  public let limits: LimitsConfig
+  public let httpLimits: HTTPLimits
+
+  init(
+    configuration: Configuration, trust: TrustSnapshot, ruleContexts: [TLSClientContext],
+    defaultContext: TLSClientContext
+  ) {
+    self.configuration = configuration
+    self.trust = trust
+    self.ruleContexts = ruleContexts
+    self.defaultContext = defaultContext
+    timeouts = configuration.timeouts
+    limits = configuration.limits
+    httpLimits = HTTPLimits(
+      maxHeaderBytes: configuration.limits.maxHeaderBytes,
+      maxHeaderCount: configuration.limits.maxHeaderCount,
+      maxURILength: configuration.limits.maxURILength)
+  }
+
+  public var generation: UInt64 { trust.generation }
+
+  /// Where to actually connect for `host:port` (curl's --connect-to semantics).
+  public func connectAddress(host: TrustHost, port: Int) -> HostPort {
+    for rule in configuration.connectTo {
+      if TrustHost(rule.from.host) == host && rule.from.port == port { return rule.to }
+    }
+    var name = host.description
+    if name.hasPrefix("[") { name = String(name.dropFirst().dropLast()) }
+    return HostPort(host: name, port: port)
+  }
+
+  public static func compile(
+    _ configuration: Configuration, generation: UInt64, systemOverride: [X509Certificate]? = nil
+  ) throws(ConfigErrors) -> RuntimeSnapshot {
+    let trust = try TrustSnapshot.compile(
+      configuration, generation: generation, systemOverride: systemOverride)
+    var errors: [ConfigError] = []
+    var contexts: [TLSClientContext] = []
+    for domain in configuration.domains {
+      var identity: ClientIdentity?
+      if let config = domain.clientIdentity {
+        do {
+          identity = try ClientIdentity(
+            pkcs12Path: config.pkcs12.path, passphraseFile: config.passphraseFile.path)
+        } catch {
+          let location = config.pkcs12.location
+          errors.append(
+            ConfigError(
+              file: configuration.file, line: location.line, column: location.column, key: location.key,
+              message: error.description))
+        }
+      }
+      do {
+        contexts.append(
+          try TLSClientContext(
+            minimumVersion: domain.minimumTLSVersion, requiresForwardSecrecy: domain.requiresForwardSecrecy,
+            identity: identity))
+      } catch {
+        errors.append(
+          ConfigError(
+            file: configuration.file, line: domain.location.line, column: domain.location.column,
+            key: domain.location.key, message: "cannot set up TLS: \(error.description)"))
+      }
+    }
+    let defaultContext: TLSClientContext
+    do {
+      defaultContext = try TLSClientContext(
+        minimumVersion: configuration.defaults.minimumTLSVersion,
+        requiresForwardSecrecy: configuration.defaults.requiresForwardSecrecy)
+    } catch {
+      throw ConfigErrors(
+        errors: [
+          ConfigError(
+            file: configuration.file, line: 0, column: 0, key: "defaults", message: error.description)
+        ])
+    }
+    guard errors.isEmpty else { throw ConfigErrors(errors: errors) }
+    return RuntimeSnapshot(
+      configuration: configuration, trust: trust, ruleContexts: contexts, defaultContext: defaultContext)
+  }
+
+  /// The embedded default: one forward listener on 127.0.0.1:3128, system
+  /// anchors, TLS 1.2+, forward secrecy.
+  public static var defaultConfiguration: Configuration {
+    var configuration = Configuration(file: "<embedded default>")
+    configuration.listeners = [
+      ListenerConfig(name: "forward", address: HostPort(host: "127.0.0.1", port: 3128), mode: .forward)
+    ]
+    return configuration
+  }
+}
+
+/// What governs one upstream host: the policy, its TLS context and the
+/// transport rules, resolved from the snapshot.
+public struct UpstreamRoute: Sendable {
+  public let host: TrustHost
+  public let ruleName: String
+  public let policy: CompiledPolicy
+  public let context: TLSClientContext
+  public let allowsInsecureHTTPLoads: Bool
+  public let checksKeyStrength: Bool
+
+  /// nil when the host is denied by policy.
+  public init?(host: TrustHost, snapshot: RuntimeSnapshot) {
+    self.host = host
+    switch snapshot.trust.route(host) {
+    case .rule(let index, let domain, let policy):
+      ruleName = domain.domain.description
+      self.policy = policy
+      context = snapshot.ruleContexts[index]
+      allowsInsecureHTTPLoads = domain.allowsInsecureHTTPLoads
+    case .defaults(let policy):
+      ruleName = "defaults"
+      self.policy = policy
+      context = snapshot.defaultContext
+      allowsInsecureHTTPLoads = false
+    case .denied:
+      return nil
+    }
+    // ATS key and signature strength apply unless the rule accepts invalid certificates.
+    checksKeyStrength = !policy.policy.allowInvalidCertificates
+  }
+}

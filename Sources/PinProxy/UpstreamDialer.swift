@@ -1,0 +1,64 @@
+import Foundation
+import PinEventLoop
+import PinHTTP
+import PinTLS
+import PinTrust
+
+/// Opens a new upstream connection: connectTo mapping, name resolution off
+/// the loop, a bounded non-blocking connect, then the TLS handshake and the
+/// trust decision. Failures come back as 502 or 504 with their code.
+struct UpstreamDialer {
+  let snapshot: RuntimeSnapshot
+  let trustEngine: TrustEngine
+  let sessions: TLSSessionCache
+
+  func open(
+    _ key: UpstreamKey, route: UpstreamRoute, on loop: EventLoop,
+    _ completion: @escaping (Result<UpstreamConnection, ProxyFailure>) -> Void
+  ) {
+    loop.preconditionInLoop()
+    let target = snapshot.connectAddress(host: key.host, port: key.port)
+    let timeouts = snapshot.timeouts
+    nonisolated(unsafe) let completion = completion
+    Resolver.resolve(host: target.host, port: target.port, on: loop) { resolved in
+      switch resolved {
+      case .failure(let error):
+        completion(.failure(.unreachable(error.description)))
+      case .success(let addresses):
+        Connector.connect(to: addresses, on: loop, timeout: timeouts.upstreamConnect) { connected in
+          switch connected {
+          case .failure(.timedOut(let reason)): completion(.failure(.timeout(reason)))
+          case .failure(.refused(let reason)):
+            completion(.failure(.unreachable("cannot connect to \(key): \(reason)")))
+          case .success(let fd):
+            self.handshake(fd: fd, peer: target.description, key: key, route: route, loop: loop, completion)
+          }
+        }
+      }
+    }
+  }
+
+  private func handshake(
+    fd: Int32, peer: String, key: UpstreamKey, route: UpstreamRoute, loop: EventLoop,
+    _ completion: @escaping (Result<UpstreamConnection, ProxyFailure>) -> Void
+  ) {
+    let connection = Connection(fd: fd, peer: peer, loop: loop)
+    var engine: TLSEngine?
+    if key.tls {
+      do {
+        engine = try route.context.makeEngine(serverName: key.host, resuming: sessions.session(for: key))
+      } catch {
+        connection.close()
+        return completion(
+          .failure(
+            ProxyFailure(
+              status: 502, code: .handshakeFailed, reason: "TLS setup failed: \(error.description)")))
+      }
+    }
+    let upstream = UpstreamConnection(
+      key: key, connection: connection, engine: engine, route: route, trustEngine: trustEngine,
+      sessions: sessions,
+      limits: snapshot.httpLimits)
+    upstream.start(handshakeTimeout: snapshot.timeouts.tlsHandshake, completion)
+  }
+}

@@ -1,0 +1,115 @@
+import Foundation
+import PinEventLoop
+import PinHTTP
+import PinTLS
+import PinTrust
+import Synchronization
+
+/// Identifies interchangeable upstream connections: same host and port, same
+/// scheme, same rule of the same configuration generation. A connection is
+/// never reused under another host or policy.
+struct UpstreamKey: Hashable, Sendable, CustomStringConvertible {
+  let host: TrustHost
+  let port: Int
+  let tls: Bool
+  let policy: PolicyIdentity
+
+  var description: String { "\(host):\(port)" }
+}
+
+/// TLS sessions for resumption, keyed like connections so a session is never
+/// resumed under another host, port or policy generation. Shared by all loops.
+final class TLSSessionCache: Sendable {
+  private let sessions = Mutex<[UpstreamKey: TLSSession]>([:])
+  private let capacity: Int
+
+  init(capacity: Int = 4096) { self.capacity = capacity }
+
+  func store(_ session: TLSSession, for key: UpstreamKey) {
+    sessions.withLock { sessions in
+      if sessions.count >= capacity, sessions[key] == nil, let victim = sessions.keys.first {
+        sessions[victim] = nil
+      }
+      sessions[key] = session
+    }
+  }
+
+  func session(for key: UpstreamKey) -> TLSSession? { sessions.withLock { $0[key] } }
+
+  func removeAll() { sessions.withLock { $0.removeAll() } }
+}
+
+/// Idle upstream connections of one loop, used only on that loop. Each idle
+/// connection has a timer; one that closes or sends anything while idle is
+/// dropped.
+final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
+  let loop: EventLoop
+  private var idle: [UpstreamKey: [(UpstreamConnection, LoopTimer)]] = [:]
+  private(set) var handshakes = 0
+
+  init(loop: EventLoop) { self.loop = loop }
+
+  var idleCount: Int { idle.values.reduce(0) { $0 + $1.count } }
+
+  func take(_ key: UpstreamKey) -> UpstreamConnection? {
+    loop.preconditionInLoop()
+    while var list = idle[key], let (connection, timer) = list.popLast() {
+      idle[key] = list.isEmpty ? nil : list
+      timer.cancel()
+      if connection.isReusable {
+        connection.markReused()
+        return connection
+      }
+      connection.close()
+    }
+    return nil
+  }
+
+  /// Keeps a connection for reuse, or closes it when the pool for its key is full.
+  func put(_ connection: UpstreamConnection, idleTimeout: Double, maxIdle: Int) {
+    loop.preconditionInLoop()
+    guard connection.isReusable, (idle[connection.key]?.count ?? 0) < maxIdle else {
+      return connection.close()
+    }
+    connection.delegate = self
+    let timer = loop.schedule(after: idleTimeout) { [weak self, weak connection] in
+      guard let self, let connection else { return }
+      self.remove(connection)
+      connection.close()
+    }
+    idle[connection.key, default: []].append((connection, timer))
+  }
+
+  /// Closes idle connections whose policy generation is not `generation`.
+  func retire(keeping generation: UInt64) {
+    loop.preconditionInLoop()
+    for (key, list) in idle where key.policy.generation != generation {
+      for (connection, timer) in list {
+        timer.cancel()
+        connection.close()
+      }
+      idle[key] = nil
+    }
+  }
+
+  private func remove(_ connection: UpstreamConnection) {
+    guard var list = idle[connection.key] else { return }
+    list.removeAll { entry in
+      if entry.0 === connection { entry.1.cancel() }
+      return entry.0 === connection
+    }
+    idle[connection.key] = list.isEmpty ? nil : list
+  }
+
+  // An idle connection must stay silent; anything from it ends its use.
+  func upstream(_ upstream: UpstreamConnection, didReceive events: [HTTP1Parser.Event]) { drop(upstream) }
+  func upstream(_ upstream: UpstreamConnection, didReceiveRaw bytes: [UInt8]) { drop(upstream) }
+  func upstreamDidDrain(_ upstream: UpstreamConnection) {}
+  func upstreamDidFinishSending(_ upstream: UpstreamConnection) { drop(upstream) }
+  func upstreamDidClose(_ upstream: UpstreamConnection, failure: ProxyFailure?) { remove(upstream) }
+
+  private func drop(_ upstream: UpstreamConnection) {
+    remove(upstream)
+    upstream.close()
+  }
+}

@@ -1,0 +1,202 @@
+import Foundation
+
+/// A running child process, terminated when the test is done.
+public final class ChildProcess: @unchecked Sendable {
+  let process = Process()
+  let output = Pipe()
+  public private(set) var log = ""
+  private let lock = NSLock()
+
+  init(_ executable: String, _ arguments: [String], captureStandardError: Bool) throws {
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    if captureStandardError {
+      process.standardError = output
+      process.standardOutput = FileHandle.nullDevice
+    } else {
+      process.standardOutput = output
+      process.standardError = FileHandle.nullDevice
+    }
+    try process.run()
+    output.fileHandleForReading.readabilityHandler = { [weak self] handle in
+      let data = handle.availableData
+      guard let self, !data.isEmpty else { return }
+      self.lock.withLock { self.log += String(decoding: data, as: UTF8.self) }
+    }
+  }
+
+  public var currentOutput: String { lock.withLock { log } }
+
+  /// Waits until the output contains `text`.
+  public func wait(for text: String, timeout: Double = 10) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+      if currentOutput.contains(text) { return true }
+      if !process.isRunning { return currentOutput.contains(text) }
+      usleep(10_000)
+    }
+    return false
+  }
+
+  public func stop() {
+    output.fileHandleForReading.readabilityHandler = nil
+    if process.isRunning {
+      process.terminate()
+      process.waitUntilExit()
+    }
+  }
+
+  public func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+  public var isRunning: Bool { process.isRunning }
+
+  deinit { stop() }
+}
+
+/// The Python origin of Tests/Fixtures/origin.py on 127.0.0.1.
+public final class Origin {
+  public let port: Int
+  public let requestLog: String
+  let child: ChildProcess
+
+  /// - Parameter name: PKI fixture base name: `NAME-chain.pem` and `NAME.key`.
+  public convenience init(_ name: String = "httpbin", arguments: [String] = []) throws {
+    try self.init(
+      certificate: Fixtures.path("\(name)-chain.pem"), key: Fixtures.path("\(name).key"), arguments: arguments
+    )
+  }
+
+  public init(certificate: String, key: String, arguments: [String] = []) throws {
+    requestLog =
+      FileManager.default.temporaryDirectory.appendingPathComponent("origin-\(UUID().uuidString).log").path
+    FileManager.default.createFile(atPath: requestLog, contents: Data())
+    child = try ChildProcess(
+      "/usr/bin/env",
+      [
+        "python3", Fixtures.directory + "/origin.py", "--cert", certificate, "--key", key, "--log",
+        requestLog,
+      ] + arguments, captureStandardError: false)
+    guard child.wait(for: "READY "),
+      let line = child.currentOutput.split(separator: "\n").first(where: { $0.hasPrefix("READY") }),
+      let port = Int(line.split(separator: " ")[1])
+    else { throw HarnessError("origin did not start: \(child.currentOutput)") }
+    self.port = port
+  }
+
+  /// Request lines the origin received.
+  public var requests: [String] {
+    (try? String(contentsOfFile: requestLog, encoding: .utf8))?.split(separator: "\n").map(String.init) ?? []
+  }
+
+  public func stop() { child.stop() }
+}
+
+/// The real `pinproxy run` with a generated configuration.
+public final class ProxyProcess {
+  public let directory: URL
+  public let child: ChildProcess
+  public let ports: [String: Int]
+
+  /// `config` may use `{port:NAME}` placeholders; each gets a free loopback port.
+  public init(config: String, listeners: [String], verbose: Bool = true) throws {
+    directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+      "pinproxy-e2e-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    var text = config
+    var ports: [String: Int] = [:]
+    for name in listeners {
+      let port = try OpenSSLServer.freePort()
+      ports[name] = port
+      text = text.replacingOccurrences(of: "{port:\(name)}", with: String(port))
+    }
+    self.ports = ports
+    let file = directory.appendingPathComponent("pinproxy.yaml").path
+    try Data(text.utf8).write(to: URL(fileURLWithPath: file))
+    child = try ChildProcess(
+      Subprocess.pinproxyPath, ["run", "--config", file] + (verbose ? ["--verbose"] : []),
+      captureStandardError: true)
+    for name in listeners where !child.wait(for: "listener=\(name) ") {
+      throw HarnessError("pinproxy did not start listener \(name): \(child.currentOutput)")
+    }
+  }
+
+  public var log: String { child.currentOutput }
+
+  public func stop() {
+    child.stop()
+    try? FileManager.default.removeItem(at: directory)
+  }
+}
+
+public struct HarnessError: Error, CustomStringConvertible {
+  public let description: String
+  public init(_ description: String) { self.description = description }
+}
+
+/// One curl run: status, response headers and body.
+public struct CurlResult {
+  public let status: Int
+  public let headers: [String: String]
+  public let body: Data
+  public let stderr: String
+
+  public var text: String { String(decoding: body, as: UTF8.self) }
+  public var pinproxyError: String? { headers["pinproxy-error"] }
+}
+
+public enum Curl {
+  public static func run(_ arguments: [String]) throws -> CurlResult {
+    let directory = FileManager.default.temporaryDirectory
+    let headerFile = directory.appendingPathComponent("curl-h-\(UUID().uuidString)").path
+    let bodyFile = directory.appendingPathComponent("curl-b-\(UUID().uuidString)").path
+    defer {
+      try? FileManager.default.removeItem(atPath: headerFile)
+      try? FileManager.default.removeItem(atPath: bodyFile)
+    }
+    let result = try Subprocess.run(
+      "/usr/bin/curl",
+      ["-s", "-S", "--max-time", "30", "-D", headerFile, "-o", bodyFile, "-w", "%{http_code}"] + arguments)
+    var headers: [String: String] = [:]
+    let headerText = (try? String(contentsOfFile: headerFile, encoding: .utf8)) ?? ""
+    // The last header block is the final response (interim 1xx blocks come first).
+    let blocks = headerText.components(separatedBy: "\r\n\r\n").filter { !$0.isEmpty }
+    for line in (blocks.last ?? "").split(separator: "\r\n").dropFirst() {
+      guard let colon = line.firstIndex(of: ":") else { continue }
+      headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+        in: .whitespaces)
+    }
+    return CurlResult(
+      status: Int(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0, headers: headers,
+      body: FileManager.default.contents(atPath: bodyFile) ?? Data(), stderr: result.stderr)
+  }
+}
+
+/// Raw bytes to a TCP port and everything read back until the peer closes:
+/// for requests no well-behaved client would send.
+public enum RawHTTP {
+  public static func exchange(port: Int, _ request: String, timeout: Double = 10) throws -> String {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let connected = withUnsafePointer(to: &address) { pointer in
+      pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+      }
+    }
+    guard connected else { throw HarnessError("cannot connect to port \(port)") }
+    var limit = timeval(tv_sec: Int(timeout), tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+    let bytes = Array(request.utf8)
+    _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+    var received: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while true {
+      let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+      if count <= 0 { break }
+      received += buffer[..<count]
+    }
+    return String(decoding: received, as: UTF8.self)
+  }
+}
