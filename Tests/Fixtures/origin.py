@@ -7,6 +7,7 @@ Endpoints:
   GET  /bytes/N        N pseudo-random bytes, chunked (seeded by N, so the test can recompute them)
   POST /echo           reads the body (Content-Length or chunked) and answers "LENGTH SHA256HEX"
   GET  /slow/SECONDS   waits, then answers (for timeouts)
+  GET  /headers        the request's header fields, one per line
   GET  /stats          "handshakes=N requests=M"
 Every request line is appended to --log, so a test can prove a request never arrived.
 Prints "READY <port>" once listening.
@@ -67,6 +68,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.record()
         if self.path == "/hello":
             return self.send_body(b"hello from origin\n")
+        if self.path == "/headers":
+            return self.send_body("".join(f"{k}: {v}\n" for k, v in self.headers.items()).encode())
         if self.path == "/stats":
             with LOCK:
                 text = f"handshakes={STATS['handshakes']} requests={STATS['requests']}\n"

@@ -49,6 +49,14 @@ public final class ChildProcess: @unchecked Sendable {
   public func signal(_ number: Int32) { kill(process.processIdentifier, number) }
   public var isRunning: Bool { process.isRunning }
 
+  /// Resident memory of the child, from /proc (kB).
+  public var residentKilobytes: Int {
+    let status =
+      (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
+    let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+    return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? 0
+  }
+
   deinit { stop() }
 }
 

@@ -105,7 +105,7 @@ public final class OpenSSLServer {
   }
 
   /// Asks the kernel for a free loopback port.
-  static func freePort() throws -> Int {
+  public static func freePort() throws -> Int {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     defer { close(fd) }
     var address = sockaddr_in()

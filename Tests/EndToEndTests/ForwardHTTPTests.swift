@@ -1,0 +1,135 @@
+import Foundation
+import PinTestSupport
+import XCTest
+
+/// HTTP behaviour through the proxy: connection reuse, streaming both ways,
+/// back-pressure, limits, and request-smuggling shapes.
+final class ForwardHTTPTests: ProxyTestCase {
+  var origin: Origin!
+  var port = 0
+
+  override func setUpWithError() throws {
+    origin = try self.origin()
+    port = try startProxy(
+      map: ["httpbin.org": origin], domains: "  - {domain: httpbin.org, anchors: [test]}",
+      extra: "limits: {maxHeaderBytes: 4096, maxURILength: 1024}")
+  }
+
+  func testKeepAliveReusesOneUpstreamHandshakeForManyRequests() throws {
+    let urls = Array(repeating: "http://httpbin.org/hello", count: 8)
+    let result = try Subprocess.run(
+      "/usr/bin/curl", ["-s", "-x", "http://127.0.0.1:\(port)"] + urls + ["http://httpbin.org/stats"])
+    XCTAssertEqual(result.stdout.components(separatedBy: "hello from origin").count - 1, 8, result.stdout)
+    XCTAssertTrue(result.stdout.hasSuffix("handshakes=1 requests=9\n"), result.stdout)
+    XCTAssertTrue(proxy!.child.wait(for: "upstream_connection=pooled"), proxy!.log)
+  }
+
+  func testChunkedUploadReachesTheOriginIntact() throws {
+    let file = FileManager.default.temporaryDirectory.appendingPathComponent("upload-\(UUID().uuidString)")
+    let bytes = (0..<3_000_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
+    try Data(bytes).write(to: file)
+    defer { try? FileManager.default.removeItem(at: file) }
+    let result = try get(
+      "http://httpbin.org/echo", through: port,
+      ["-X", "POST", "-H", "Transfer-Encoding: chunked", "--data-binary", "@\(file.path)"])
+    XCTAssertEqual(result.status, 200, result.text)
+    let digest = try Subprocess.run("/usr/bin/sha256sum", [file.path]).stdout.prefix(64)
+    XCTAssertEqual(result.text, "3000000 \(digest)\n")
+  }
+
+  func testLargeStreamedDownloadIsByteIdenticalToADirectFetch() throws {
+    let url = "https://httpbin.org:\(origin.port)/bytes/20000000"
+    let direct = try Curl.run([
+      "--cacert", Fixtures.path("root-a.pem"), "--resolve", "httpbin.org:\(origin.port):127.0.0.1", url,
+    ])
+    let proxied = try get("http://httpbin.org/bytes/20000000", through: port)
+    XCTAssertEqual(proxied.status, 200)
+    XCTAssertEqual(proxied.body.count, 20_000_000)
+    XCTAssertTrue(proxied.body == direct.body, "the proxied body differs from the direct one")
+  }
+
+  func testASlowClientDoesNotMakeTheProxyBufferTheResponse() throws {
+    let before = proxy!.child.residentKilobytes
+    // A client that sends a request for 200 MB and then does not read.
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var receiveBuffer: Int32 = 64 * 1024
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receiveBuffer, socklen_t(MemoryLayout<Int32>.size))
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    _ = withUnsafePointer(to: &address) { pointer in
+      pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+      }
+    }
+    let request = Array("GET http://httpbin.org/bytes/200000000 HTTP/1.1\r\nHost: httpbin.org\r\n\r\n".utf8)
+    _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+    sleep(3)
+    let during = proxy!.child.residentKilobytes
+    XCTAssertLessThan(
+      during - before, 40_000, "RSS grew from \(before) kB to \(during) kB while the client read nothing")
+  }
+
+  func testSmugglingShapesGet400AndNeverReachTheOrigin() throws {
+    let shapes = [
+      "POST http://httpbin.org/echo HTTP/1.1\r\nHost: httpbin.org\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+      "POST http://httpbin.org/echo HTTP/1.1\r\nHost: httpbin.org\r\nContent-Length: 4\r\nContent-Length: 5\r\n\r\nabcde",
+      "POST http://httpbin.org/echo HTTP/1.1\r\nHost: httpbin.org\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
+      "POST http://httpbin.org/echo HTTP/1.1\r\nHost: httpbin.org\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n",
+      "GET http://httpbin.org/hello HTTP/1.1\r\nHost: httpbin.org\r\nX-Folded: a\r\n b\r\n\r\n",
+      "GET http://httpbin.org/hello HTTP/1.1\nHost: httpbin.org\n\n",
+      "GET http://httpbin.org/hello HTTP/1.1\r\nHost: httpbin.org\r\nX-A: a\rb\r\n\r\n",
+      "GET http://httpbin.org/hello HTTP/1.1\r\nHost: httpbin.org\r\nX-A: a\u{0}b\r\n\r\n",
+      "GET http://httpbin.org/hello HTTP/1.1\r\nHost : httpbin.org\r\n\r\n",
+    ]
+    for shape in shapes {
+      let response = try RawHTTP.exchange(port: port, shape)
+      XCTAssertTrue(response.hasPrefix("HTTP/1.1 400 "), "\(shape.debugDescription): \(response)")
+      XCTAssertTrue(response.contains("Pinproxy-Error: bad-request\r\n"), response)
+    }
+    // A valid request afterwards proves the origin was reachable all along.
+    let control = try RawHTTP.exchange(
+      port: port, "GET http://httpbin.org/hello HTTP/1.1\r\nHost: httpbin.org\r\nConnection: close\r\n\r\n")
+    XCTAssertTrue(control.hasPrefix("HTTP/1.1 200 "), control)
+    XCTAssertEqual(origin.requests, ["GET /hello"], "only the control request may reach the origin")
+  }
+
+  func testHeadAndURILimitsAnswer431And414() throws {
+    let bigHeader = try get(
+      "http://httpbin.org/hello", through: port, ["-H", "X-Big: \(String(repeating: "a", count: 5000))"])
+    XCTAssertEqual(bigHeader.status, 431)
+    XCTAssertEqual(bigHeader.pinproxyError, "bad-request")
+    let longURI = try get("http://httpbin.org/\(String(repeating: "a", count: 1100))", through: port)
+    XCTAssertEqual(longURI.status, 414)
+    XCTAssertEqual(longURI.pinproxyError, "bad-request")
+    XCTAssertEqual(origin.requests, [])
+  }
+
+  func testOriginFormAndConnectAreAnsweredClearly() throws {
+    let originForm = try RawHTTP.exchange(port: port, "GET /hello HTTP/1.1\r\nHost: httpbin.org\r\n\r\n")
+    XCTAssertTrue(originForm.hasPrefix("HTTP/1.1 400 ") && originForm.contains("absolute-form"), originForm)
+    let connect = try RawHTTP.exchange(
+      port: port, "CONNECT httpbin.org:443 HTTP/1.1\r\nHost: httpbin.org:443\r\n\r\n")
+    XCTAssertTrue(connect.hasPrefix("HTTP/1.1 501 "), connect)
+  }
+
+  func testHopByHopHeadersAreNotForwardedAndHostComesFromTheTarget() throws {
+    let response = try RawHTTP.exchange(
+      port: port,
+      "GET http://httpbin.org/headers HTTP/1.1\r\nHost: wrong.example\r\nConnection: close, X-Secret\r\nX-Secret: 1\r\n"
+        + "Proxy-Authorization: Basic c2VjcmV0\r\nProxy-Connection: keep-alive\r\nKeep-Alive: 5\r\nTE: trailers\r\n"
+        + "X-Kept: yes\r\n\r\n")
+    XCTAssertTrue(response.hasPrefix("HTTP/1.1 200 "), response)
+    let received = response.components(separatedBy: "\r\n\r\n").last ?? ""
+    XCTAssertTrue(received.contains("Host: httpbin.org\n"), received)
+    XCTAssertTrue(received.contains("X-Kept: yes\n"), received)
+    XCTAssertTrue(received.contains("Via: 1.1 pinproxy\n"), received)
+    for removed in [
+      "X-Secret", "Proxy-Authorization", "Proxy-Connection", "Keep-Alive", "TE:", "wrong.example",
+    ] {
+      XCTAssertFalse(received.contains(removed), "\(removed) reached the origin: \(received)")
+    }
+  }
+}

@@ -1,0 +1,57 @@
+import Foundation
+import PinTestSupport
+import XCTest
+
+/// Origins and a proxy started per test, stopped after it.
+class ProxyTestCase: XCTestCase {
+  var origins: [Origin] = []
+  var proxy: ProxyProcess?
+
+  override func tearDown() {
+    proxy?.stop()
+    origins.forEach { $0.stop() }
+  }
+
+  func origin(_ name: String = "httpbin", _ arguments: [String] = []) throws -> Origin {
+    let origin = try Origin(name, arguments: arguments)
+    origins.append(origin)
+    return origin
+  }
+
+  /// Starts the proxy with the test root as anchor set `test`, the given
+  /// hosts mapped to origins, and the given domain rules.
+  func startProxy(
+    map: [String: Origin], domains: String, extra: String = "", listeners: String = "", names: [String] = [],
+    closedPorts: [String: Int] = [:]
+  ) throws -> Int {
+    let mapping = map.mapValues(\.port).merging(closedPorts) { $1 }
+    let connectTo = mapping.map { "\"\($0.key):443:127.0.0.1:\($0.value)\"" }.joined(separator: ", ")
+    let config = """
+      listeners:
+        - {name: forward, address: "127.0.0.1:{port:forward}", mode: forward}
+      \(listeners)
+      connectTo: [\(connectTo)]
+      anchorSets:
+        test: {files: ["\(Fixtures.path("root-a.pem"))"]}
+      defaults: {action: deny}
+      \(extra)
+      domains:
+      \(domains)
+      """
+    let process = try ProxyProcess(config: config, listeners: ["forward"] + names)
+    proxy = process
+    return process.ports["forward"]!
+  }
+
+  func get(_ url: String, through port: Int, _ extra: [String] = []) throws -> CurlResult {
+    try Curl.run(["-x", "http://127.0.0.1:\(port)", url] + extra)
+  }
+
+  func assertRefused(
+    _ result: CurlResult, _ status: Int, _ code: String, file: StaticString = #filePath, line: UInt = #line
+  ) {
+    XCTAssertEqual(result.status, status, result.text, file: file, line: line)
+    XCTAssertEqual(result.pinproxyError, code, result.text, file: file, line: line)
+    XCTAssertTrue(result.text.hasPrefix("pinproxy: \(code): "), result.text, file: file, line: line)
+  }
+}

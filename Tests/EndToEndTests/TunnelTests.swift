@@ -1,0 +1,82 @@
+import Foundation
+import PinTestSupport
+import XCTest
+
+/// Tunnel listeners: raw bytes from a client that cannot use a proxy,
+/// spliced to one fixed upstream over pinned TLS.
+final class TunnelTests: ProxyTestCase {
+  func startTunnels(origin: Origin) throws -> ProxyProcess {
+    _ = try startProxy(
+      map: ["httpbin.org": origin, "wrong.httpbin.org": origin],
+      domains: """
+          - {domain: httpbin.org, anchors: [test]}
+          - domain: wrong.httpbin.org
+            anchors: [test]
+            pinningMode: publicKey
+            pinnedPublicKeyHashes: ["\(Fixtures.certificate("adn.pem").spkiPin)"]
+        """,
+      listeners: """
+          - {name: bank, address: "127.0.0.1:{port:bank}", mode: tunnel, upstream: "httpbin.org:443"}
+          - {name: pinned, address: "127.0.0.1:{port:pinned}", mode: tunnel, upstream: "wrong.httpbin.org:443"}
+        """,
+      names: ["bank", "pinned"])
+    return proxy!
+  }
+
+  func testPlainClientReachesTheOriginOverVerifiedTLS() throws {
+    let origin = try origin()
+    let tunnels = try startTunnels(origin: origin)
+    let bank = tunnels.ports["bank"]!
+    for _ in 0..<2 {
+      let result = try Curl.run(["http://127.0.0.1:\(bank)/hello"])
+      XCTAssertEqual(result.status, 200, result.stderr)
+      XCTAssertEqual(result.text, "hello from origin\n")
+    }
+    let upload = try RawHTTP.exchange(
+      port: bank,
+      "POST /echo HTTP/1.1\r\nHost: httpbin.org\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello")
+    XCTAssertTrue(
+      upload.hasSuffix("5 2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824\n"), upload)
+  }
+
+  func testRefusedUpstreamClosesTheClientAndLogsWhy() throws {
+    let origin = try origin()
+    let tunnels = try startTunnels(origin: origin)
+    let response = try RawHTTP.exchange(
+      port: tunnels.ports["pinned"]!, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+    XCTAssertEqual(response, "", "a refused tunnel sends nothing back")
+    XCTAssertTrue(tunnels.child.wait(for: "code=pin-mismatch"), tunnels.log)
+    XCTAssertEqual(origin.requests, [])
+  }
+
+  func testHalfCloseFromTheClientStillDeliversTheResponse() throws {
+    let origin = try origin()
+    let tunnels = try startTunnels(origin: origin)
+    // The request, then FIN from the client; the origin's answer must still come back.
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(tunnels.ports["bank"]!).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    _ = withUnsafePointer(to: &address) { pointer in
+      pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+      }
+    }
+    var limit = timeval(tv_sec: 10, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+    let request = Array("GET /hello HTTP/1.1\r\nHost: httpbin.org\r\nConnection: close\r\n\r\n".utf8)
+    _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+    shutdown(fd, Int32(SHUT_WR))
+    var received: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while true {
+      let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+      if count <= 0 { break }
+      received += buffer[..<count]
+    }
+    let text = String(decoding: received, as: UTF8.self)
+    XCTAssertTrue(text.hasPrefix("HTTP/1.1 200") && text.hasSuffix("hello from origin\n"), text)
+  }
+}
