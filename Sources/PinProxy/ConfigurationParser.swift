@@ -35,7 +35,7 @@ public enum ConfigurationParser {
     guard let configuration else { return errors }
     var all = errors
     do {
-      _ = try TrustSnapshot.compile(configuration, generation: 0)
+      _ = try RuntimeSnapshot.compile(configuration, generation: 0)
     } catch {
       all += error.errors
     }

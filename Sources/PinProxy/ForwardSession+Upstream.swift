@@ -13,6 +13,7 @@ extension ForwardSession: UpstreamDelegate {
     upstream.expectResponse(to: exchange.request.method)
     exchange.upstream = upstream
     exchange.upstreamWasPooled = upstream.reusedFromPool
+    exchange.upstreamTLS = upstream.engine == nil ? "none" : (upstream.sessionResumed ? "resumed" : "full")
     var headers = HopByHop.requestHeaders(exchange.request.headers)
     headers.replace("Host", authority(of: exchange.key))
     exchange.requestChunked = exchange.request.headers.tokens("Transfer-Encoding") == ["chunked"]
@@ -43,8 +44,8 @@ extension ForwardSession: UpstreamDelegate {
     if upstream.isAboveHighWatermark { connection.pauseReading() }
   }
 
-  func finishRequestBody(_ exchange: Exchange) {
-    if exchange.requestChunked { exchange.upstream?.send(HTTPSerializer.lastChunk()) }
+  func finishRequestBody(_ exchange: Exchange, trailers: HTTPHeaders) {
+    if exchange.requestChunked { exchange.upstream?.send(HTTPSerializer.lastChunk(trailers: trailers)) }
     exchange.requestComplete = true
   }
 
@@ -66,11 +67,11 @@ extension ForwardSession: UpstreamDelegate {
       case .body(let bytes):
         exchange.responseBodyBytes += bytes.count
         connection.write(exchange.responseChunked ? HTTPSerializer.chunk(bytes) : bytes)
-      case .end:
+      case .end(let trailers):
         if exchange.inInterimResponse {
           exchange.inInterimResponse = false
         } else {
-          if exchange.responseChunked { connection.write(HTTPSerializer.lastChunk()) }
+          if exchange.responseChunked { connection.write(HTTPSerializer.lastChunk(trailers: trailers)) }
           return finishExchange(exchange)
         }
       }
@@ -115,6 +116,7 @@ extension ForwardSession: UpstreamDelegate {
     exchange.responseTimer?.cancel()
     servedRequests += 1
     if let upstream = exchange.upstream {
+      upstream.rememberSession()
       if exchange.requestComplete && upstream.isReusable {
         pool.put(
           upstream, idleTimeout: snapshot.timeouts.upstreamIdle, maxIdle: snapshot.limits.maxIdlePerUpstream)
@@ -145,6 +147,7 @@ extension ForwardSession: UpstreamDelegate {
         "sent": String(exchange.requestBodyBytes), "received": String(exchange.responseBodyBytes),
         "upstream_ms": String(Int(elapsed * 1000)),
         "upstream_connection": exchange.upstreamWasPooled ? "pooled" : "new",
+        "upstream_tls": exchange.upstreamTLS,
       ])
   }
 

@@ -111,9 +111,9 @@ final class ForwardSession: ConnectionDelegate, @unchecked Sendable {
       case (.exchanging(let exchange), .body(let bytes)) where !exchange.requestComplete:
         pending.removeFirst()
         sendRequestBody(bytes, exchange)
-      case (.exchanging(let exchange), .end) where !exchange.requestComplete:
+      case (.exchanging(let exchange), .end(let trailers)) where !exchange.requestComplete:
         pending.removeFirst()
-        finishRequestBody(exchange)
+        finishRequestBody(exchange, trailers: trailers)
       default:
         // Wait: the upstream is not ready, or a pipelined request waits its turn.
         connection.pauseReading()
@@ -244,6 +244,7 @@ final class Exchange: @unchecked Sendable {
   var responseTimer: LoopTimer?
   var retried = false
   var upstreamWasPooled = false
+  var upstreamTLS = "none"
 
   init(request: HTTPRequestHead, key: UpstreamKey, route: UpstreamRoute, path: String, client: String) {
     self.request = request

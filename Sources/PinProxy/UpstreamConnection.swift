@@ -118,7 +118,7 @@ final class UpstreamConnection: ConnectionDelegate, @unchecked Sendable {
     guard case .handshaking(let timer, let completion) = state else { return }
     timer.cancel()
     state = .ready
-    if let session = TLSSession(from: engine) { sessions.store(session, for: key) }
+    rememberSession()
     completion(.success(self))
   }
 
@@ -158,14 +158,30 @@ final class UpstreamConnection: ConnectionDelegate, @unchecked Sendable {
     connection.shutdownOutput()
   }
 
+  /// Keeps the TLS session for resumption. TLS 1.3 tickets arrive after the
+  /// handshake, so this is called again once a response has been read.
+  func rememberSession() {
+    guard let engine, let session = TLSSession(from: engine) else { return }
+    sessions.store(session, for: key)
+  }
+
   func pauseReading() { connection.pauseReading() }
   func resumeReading() { connection.resumeReading() }
 
   /// Closes without telling the delegate (the caller is the one closing).
+  /// An established TLS session sends close_notify first: OpenSSL marks the
+  /// session of a connection freed without it as not resumable.
   func close() {
     if case .closed = state { return }
+    let wasReady = isOpen
     state = .closed
-    connection.close()
+    if wasReady, let engine, engine.isHandshakeComplete {
+      engine.close()
+      connection.write(engine.pendingOutput())
+      connection.closeAfterFlush()
+    } else {
+      connection.close()
+    }
   }
 
   func abort(_ failure: ProxyFailure) {

@@ -133,3 +133,54 @@ final class ForwardHTTPTests: ProxyTestCase {
     }
   }
 }
+
+/// Connection lifecycle limits and TLS session reuse, each with its own proxy settings.
+final class ForwardLifecycleTests: ProxyTestCase {
+  func testSecondUpstreamConnectionResumesTheTLSSession() throws {
+    let port = try startProxy(
+      map: ["httpbin.org": try origin()], domains: "  - {domain: httpbin.org, anchors: [test]}",
+      extra: "limits: {maxIdlePerUpstream: 0}")
+    for _ in 0..<2 { XCTAssertEqual(try get("http://httpbin.org/hello", through: port).status, 200) }
+    XCTAssertTrue(proxy!.child.wait(for: "upstream_tls=resumed"), proxy!.log)
+    XCTAssertEqual(proxy!.log.components(separatedBy: "upstream_tls=full").count - 1, 1, proxy!.log)
+  }
+
+  func testIncompleteRequestHeadGets408() throws {
+    let port = try startProxy(
+      map: ["httpbin.org": try origin()], domains: "  - {domain: httpbin.org, anchors: [test]}",
+      extra: "timeouts: {clientHeader: 1s}")
+    let started = Date()
+    let response = try RawHTTP.exchange(port: port, "GET http://httpbin.org/hello HTTP/1.1\r\nHost: http")
+    XCTAssertTrue(response.hasPrefix("HTTP/1.1 408 "), response)
+    XCTAssertLessThan(Date().timeIntervalSince(started), 5)
+  }
+
+  func testConnectionsBeyondTheLimitGet503() throws {
+    let port = try startProxy(
+      map: ["httpbin.org": try origin()], domains: "  - {domain: httpbin.org, anchors: [test]}",
+      extra: "limits: {maxConnections: 2}")
+    // Two idle connections hold both places.
+    var held: [Int32] = []
+    for _ in 0..<2 {
+      let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+      var address = sockaddr_in()
+      address.sin_family = sa_family_t(AF_INET)
+      address.sin_port = in_port_t(UInt16(port).bigEndian)
+      address.sin_addr.s_addr = inet_addr("127.0.0.1")
+      _ = withUnsafePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+          connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
+      }
+      held.append(fd)
+    }
+    defer { held.forEach { close($0) } }
+    usleep(200_000)
+    let refused = try get("http://httpbin.org/hello", through: port)
+    XCTAssertEqual(refused.status, 503, refused.text)
+    held.forEach { close($0) }
+    held = []
+    usleep(200_000)
+    XCTAssertEqual(try get("http://httpbin.org/hello", through: port).status, 200)
+  }
+}

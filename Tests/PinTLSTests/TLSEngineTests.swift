@@ -174,3 +174,25 @@ final class TLSEngineTests: XCTestCase {
       "leaf key RSA-1024 is weaker than RSA-2048")
   }
 }
+
+extension TLSEngineTests {
+  func testTLS13SessionIsResumableOnceTheTicketHasBeenRead() throws {
+    let client = try TLSClientContext(minimumVersion: .tls12, requiresForwardSecrecy: true)
+    let serverContext = try server()
+    var first: TLSEngine? = try client.makeEngine(serverName: .dns("httpbin.org"), resuming: nil)
+    let firstServer = try serverContext.makeEngine()
+    _ = try pump(first!, firstServer)
+    XCTAssertEqual(first!.negotiatedProtocol, "TLSv1.3")
+    // Tickets travel after the handshake: the client sees them when it next reads.
+    try firstServer.write(Array("response".utf8))
+    first!.receive(firstServer.pendingOutput())
+    XCTAssertEqual(try first!.read().0, Array("response".utf8))
+    let session = try XCTUnwrap(TLSSession(from: first!))
+    // Freed after close_notify, as the proxy does: the session must stay resumable.
+    first!.close()
+    first = nil
+    let second = try client.makeEngine(serverName: .dns("httpbin.org"), resuming: session)
+    _ = try pump(second, try serverContext.makeEngine())
+    XCTAssertTrue(second.sessionReused)
+  }
+}
