@@ -9,6 +9,7 @@ swift build -c release --product pinproxy
 bin=.build/release/pinproxy
 "$bin" version
 "$bin" check --config config/pinproxy.yaml
+PINPROXY="$bin" scripts/quickstart.sh
 echo "\$ pinproxy evaluate --config config/pinproxy.yaml --host api.bank.example --chain config/examples/api.bank.example-chain.pem"
 "$bin" evaluate --config config/pinproxy.yaml --host api.bank.example --chain config/examples/api.bank.example-chain.pem
 echo "\$ pinproxy evaluate --config config/pinproxy.yaml --host www.example.com --chain config/examples/api.bank.example-chain.pem"

@@ -49,7 +49,7 @@ public final class RuntimeSnapshot: Sendable {
   ) throws(ConfigErrors) -> RuntimeSnapshot {
     let trust = try TrustSnapshot.compile(
       configuration, generation: generation, systemOverride: systemOverride)
-    var errors: [ConfigError] = []
+    var errors = unsupportedFeatures(configuration)
     var contexts: [TLSClientContext] = []
     for domain in configuration.domains {
       var identity: ClientIdentity?
@@ -92,6 +92,28 @@ public final class RuntimeSnapshot: Sendable {
     guard errors.isEmpty else { throw ConfigErrors(errors: errors) }
     return RuntimeSnapshot(
       configuration: configuration, trust: trust, ruleContexts: contexts, defaultContext: defaultContext)
+  }
+
+  /// Keys that parse but whose feature is not built yet. Running without the
+  /// feature would silently weaken the policy (dynamic pins not enforced) or
+  /// mislead a client (plain TCP where TLS was configured), so such a
+  /// configuration is refused, naming the key.
+  static func unsupportedFeatures(_ configuration: Configuration) -> [ConfigError] {
+    var errors: [ConfigError] = []
+    func refuse(_ location: Location, _ what: String) {
+      errors.append(
+        ConfigError(
+          file: configuration.file, line: location.line, column: location.column, key: location.key,
+          message: "\(what) is not supported by this version of pinproxy; remove it rather than run without it"))
+    }
+    for domain in configuration.domains {
+      if domain.dynamicPins != nil { refuse(domain.location, "dynamicPins") }
+      if domain.report != nil { refuse(domain.location, "report") }
+    }
+    for listener in configuration.listeners where listener.downstreamTLS {
+      refuse(Location(line: 0, column: 0, key: "listeners.\(listener.name).downstreamTLS"), "downstreamTLS: true")
+    }
+    return errors
   }
 
   /// The embedded default: one forward listener on 127.0.0.1:3128, system

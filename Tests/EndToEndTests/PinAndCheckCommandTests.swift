@@ -72,6 +72,22 @@ final class PinAndCheckCommandTests: XCTestCase {
     XCTAssertTrue(lines[2].hasSuffix("nothere.pem: no such file"), bad.stderr)
   }
 
+  func testFeaturesNotBuiltYetAreRefusedRatherThanIgnored() throws {
+    let file = FileManager.default.temporaryDirectory.appendingPathComponent("dyn-\(UUID().uuidString).yaml").path
+    try Data("""
+      domains:
+        - domain: api.example
+          dynamicPins: {url: "https://pins.example/list.json", publicKey: "BC3k"}
+      """.utf8).write(to: URL(fileURLWithPath: file))
+    defer { try? FileManager.default.removeItem(atPath: file) }
+    let check = try Subprocess.pinproxy(["check", "--config", file])
+    XCTAssertEqual(check.status, 2)
+    XCTAssertTrue(check.stderr.contains("dynamicPins is not supported"), check.stderr)
+    let run = try Subprocess.pinproxy(["run", "--config", file])
+    XCTAssertEqual(run.status, 2)
+    XCTAssertTrue(run.stderr.contains("dynamicPins is not supported"), run.stderr)
+  }
+
   func testVersion() throws {
     let result = try Subprocess.pinproxy(["version"])
     XCTAssertEqual(result.status, 0)

@@ -195,9 +195,19 @@ def main():
     # The README's example: a "national" root beside the system store.
     os.makedirs(EXAMPLES, exist_ok=True)
     bank_key = rsa_key()
-    bank = issue(name("api.bank.example"), bank_key, int_a_name, int_a_key, sans=["api.bank.example"])
+    bank = issue(name("api.bank.example"), bank_key, int_a_name, int_a_key, sans=["api.bank.example", "*.bank.example"])
     with open(os.path.join(EXAMPLES, "api.bank.example-chain.pem"), "wb") as f:
         f.write(pem(bank) + pem(int_a))
+    # For the offline quick start's origin (openssl s_server): an example key, not a secret.
+    with open(os.path.join(EXAMPLES, "api.bank.example.pem"), "wb") as f:
+        f.write(pem(bank))
+    with open(os.path.join(EXAMPLES, "intermediate.pem"), "wb") as f:
+        f.write(pem(int_a))
+    with open(os.path.join(EXAMPLES, "api.bank.example.key"), "wb") as f:
+        f.write(bank_key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    with open(os.path.join(EXAMPLES, "hello.txt"), "w") as f:
+        f.write("hello from api.bank.example\n")
     with open(os.path.join(EXAMPLES, "national-root.pem"), "wb") as f:
         f.write(pem(root_a))
 
