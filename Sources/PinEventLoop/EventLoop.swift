@@ -5,36 +5,90 @@ import Foundation
 public final class EventLoop: Sendable {
   public let queue: DispatchQueue
   public let name: String
+  let timers: TimerTable
 
   public init(name: String) {
     self.name = name
     queue = DispatchQueue(label: "pinproxy.loop.\(name)")
+    timers = TimerTable(queue: queue)
   }
 
   public func execute(_ work: @escaping @Sendable () -> Void) { queue.async(execute: work) }
 
   public func preconditionInLoop() { dispatchPrecondition(condition: .onQueue(queue)) }
 
-  /// A one-shot timer on this loop. Cancel it when it is no longer wanted.
+  /// A one-shot timeout on this loop, accurate to about 100 ms. Arming and
+  /// cancelling only touch a table: per-request Dispatch timer sources each
+  /// woke libdispatch's manager thread and were the leading cost per request.
   public func schedule(after seconds: Double, _ work: @escaping @Sendable () -> Void) -> LoopTimer {
-    LoopTimer(queue: queue, seconds: seconds, work: work)
+    timers.add(deadline: DispatchTime.now().uptimeNanoseconds + UInt64(max(0, seconds) * 1e9), work)
   }
 }
 
-/// A one-shot Dispatch timer. Cancelling is idempotent; a fired timer is done.
-public final class LoopTimer: @unchecked Sendable {
-  private let source: DispatchSourceTimer
+/// A timeout registered with a loop; cancelling is idempotent.
+public final class LoopTimer: Sendable {
+  let id: UInt64
+  let table: TimerTable
 
-  init(queue: DispatchQueue, seconds: Double, work: @escaping @Sendable () -> Void) {
-    source = DispatchSource.makeTimerSource(queue: queue)
-    source.schedule(deadline: .now() + seconds, leeway: .milliseconds(10))
-    source.setEventHandler(handler: work)
-    source.resume()
+  init(id: UInt64, table: TimerTable) {
+    self.id = id
+    self.table = table
   }
 
-  public func cancel() { source.cancel() }
+  public func cancel() { table.remove(id) }
+}
 
-  deinit { source.cancel() }
+/// The timeouts of one loop, checked by one repeating Dispatch timer that
+/// runs only while something is scheduled.
+final class TimerTable: @unchecked Sendable {
+  private let queue: DispatchQueue
+  private let lock = NSLock()
+  private var entries: [UInt64: (deadline: UInt64, work: @Sendable () -> Void)] = [:]
+  private var nextID: UInt64 = 0
+  private var source: DispatchSourceTimer?
+  static let tick = DispatchTimeInterval.milliseconds(100)
+
+  init(queue: DispatchQueue) { self.queue = queue }
+
+  func add(deadline: UInt64, _ work: @escaping @Sendable () -> Void) -> LoopTimer {
+    lock.lock()
+    nextID &+= 1
+    let id = nextID
+    entries[id] = (deadline, work)
+    let start = source == nil
+    if start {
+      let timer = DispatchSource.makeTimerSource(queue: queue)
+      timer.schedule(
+        deadline: .now() + TimerTable.tick, repeating: TimerTable.tick, leeway: .milliseconds(20))
+      timer.setEventHandler { [weak self] in self?.fire() }
+      source = timer
+      timer.resume()
+    }
+    lock.unlock()
+    return LoopTimer(id: id, table: self)
+  }
+
+  func remove(_ id: UInt64) {
+    lock.lock()
+    entries[id] = nil
+    lock.unlock()
+  }
+
+  /// Runs (on the loop) every timer whose deadline has passed.
+  private func fire() {
+    let now = DispatchTime.now().uptimeNanoseconds
+    lock.lock()
+    let due = entries.filter { $0.value.deadline <= now }
+    for id in due.keys { entries[id] = nil }
+    if entries.isEmpty, let source {
+      source.cancel()
+      self.source = nil
+    }
+    lock.unlock()
+    for (_, entry) in due.sorted(by: { $0.value.deadline < $1.value.deadline }) { entry.work() }
+  }
+
+  deinit { source?.cancel() }
 }
 
 /// N loops (default: one per core); new connections are spread round-robin.

@@ -138,6 +138,7 @@ extension ForwardSession: UpstreamDelegate {
   }
 
   private func logAccess(_ exchange: Exchange) {
+    guard context.logger.minimum <= .debug else { return }
     let elapsed = Date().timeIntervalSince(exchange.started)
     context.logger.log(
       .debug, "request",

@@ -104,14 +104,16 @@ public final class RuntimeSnapshot: Sendable {
       errors.append(
         ConfigError(
           file: configuration.file, line: location.line, column: location.column, key: location.key,
-          message: "\(what) is not supported by this version of pinproxy; remove it rather than run without it"))
+          message:
+            "\(what) is not supported by this version of pinproxy; remove it rather than run without it"))
     }
     for domain in configuration.domains {
       if domain.dynamicPins != nil { refuse(domain.location, "dynamicPins") }
       if domain.report != nil { refuse(domain.location, "report") }
     }
     for listener in configuration.listeners where listener.downstreamTLS {
-      refuse(Location(line: 0, column: 0, key: "listeners.\(listener.name).downstreamTLS"), "downstreamTLS: true")
+      refuse(
+        Location(line: 0, column: 0, key: "listeners.\(listener.name).downstreamTLS"), "downstreamTLS: true")
     }
     return errors
   }

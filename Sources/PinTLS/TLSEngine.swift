@@ -74,21 +74,29 @@ public final class TLSEngine {
   /// Decrypted application data available now (up to `limit` bytes); empty
   /// with `.wantsInput` when more ciphertext is needed.
   public func read(limit: Int = 64 * 1024) throws(Failure) -> ([UInt8], Progress) {
-    var out = [UInt8](repeating: 0, count: limit)
-    var total = 0
-    while total < limit {
-      OpenSSLErrorQueue.clear()
-      let count = out.withUnsafeMutableBytes { raw in
-        SSL_read(ssl, raw.baseAddress! + total, Int32(limit - total))
+    var progress = Progress.complete
+    var failure: Failure?
+    // Uninitialised storage: only the bytes SSL_read writes are kept.
+    let bytes = [UInt8](unsafeUninitializedCapacity: limit) { buffer, initialized in
+      var total = 0
+      while total < limit {
+        OpenSSLErrorQueue.clear()
+        let count = SSL_read(ssl, buffer.baseAddress! + total, Int32(limit - total))
+        if count > 0 {
+          total += Int(count)
+          continue
+        }
+        do {
+          progress = try classify(count)
+        } catch {
+          failure = error as? Failure
+        }
+        break
       }
-      if count > 0 {
-        total += Int(count)
-        continue
-      }
-      let progress = try classify(count)
-      return (Array(out[..<total]), progress)
+      initialized = total
     }
-    return (Array(out[..<total]), .complete)
+    if let failure { throw failure }
+    return (bytes, progress)
   }
 
   /// Encrypts application data; with memory buffers it is always taken whole.

@@ -73,12 +73,15 @@ final class PinAndCheckCommandTests: XCTestCase {
   }
 
   func testFeaturesNotBuiltYetAreRefusedRatherThanIgnored() throws {
-    let file = FileManager.default.temporaryDirectory.appendingPathComponent("dyn-\(UUID().uuidString).yaml").path
-    try Data("""
+    let file = FileManager.default.temporaryDirectory.appendingPathComponent("dyn-\(UUID().uuidString).yaml")
+      .path
+    try Data(
+      """
       domains:
         - domain: api.example
           dynamicPins: {url: "https://pins.example/list.json", publicKey: "BC3k"}
-      """.utf8).write(to: URL(fileURLWithPath: file))
+      """.utf8
+    ).write(to: URL(fileURLWithPath: file))
     defer { try? FileManager.default.removeItem(atPath: file) }
     let check = try Subprocess.pinproxy(["check", "--config", file])
     XCTAssertEqual(check.status, 2)
