@@ -3,6 +3,8 @@
 # Idempotent: does nothing (and needs no network) when all are present.
 set -euo pipefail
 packages=(libssl-dev libnghttp2-dev openssl curl pkg-config ca-certificates)
+# The end-to-end tests' origin is a Python script (standard library only).
+command -v python3 >/dev/null || packages+=(python3)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -98,3 +98,29 @@ final class PinAndCheckCommandTests: XCTestCase {
     XCTAssertTrue(result.stdout.contains("OpenSSL 3"), result.stdout)
   }
 }
+
+final class RunCommandTests: XCTestCase {
+  /// Without a config the embedded default listens on 127.0.0.1:3128 (or, if
+  /// something else holds that port, says so and exits non-zero).
+  func testRunWithoutAConfigUsesTheEmbeddedDefault() throws {
+    let proxy = try ChildProcessLauncher.pinproxy(["run"])
+    defer { proxy.stop() }
+    let started = proxy.wait(for: "listener=forward address=127.0.0.1:3128", timeout: 5)
+    if !started {
+      XCTAssertTrue(proxy.currentOutput.contains("127.0.0.1:3128"), proxy.currentOutput)
+    }
+  }
+
+  func testRunWithABadConfigExitsTwoNamingTheProblem() throws {
+    let file = FileManager.default.temporaryDirectory.appendingPathComponent(
+      "bad-run-\(UUID().uuidString).yaml"
+    ).path
+    try Data("listeners:\n  - {name: a, address: \"127.0.0.1:3999\", mode: sideways}\n".utf8).write(
+      to: URL(fileURLWithPath: file))
+    defer { try? FileManager.default.removeItem(atPath: file) }
+    let result = try Subprocess.pinproxy(["run", "--config", file])
+    XCTAssertEqual(result.status, 2)
+    XCTAssertTrue(
+      result.stderr.contains("\(file):2:48: listeners[0].mode: \"sideways\" is not one of"), result.stderr)
+  }
+}

@@ -208,3 +208,10 @@ public enum RawHTTP {
     return String(decoding: received, as: UTF8.self)
   }
 }
+
+public enum ChildProcessLauncher {
+  /// `pinproxy` with `arguments`, its standard error captured.
+  public static func pinproxy(_ arguments: [String]) throws -> ChildProcess {
+    try ChildProcess(Subprocess.pinproxyPath, arguments, captureStandardError: true)
+  }
+}

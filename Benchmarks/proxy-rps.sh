@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Requests/s through pinproxy on this machine, on 127.0.0.1 only, bounded in
+# time: an nginx TLS origin (keep-alive, 100-byte body), then wrk (-c32) straight
+# at nginx over TLS, through a pinproxy forward listener (absolute-form, publicKey
+# pin) and through a tunnel listener. Installs nginx and wrk if missing.
+# Usage: Benchmarks/proxy-rps.sh [seconds per run, default 10]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+duration=${1:-10}
+for tool in nginx wrk; do
+  command -v "$tool" >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light wrk; }
+done
+swift build -c release --product pinproxy >/dev/null
+work=$(mktemp -d)
+pki=$PWD/Tests/Fixtures/pki
+cat "$pki/httpbin.pem" "$pki/int-a.pem" > "$work/chain.pem"
+cat > "$work/nginx.conf" <<CONF
+worker_processes 1;
+pid $work/nginx.pid;
+error_log $work/nginx-error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  server {
+    listen 127.0.0.1:19443 ssl;
+    ssl_certificate $work/chain.pem;
+    ssl_certificate_key $pki/httpbin.key;
+    location /small { return 200 "$(printf '%0100d' 0)"; }
+  }
+}
+CONF
+cat > "$work/proxy.yaml" <<CONF
+listeners:
+  - {name: forward, address: "127.0.0.1:13300", mode: forward}
+  - {name: tunnel, address: "127.0.0.1:13301", mode: tunnel, upstream: "httpbin.org:443"}
+connectTo: ["httpbin.org:443:127.0.0.1:19443"]
+anchorSets:
+  test: {files: [$pki/root-a.pem]}
+defaults: {action: deny}
+limits: {maxIdlePerUpstream: 64}
+domains:
+  - {domain: httpbin.org, anchors: [test], pinningMode: publicKey, pinnedCertificates: [$pki/int-a.pem]}
+CONF
+printf 'wrk.path = "http://httpbin.org/small"\nwrk.headers["Host"] = "httpbin.org"\n' > "$work/absolute.lua"
+nginx -c "$work/nginx.conf"
+.build/release/pinproxy run --config "$work/proxy.yaml" 2>"$work/proxy.log" &
+proxy=$!
+trap 'kill $proxy 2>/dev/null; nginx -c "$work/nginx.conf" -s stop >/dev/null 2>&1; rm -rf "$work"' EXIT
+sleep 1
+rps() { wrk -t2 -c32 -d"${duration}s" "$@" | awk '/Requests\/sec/ {print $2} /Latency/ {lat=$2} END {}'; }
+direct=$(rps https://127.0.0.1:19443/small)
+forward=$(rps -s "$work/absolute.lua" http://127.0.0.1:13300)
+tunnel=$(rps -H "Host: httpbin.org" http://127.0.0.1:13301/small)
+printf '%-40s %12s %8s\n' "path" "req/s" "ratio"
+printf '%-40s %12s %8s\n' "wrk -> nginx (TLS)" "$direct" "1.00"
+printf '%-40s %12s %8.2f\n' "wrk -> pinproxy forward -> nginx (TLS)" "$forward" "$(echo "$forward / $direct" | bc -l)"
+printf '%-40s %12s %8.2f\n' "wrk -> pinproxy tunnel -> nginx (TLS)" "$tunnel" "$(echo "$tunnel / $direct" | bc -l)"
+printf 'pinproxy RSS after the runs: %s kB\n' "$(ps -o rss= -p $proxy)"
