@@ -83,11 +83,7 @@ public struct HTTPRequestHead: Sendable, Equatable {
   }
 
   /// Whether the client wants the connection kept open after this exchange.
-  public var keepAlive: Bool {
-    let connection = headers.tokens("Connection")
-    if connection.contains("close") { return false }
-    return version == .http11 || connection.contains("keep-alive")
-  }
+  public var keepAlive: Bool { headers.keepsAlive(version) }
 }
 
 public struct HTTPResponseHead: Sendable, Equatable {
@@ -105,8 +101,13 @@ public struct HTTPResponseHead: Sendable, Equatable {
     self.headers = headers
   }
 
-  public var keepAlive: Bool {
-    let connection = headers.tokens("Connection")
+  public var keepAlive: Bool { headers.keepsAlive(version) }
+}
+
+extension HTTPHeaders {
+  /// RFC 9112 §9.3: HTTP/1.1 persists unless `close`; HTTP/1.0 only with `keep-alive`.
+  func keepsAlive(_ version: HTTPVersion) -> Bool {
+    let connection = tokens("Connection")
     if connection.contains("close") { return false }
     return version == .http11 || connection.contains("keep-alive")
   }

@@ -51,21 +51,9 @@ final class ForwardHTTPTests: ProxyTestCase {
   func testASlowClientDoesNotMakeTheProxyBufferTheResponse() throws {
     let before = proxy!.child.residentKilobytes
     // A client that sends a request for 200 MB and then does not read.
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    let fd = try XCTUnwrap(Loopback.connect(port: port))
     defer { close(fd) }
-    var receiveBuffer: Int32 = 64 * 1024
-    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receiveBuffer, socklen_t(MemoryLayout<Int32>.size))
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = in_port_t(UInt16(port).bigEndian)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    _ = withUnsafePointer(to: &address) { pointer in
-      pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-      }
-    }
-    let request = Array("GET http://httpbin.org/bytes/200000000 HTTP/1.1\r\nHost: httpbin.org\r\n\r\n".utf8)
-    _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+    Loopback.send(fd, "GET http://httpbin.org/bytes/200000000 HTTP/1.1\r\nHost: httpbin.org\r\n\r\n")
     sleep(3)
     let during = proxy!.child.residentKilobytes
     XCTAssertLessThan(
@@ -161,19 +149,7 @@ final class ForwardLifecycleTests: ProxyTestCase {
       extra: "limits: {maxConnections: 2}")
     // Two idle connections hold both places.
     var held: [Int32] = []
-    for _ in 0..<2 {
-      let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-      var address = sockaddr_in()
-      address.sin_family = sa_family_t(AF_INET)
-      address.sin_port = in_port_t(UInt16(port).bigEndian)
-      address.sin_addr.s_addr = inet_addr("127.0.0.1")
-      _ = withUnsafePointer(to: &address) { pointer in
-        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-          connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-        }
-      }
-      held.append(fd)
-    }
+    for _ in 0..<2 { held.append(try XCTUnwrap(Loopback.connect(port: port))) }
     defer { held.forEach { close($0) } }
     usleep(200_000)
     let refused = try get("http://httpbin.org/hello", through: port)

@@ -53,30 +53,11 @@ final class TunnelTests: ProxyTestCase {
     let origin = try origin()
     let tunnels = try startTunnels(origin: origin)
     // The request, then FIN from the client; the origin's answer must still come back.
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    let fd = try XCTUnwrap(Loopback.connect(port: tunnels.ports["bank"]!))
     defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = in_port_t(UInt16(tunnels.ports["bank"]!).bigEndian)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    _ = withUnsafePointer(to: &address) { pointer in
-      pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-      }
-    }
-    var limit = timeval(tv_sec: 10, tv_usec: 0)
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-    let request = Array("GET /hello HTTP/1.1\r\nHost: httpbin.org\r\nConnection: close\r\n\r\n".utf8)
-    _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+    Loopback.send(fd, "GET /hello HTTP/1.1\r\nHost: httpbin.org\r\nConnection: close\r\n\r\n")
     shutdown(fd, Int32(SHUT_WR))
-    var received: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 4096)
-    while true {
-      let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-      if count <= 0 { break }
-      received += buffer[..<count]
-    }
-    let text = String(decoding: received, as: UTF8.self)
+    let text = Loopback.readAll(fd)
     XCTAssertTrue(text.hasPrefix("HTTP/1.1 200") && text.hasSuffix("hello from origin\n"), text)
   }
 }

@@ -182,30 +182,12 @@ public enum Curl {
 /// for requests no well-behaved client would send.
 public enum RawHTTP {
   public static func exchange(port: Int, _ request: String, timeout: Double = 10) throws -> String {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard let fd = Loopback.connect(port: port, receiveTimeout: Int(timeout)) else {
+      throw HarnessError("cannot connect to port \(port)")
+    }
     defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = in_port_t(UInt16(port).bigEndian)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    let connected = withUnsafePointer(to: &address) { pointer in
-      pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-      }
-    }
-    guard connected else { throw HarnessError("cannot connect to port \(port)") }
-    var limit = timeval(tv_sec: Int(timeout), tv_usec: 0)
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-    let bytes = Array(request.utf8)
-    _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
-    var received: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 65536)
-    while true {
-      let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-      if count <= 0 { break }
-      received += buffer[..<count]
-    }
-    return String(decoding: received, as: UTF8.self)
+    Loopback.send(fd, request)
+    return Loopback.readAll(fd)
   }
 }
 

@@ -1,5 +1,9 @@
 import Foundation
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// Runs a program to completion and captures its output.
 public struct ProcessResult {
   public let status: Int32
@@ -91,17 +95,9 @@ public final class OpenSSLServer {
   }
 
   static func canConnect(port: Int) -> Bool {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = in_port_t(UInt16(port).bigEndian)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    return withUnsafePointer(to: &address) { pointer in
-      pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-      }
-    }
+    guard let fd = Loopback.connect(port: port) else { return false }
+    close(fd)
+    return true
   }
 
   /// Asks the kernel for a free loopback port.
@@ -120,5 +116,46 @@ public final class OpenSSLServer {
     }
     guard bound else { throw NSError(domain: "OpenSSLServer", code: 2) }
     return Int(UInt16(bigEndian: address.sin_port))
+  }
+}
+
+/// Blocking TCP connections to 127.0.0.1 for tests that need raw sockets.
+public enum Loopback {
+  /// A connected socket, or nil; the caller closes it.
+  public static func connect(port: Int, receiveTimeout: Int = 10) -> Int32? {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let connected = withUnsafePointer(to: &address) { pointer in
+      pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+      }
+    }
+    guard connected else {
+      close(fd)
+      return nil
+    }
+    var limit = timeval(tv_sec: receiveTimeout, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+    return fd
+  }
+
+  public static func send(_ fd: Int32, _ text: String) {
+    let bytes = Array(text.utf8)
+    _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, 0) }
+  }
+
+  /// Everything until the peer closes (or the receive timeout).
+  public static func readAll(_ fd: Int32) -> String {
+    var received: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while true {
+      let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+      if count <= 0 { break }
+      received += buffer[..<count]
+    }
+    return String(decoding: received, as: UTF8.self)
   }
 }
