@@ -10,6 +10,7 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/pkcs12.h>
+#include <openssl/rand.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
@@ -70,6 +71,27 @@ static inline long pp_SSL_CTX_add_extra_chain_cert(SSL_CTX *ctx, X509 *cert) {
 static inline long pp_SSL_set_mode(SSL *ssl, long mode) { return SSL_set_mode(ssl, mode); }
 static inline long pp_BIO_ctrl_pending(BIO *bio) { return (long)BIO_ctrl_pending(bio); }
 static inline int pp_BIO_set_mem_eof_return(BIO *bio, int value) { return (int)BIO_set_mem_eof_return(bio, value); }
+
+static inline long pp_SSL_add1_chain_cert(SSL *ssl, X509 *cert) { return SSL_add1_chain_cert(ssl, cert); }
+static inline const char *pp_SSL_get_servername(const SSL *ssl) {
+  return SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+}
+
+/// ALPN on the server side: choose http/1.1 when the client offers it; with
+/// no overlap the handshake goes on without ALPN (old clients send none).
+static int pp_alpn_select_http11(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+                                 const unsigned char *in, unsigned int inlen, void *arg) {
+  (void)ssl;
+  (void)arg;
+  static const unsigned char supported[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+  unsigned char *selected = NULL;
+  if (SSL_select_next_proto(&selected, outlen, supported, sizeof(supported), in, inlen) == OPENSSL_NPN_NEGOTIATED) {
+    *out = selected;
+    return SSL_TLSEXT_ERR_OK;
+  }
+  return SSL_TLSEXT_ERR_NOACK;
+}
+static inline void pp_SSL_CTX_select_http11(SSL_CTX *ctx) { SSL_CTX_set_alpn_select_cb(ctx, pp_alpn_select_http11, NULL); }
 
 // MARK: Names
 

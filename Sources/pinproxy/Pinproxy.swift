@@ -12,7 +12,8 @@ struct Pinproxy: ParsableCommand {
     commandName: "pinproxy",
     abstract: "A pinning-aware HTTPS forwarding proxy for clients that cannot be updated.",
     subcommands: [
-      RunCommand.self, EvaluateCommand.self, PinCommand.self, CheckCommand.self, VersionCommand.self,
+      RunCommand.self, CACommand.self, EvaluateCommand.self, PinCommand.self, CheckCommand.self,
+      VersionCommand.self,
     ])
 
   static func main() {

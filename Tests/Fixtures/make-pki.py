@@ -176,7 +176,7 @@ def main():
     write_chain("weak-chain.pem", [weak, int_a])
     write_chain("roots.pem", [root_a, root_b])
     write_chain("forged-chain.pem", [forged, int_a])
-    for fname, key in [("httpbin", httpbin_key), ("adn", adn_key), ("expired", expired_key),
+    for fname, key in [("httpbin", httpbin_key), ("adn", adn_key), ("expired", expired_key), ("int-a", int_a_key),
                        ("ecdsa", ecdsa_key), ("weak", weak_key), ("foobar-cn", foobar_key),
                        ("altname", altname_key), ("ec-selfsigned", ec_self_key)]:
         write_key(fname + ".key", key)

@@ -1,0 +1,48 @@
+import COpenSSL
+import Foundation
+
+/// The client-facing `SSL_CTX` of a listener that intercepts CONNECT: its
+/// protocol floor and cipher string (legacy clients may need "1.0" and
+/// "DEFAULT@SECLEVEL=0"), ALPN http/1.1. The certificate is set per
+/// connection: the leaf minted for the CONNECT host.
+public final class InterceptionContext: @unchecked Sendable {
+  let context: OpaquePointer
+  public let ca: LocalCA
+
+  public struct Failure: Error, CustomStringConvertible {
+    public let description: String
+  }
+
+  public init(ca: LocalCA, minimumVersion: TLSVersion, ciphers: String) throws(Failure) {
+    OpenSSLErrorQueue.clear()
+    guard let context = SSL_CTX_new(TLS_server_method()) else {
+      throw Failure(description: OpenSSLErrorQueue.drain())
+    }
+    self.context = context
+    self.ca = ca
+    _ = pp_SSL_CTX_set_min_proto_version(context, minimumVersion.openSSLValue)
+    var cipherString = ciphers.isEmpty ? "DEFAULT" : ciphers
+    if minimumVersion < .tls12 && !cipherString.contains("@SECLEVEL") { cipherString += ":@SECLEVEL=0" }
+    guard SSL_CTX_set_cipher_list(context, cipherString) == 1 else {
+      throw Failure(description: "cipher string \"\(cipherString)\": \(OpenSSLErrorQueue.drain())")
+    }
+    pp_SSL_CTX_select_http11(context)
+  }
+
+  deinit { SSL_CTX_free(context) }
+
+  /// A server engine presenting `leaf` (and the CA's chain, if it has one).
+  public func makeEngine(presenting leaf: X509Certificate) throws(TLSEngine.Failure) -> TLSEngine {
+    let engine = try TLSEngine(context: context, server: true)
+    guard SSL_use_certificate(engine.ssl, leaf.pointer) == 1,
+      SSL_use_PrivateKey(engine.ssl, ca.leafKey.pointer) == 1
+    else { throw TLSEngine.currentFailure() }
+    for certificate in ca.chain { _ = pp_SSL_add1_chain_cert(engine.ssl, certificate.pointer) }
+    return engine
+  }
+}
+
+extension TLSEngine {
+  /// The server name the client asked for (SNI), when it sent one.
+  public var requestedServerName: String? { pp_SSL_get_servername(ssl).map { String(cString: $0) } }
+}

@@ -1,0 +1,199 @@
+import COpenSSL
+import Foundation
+import PinTrust
+import Synchronization
+
+/// The CA that signs the leaves pinproxy presents to intercepted clients.
+/// Clients trust its certificate once; its key never leaves the state
+/// directory (mode 0600) and is never logged.
+public final class LocalCA: Sendable {
+  public let certificate: X509Certificate
+  let key: PrivateKey
+  /// Certificates sent after the minted leaf (the CA itself when it is an
+  /// intermediate of the operator's PKI).
+  public let chain: [X509Certificate]
+  /// One key for every minted leaf, generated at start: minting then costs a
+  /// signature, not a key generation.
+  let leafKey: PrivateKey
+  private let minted: Mutex<MintCache>
+  public let leafValidity: TimeInterval
+
+  public static let certificateFile = "ca.pem"
+  public static let keyFile = "ca.key"
+
+  public struct Failure: Error, CustomStringConvertible {
+    public let description: String
+  }
+
+  init(
+    certificate: X509Certificate, key: PrivateKey, chain: [X509Certificate], cacheSize: Int,
+    leafValidity: TimeInterval
+  )
+    throws(Failure)
+  {
+    self.certificate = certificate
+    self.key = key
+    self.chain = chain
+    self.leafValidity = leafValidity
+    do {
+      leafKey = try PrivateKey.generateP256()
+    } catch {
+      throw Failure(description: error.description)
+    }
+    minted = Mutex(MintCache(capacity: cacheSize))
+    guard X509_check_private_key(certificate.pointer, key.pointer) == 1 else {
+      OpenSSLErrorQueue.clear()
+      throw Failure(description: "the CA key does not belong to the CA certificate")
+    }
+  }
+
+  /// An operator-supplied CA (e.g. an intermediate of their PKI): the
+  /// certificate file may hold the CA followed by its own chain.
+  public static func load(
+    certificate path: String, key keyPath: String, cacheSize: Int = 1024,
+    leafValidity: TimeInterval = 7 * 86_400
+  )
+    throws(Failure) -> LocalCA
+  {
+    do {
+      let certificates = try CertificateFile.load(path)
+      let key = try PrivateKey.load(keyPath)
+      let ca = certificates[0]
+      let selfSigned = X509_check_issued(ca.pointer, ca.pointer) == X509_V_OK
+      OpenSSLErrorQueue.clear()
+      let chain = selfSigned ? [] : certificates
+      return try LocalCA(
+        certificate: ca, key: key, chain: chain, cacheSize: cacheSize, leafValidity: leafValidity)
+    } catch let error as Failure {
+      throw error
+    } catch {
+      throw Failure(description: "\(error)")
+    }
+  }
+
+  /// Loads `ca.pem` and `ca.key` from `directory`, creating them first when absent.
+  /// Returns the CA and whether it was created now.
+  public static func loadOrCreate(in directory: String, now: Date = Date()) throws(Failure) -> (
+    LocalCA, created: Bool
+  ) {
+    let certificatePath = directory + "/" + certificateFile
+    let keyPath = directory + "/" + keyFile
+    if FileManager.default.fileExists(atPath: certificatePath) {
+      return (try load(certificate: certificatePath, key: keyPath), false)
+    }
+    try create(in: directory, now: now)
+    return (try load(certificate: certificatePath, key: keyPath), true)
+  }
+
+  /// Writes a new self-signed CA (valid ten years) into `directory`: the key
+  /// with mode 0600, the certificate world-readable. Refuses to overwrite.
+  public static func create(in directory: String, now: Date = Date()) throws(Failure) {
+    let certificatePath = directory + "/" + certificateFile
+    let keyPath = directory + "/" + keyFile
+    guard !FileManager.default.fileExists(atPath: certificatePath),
+      !FileManager.default.fileExists(atPath: keyPath)
+    else {
+      throw Failure(
+        description: "\(directory) already holds a CA; remove \(certificateFile) and \(keyFile) to replace it"
+      )
+    }
+    do {
+      try FileManager.default.createDirectory(
+        atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+      let key = try PrivateKey.generateP256()
+      let host = ProcessInfo.processInfo.hostName
+      let certificate = try CertificateBuilder.build(
+        subject: [("O", "pinproxy"), ("CN", "pinproxy local CA (\(host.prefix(40)))")], publicKey: key,
+        notBefore: now.addingTimeInterval(-3600), notAfter: now.addingTimeInterval(10 * 365 * 86_400),
+        extensions: [
+          (NID_basic_constraints, "critical,CA:TRUE,pathlen:0"),
+          (NID_key_usage, "critical,keyCertSign,cRLSign"),
+          (NID_subject_key_identifier, "hash"),
+        ], issuer: nil, signingKey: key)
+      guard
+        FileManager.default.createFile(
+          atPath: keyPath, contents: Data(key.pem), attributes: [.posixPermissions: 0o600])
+      else { throw Failure(description: "\(keyPath): cannot write") }
+      guard
+        FileManager.default.createFile(
+          atPath: certificatePath, contents: Data(certificate.pem), attributes: [.posixPermissions: 0o644])
+      else { throw Failure(description: "\(certificatePath): cannot write") }
+    } catch let error as Failure {
+      throw error
+    } catch {
+      throw Failure(description: "cannot create the CA in \(directory): \(error)")
+    }
+  }
+
+  /// The leaf for `host`, minted once and then served from a bounded LRU.
+  /// Minting happens under the cache lock, so concurrent first requests for
+  /// one host mint it once; a mint is one ECDSA signature (see the note's figures).
+  public func leaf(for host: TrustHost, now: Date = Date()) throws(Failure) -> X509Certificate {
+    try minted.withLock { cache throws(Failure) -> X509Certificate in
+      if let existing = cache.get(host, now: now) { return existing }
+      let leaf = try mint(host, now: now)
+      cache.put(host, leaf, expires: now.addingTimeInterval(leafValidity - 3600))
+      return leaf
+    }
+  }
+
+  public var mintedCount: Int { minted.withLock { $0.mints } }
+  public var cachedCount: Int { minted.withLock { $0.count } }
+
+  private func mint(_ host: TrustHost, now: Date) throws(Failure) -> X509Certificate {
+    let name: String
+    let san: String
+    switch host {
+    case .dns(let dns):
+      name = String(dns.prefix(64))
+      san = "DNS:\(dns)"
+    case .ip(let address):
+      name = address.description
+      san = "IP:\(address)"
+    }
+    let caEnd = X509Certificate.date(X509_get0_notAfter(certificate.pointer))
+    do {
+      return try CertificateBuilder.build(
+        subject: [("O", "pinproxy"), ("CN", name)], publicKey: leafKey,
+        notBefore: now.addingTimeInterval(-3600),
+        notAfter: min(now.addingTimeInterval(leafValidity), caEnd),
+        extensions: [
+          (NID_basic_constraints, "critical,CA:FALSE"), (NID_key_usage, "critical,digitalSignature"),
+          (NID_ext_key_usage, "serverAuth"), (NID_subject_alt_name, san),
+          (NID_authority_key_identifier, "keyid"),
+        ], issuer: (certificate, key), signingKey: key)
+    } catch {
+      throw Failure(description: "cannot mint a certificate for \(host): \(error.description)")
+    }
+  }
+}
+
+/// A small LRU of minted leaves.
+struct MintCache {
+  let capacity: Int
+  private var entries: [TrustHost: (certificate: X509Certificate, expires: Date, used: UInt64)] = [:]
+  private var clock: UInt64 = 0
+  private(set) var mints = 0
+
+  init(capacity: Int) { self.capacity = max(1, capacity) }
+
+  var count: Int { entries.count }
+
+  mutating func get(_ host: TrustHost, now: Date) -> X509Certificate? {
+    guard let entry = entries[host], entry.expires > now else { return nil }
+    clock += 1
+    entries[host]?.used = clock
+    return entry.certificate
+  }
+
+  mutating func put(_ host: TrustHost, _ certificate: X509Certificate, expires: Date) {
+    mints += 1
+    if entries[host] == nil, entries.count >= capacity,
+      let oldest = entries.min(by: { $0.value.used < $1.value.used })?.key
+    {
+      entries[oldest] = nil
+    }
+    clock += 1
+    entries[host] = (certificate, expires, clock)
+  }
+}

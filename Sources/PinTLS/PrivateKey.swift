@@ -1,0 +1,67 @@
+import COpenSSL
+import Foundation
+
+/// Owns one `EVP_PKEY`.
+public final class PrivateKey: @unchecked Sendable {
+  let pointer: OpaquePointer
+
+  init(owning pointer: OpaquePointer) { self.pointer = pointer }
+
+  deinit { EVP_PKEY_free(pointer) }
+
+  public struct Failure: Error, CustomStringConvertible {
+    public let description: String
+  }
+
+  /// A fresh ECDSA P-256 key: fast to create and to sign with.
+  public static func generateP256() throws(Failure) -> PrivateKey {
+    OpenSSLErrorQueue.clear()
+    guard let context = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else {
+      throw Failure(description: OpenSSLErrorQueue.drain())
+    }
+    defer { EVP_PKEY_CTX_free(context) }
+    var key: OpaquePointer?
+    guard EVP_PKEY_keygen_init(context) == 1, EVP_PKEY_CTX_set_group_name(context, "P-256") == 1,
+      EVP_PKEY_generate(context, &key) == 1, let key
+    else { throw Failure(description: "cannot generate a P-256 key: \(OpenSSLErrorQueue.drain())") }
+    return PrivateKey(owning: key)
+  }
+
+  /// Reads a PEM private key (unencrypted).
+  public static func load(_ path: String) throws(Failure) -> PrivateKey {
+    guard let data = FileManager.default.contents(atPath: path) else {
+      throw Failure(description: "\(path): cannot read file")
+    }
+    OpenSSLErrorQueue.clear()
+    let key: OpaquePointer? = Array(data).withUnsafeBytes { raw in
+      guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return nil }
+      defer { BIO_free(bio) }
+      return PEM_read_bio_PrivateKey(bio, nil, nil, nil)
+    }
+    guard let key else {
+      throw Failure(description: "\(path): not a PEM private key (\(OpenSSLErrorQueue.drain()))")
+    }
+    return PrivateKey(owning: key)
+  }
+
+  public var pem: [UInt8] {
+    PEMWriter.write { bio in PEM_write_bio_PrivateKey(bio, pointer, nil, nil, 0, nil, nil) }
+  }
+}
+
+enum PEMWriter {
+  /// Runs `write` into a memory BIO and returns what it wrote.
+  static func write(_ write: (OpaquePointer) -> Int32) -> [UInt8] {
+    guard let bio = BIO_new(BIO_s_mem()) else { return [] }
+    defer { BIO_free(bio) }
+    guard write(bio) == 1 else { return [] }
+    var data: UnsafeMutablePointer<CChar>?
+    let length = pp_BIO_get_mem_data(bio, &data)
+    guard length > 0, let data else { return [] }
+    return Array(UnsafeRawBufferPointer(start: data, count: Int(length)))
+  }
+}
+
+extension X509Certificate {
+  public var pem: [UInt8] { PEMWriter.write { bio in PEM_write_bio_X509(bio, pointer) } }
+}
