@@ -17,6 +17,13 @@ public struct Configuration: Sendable {
   public var limits = LimitsConfig()
   /// Event loops to run; 0 means one per core.
   public var eventLoops = 0
+  /// An operator-supplied CA for interception; nil: one in the state directory.
+  public var localCA: LocalCAConfig?
+}
+
+public struct LocalCAConfig: Sendable {
+  public var certificate: ConfigPath
+  public var key: ConfigPath
 }
 
 /// Every timer of the data path, in seconds.
@@ -83,6 +90,8 @@ public struct ListenerConfig: Sendable {
   public var downstream = DownstreamTLSConfig()
   public var upstream: HostPort?
   public var downstreamTLS = false
+  /// Ports CONNECT may reach; anything else is refused (no open relay).
+  public var allowedConnectPorts: [Int] = [443]
 }
 
 public struct DownstreamTLSConfig: Sendable {

@@ -104,6 +104,12 @@ public enum ConfigurationParser {
       }
       configuration.connectTo.append(ConnectToRule(from: from, to: to))
     }
+    if let ca = mapping["localCA"]?.mapping(allowed: ["certificate", "key"]),
+      let certificate = ca.required("certificate").flatMap({ configPath($0, file: file) }),
+      let key = ca.required("key").flatMap({ configPath($0, file: file) })
+    {
+      configuration.localCA = LocalCAConfig(certificate: certificate, key: key)
+    }
     if let timeouts = mapping["timeouts"] { configuration.timeouts = parseTimeouts(timeouts) }
     if let limits = mapping["limits"] { configuration.limits = parseLimits(limits) }
     if let loops = mapping["eventLoops"], let count = loops.int {
@@ -130,6 +136,7 @@ public enum ConfigurationParser {
 
   static let listenerKeys: Set = [
     "name", "address", "mode", "intercept", "passthrough", "downstream", "upstream", "downstreamTLS",
+    "allowedConnectPorts",
   ]
 
   static func parseListener(_ node: ConfigNode) -> ListenerConfig? {
@@ -142,6 +149,21 @@ public enum ConfigurationParser {
     listener.intercept = mapping["intercept"]?.bool ?? true
     listener.passthrough = mapping["passthrough"]?.strings ?? []
     listener.downstreamTLS = mapping["downstreamTLS"]?.bool ?? false
+    if let ports = mapping["allowedConnectPorts"]?.sequence {
+      listener.allowedConnectPorts = ports.compactMap { node in
+        guard let port = node.int else { return nil }
+        guard (1...65535).contains(port) else {
+          node.error("a port is 1 to 65535")
+          return nil
+        }
+        return port
+      }
+    }
+    for node in mapping["passthrough"]?.sequence ?? [] {
+      if let host = node.string, PassthroughList.pattern(host) == nil {
+        node.error("\"\(host)\" is not a host or *.domain")
+      }
+    }
     if let downstream = mapping["downstream"]?.mapping(allowed: ["minimumTLSVersion", "ciphers"]) {
       listener.downstream.minimumTLSVersion = downstream.choice("minimumTLSVersion", default: .tls12)
       listener.downstream.ciphers = downstream["ciphers"]?.string ?? ""

@@ -41,7 +41,7 @@ extension ForwardSession: UpstreamDelegate {
     exchange.requestBodyBytes += bytes.count
     upstream.send(exchange.requestChunked ? HTTPSerializer.chunk(bytes) : bytes)
     // Back-pressure: stop reading the client while the upstream is backed up.
-    if upstream.isAboveHighWatermark { connection.pauseReading() }
+    if upstream.isAboveHighWatermark { client.pauseReading() }
   }
 
   func finishRequestBody(_ exchange: Exchange, trailers: HTTPHeaders) {
@@ -66,18 +66,18 @@ extension ForwardSession: UpstreamDelegate {
       case .response(let head): relayHead(head, exchange)
       case .body(let bytes):
         exchange.responseBodyBytes += bytes.count
-        connection.write(exchange.responseChunked ? HTTPSerializer.chunk(bytes) : bytes)
+        client.write(exchange.responseChunked ? HTTPSerializer.chunk(bytes) : bytes)
       case .end(let trailers):
         if exchange.inInterimResponse {
           exchange.inInterimResponse = false
         } else {
-          if exchange.responseChunked { connection.write(HTTPSerializer.lastChunk(trailers: trailers)) }
+          if exchange.responseChunked { client.write(HTTPSerializer.lastChunk(trailers: trailers)) }
           return finishExchange(exchange)
         }
       }
     }
     // Back-pressure: a slow client stops the upstream being read.
-    if connection.isAboveHighWatermark { upstream.pauseReading() }
+    if client.isAboveHighWatermark { upstream.pauseReading() }
   }
 
   private func relayHead(_ head: HTTPResponseHead, _ exchange: Exchange) {
@@ -86,7 +86,7 @@ extension ForwardSession: UpstreamDelegate {
       exchange.inInterimResponse = true
       // 101 would switch protocols, which this proxy does not relay.
       if head.status != 101 && exchange.request.version == .http11 {
-        connection.write(
+        client.write(
           HTTPSerializer.responseHead(HTTPResponseHead(status: head.status, reason: head.reason)))
       }
       return
@@ -107,7 +107,7 @@ extension ForwardSession: UpstreamDelegate {
     }
     if exchange.closeAfterResponse { headers.replace("Connection", "close") }
     headers.add("Via", "1.1 pinproxy")
-    connection.write(
+    client.write(
       HTTPSerializer.responseHead(
         HTTPResponseHead(status: head.status, reason: head.reason, headers: headers)))
   }
@@ -130,7 +130,7 @@ extension ForwardSession: UpstreamDelegate {
     // stream mid-message: the connection cannot carry another request.
     if exchange.closeAfterResponse || !exchange.requestComplete {
       state = .closing
-      return connection.closeAfterFlush()
+      return client.closeAfterFlush()
     }
     state = .awaitingRequest
     armHeadTimer(idle: true)
@@ -153,14 +153,29 @@ extension ForwardSession: UpstreamDelegate {
   }
 
   func upstreamDidDrain(_ upstream: UpstreamConnection) {
+    if case .splicing(let current) = state, current === upstream { return client.resumeReading() }
     guard case .exchanging(let exchange) = state, exchange.upstream === upstream else { return }
     process()
   }
 
-  func upstream(_ upstream: UpstreamConnection, didReceiveRaw bytes: [UInt8]) { upstream.close() }
-  func upstreamDidFinishSending(_ upstream: UpstreamConnection) {}
+  func upstream(_ upstream: UpstreamConnection, didReceiveRaw bytes: [UInt8]) {
+    guard case .splicing(let current) = state, current === upstream else { return upstream.close() }
+    client.write(bytes)
+    if client.isAboveHighWatermark { upstream.pauseReading() }
+  }
+
+  func upstreamDidFinishSending(_ upstream: UpstreamConnection) {
+    guard case .splicing(let current) = state, current === upstream else { return }
+    upstreamSplicedDone = true
+    connection.shutdownOutput()
+    finishSpliceIfDone()
+  }
 
   func upstreamDidClose(_ upstream: UpstreamConnection, failure: ProxyFailure?) {
+    if case .splicing(let current) = state, current === upstream {
+      state = .closing
+      return client.closeAfterFlush()
+    }
     guard case .exchanging(let exchange) = state, exchange.upstream === upstream else { return }
     exchange.upstream = nil
     if exchange.responseStarted {

@@ -10,7 +10,7 @@ import PinTrust
 ///
 /// Confined to its loop: every entry point (connection and upstream delegate
 /// calls, timers, dial completions) runs on `loop.queue`.
-final class ForwardSession: ConnectionDelegate, @unchecked Sendable {
+final class ForwardSession: ConnectionDelegate, ClientChannelDelegate, @unchecked Sendable {
   enum State {
     /// Between requests: idle, or part of a head has arrived.
     case awaitingRequest
@@ -18,11 +18,22 @@ final class ForwardSession: ConnectionDelegate, @unchecked Sendable {
     case connecting(Exchange)
     /// Request and response are flowing.
     case exchanging(Exchange)
+    /// A CONNECT to a passthrough host: raw bytes both ways, no interception.
+    case splicing(UpstreamConnection)
     /// The last bytes are being flushed; nothing more is read.
     case closing
   }
 
+  /// The socket; `client` is what requests are read from and answered on
+  /// (the socket, or TLS over it after an intercepted CONNECT).
   let connection: Connection
+  var client: any ClientChannel
+  let listener: ListenerConfig
+  /// Set once an intercepted CONNECT switched the client to TLS: requests
+  /// inside go to this host and port over TLS.
+  var connectTarget: (host: TrustHost, port: Int)?
+  var clientSplicedDone = false
+  var upstreamSplicedDone = false
   let context: ProxyContext
   let snapshot: RuntimeSnapshot
   var state = State.awaitingRequest
@@ -37,8 +48,10 @@ final class ForwardSession: ConnectionDelegate, @unchecked Sendable {
   var loop: EventLoop { connection.loop }
   var pool: UpstreamPool { context.pool(for: loop) }
 
-  init(connection: Connection, context: ProxyContext) {
+  init(connection: Connection, context: ProxyContext, listener: ListenerConfig) {
     self.connection = connection
+    client = connection
+    self.listener = listener
     self.context = context
     snapshot = context.snapshot
     parser = HTTP1Parser(role: .request, limits: snapshot.httpLimits)
@@ -53,9 +66,19 @@ final class ForwardSession: ConnectionDelegate, @unchecked Sendable {
 
   // MARK: Client bytes
 
-  func connection(_ connection: Connection, didRead bytes: [UInt8]) {
+  func connection(_ connection: Connection, didRead bytes: [UInt8]) { clientDidRead(bytes) }
+  func connectionDidReadEOF(_ connection: Connection) { clientDidReadEOF() }
+  func connectionDidDrain(_ connection: Connection) { clientDidDrain() }
+  func connectionDidClose(_ connection: Connection, error: SocketError?) { clientDidClose() }
+
+  func clientDidRead(_ bytes: [UInt8]) {
     loop.preconditionInLoop()
     if case .closing = state { return }
+    if case .splicing(let upstream) = state {
+      upstream.send(bytes)
+      if upstream.isAboveHighWatermark { client.pauseReading() }
+      return
+    }
     do {
       pending += try parser.feed(bytes)
     } catch {
@@ -67,9 +90,14 @@ final class ForwardSession: ConnectionDelegate, @unchecked Sendable {
     process()
   }
 
-  func connectionDidReadEOF(_ connection: Connection) {
+  func clientDidReadEOF() {
     loop.preconditionInLoop()
     clientFinishedSending = true
+    if case .splicing(let upstream) = state {
+      clientSplicedDone = true
+      upstream.finishSending()
+      return finishSpliceIfDone()
+    }
     do {
       pending += try parser.finish()
     } catch {
@@ -83,16 +111,19 @@ final class ForwardSession: ConnectionDelegate, @unchecked Sendable {
     }
   }
 
-  func connectionDidDrain(_ connection: Connection) {
+  func clientDidDrain() {
     if case .exchanging(let exchange) = state { exchange.upstream?.resumeReading() }
+    if case .splicing(let upstream) = state { upstream.resumeReading() }
   }
 
-  func connectionDidClose(_ connection: Connection, error: SocketError?) {
+  func clientDidClose() {
     headTimer?.cancel()
     switch state {
     case .connecting(let exchange), .exchanging(let exchange):
       // Mid-exchange: the upstream connection is in an unknown state, never pooled.
       exchange.upstream?.close()
+    case .splicing(let upstream):
+      upstream.close()
     default: break
     }
     state = .closing
@@ -116,23 +147,32 @@ final class ForwardSession: ConnectionDelegate, @unchecked Sendable {
         finishRequestBody(exchange, trailers: trailers)
       default:
         // Wait: the upstream is not ready, or a pipelined request waits its turn.
-        connection.pauseReading()
+        client.pauseReading()
         return
       }
     }
     if case .exchanging(let exchange) = state, exchange.upstream?.isAboveHighWatermark == true { return }
     if case .closing = state { return }
-    connection.resumeReading()
+    client.resumeReading()
   }
 
   private func begin(_ head: HTTPRequestHead) {
     headTimer?.cancel()
-    guard case .absolute(let scheme, let rawHost, let explicitPort, let path) = head.target else {
-      if case .authority = head.target {
-        return fail(
-          ProxyFailure(status: 501, code: .badRequest, reason: "CONNECT is not supported by this listener"),
-          head)
-      }
+    let scheme: String
+    let rawHost: String
+    let explicitPort: Int?
+    let path: String
+    switch (head.target, connectTarget) {
+    case (.authority(let host, let port), nil):
+      return beginConnect(head, host: host, port: port)
+    case (.origin(let originPath), let target?):
+      // Inside an intercepted CONNECT the tunnel's host is authoritative.
+      (scheme, rawHost, explicitPort, path) = ("https", target.host.description, target.port, originPath)
+    case (.absolute(let urlScheme, let urlHost, let urlPort, let urlPath), nil):
+      (scheme, rawHost, explicitPort, path) = (urlScheme, urlHost, urlPort, urlPath)
+    case (_, _?):
+      return fail(.badRequest("inside a CONNECT tunnel requests must use origin-form (GET /path)"), head)
+    default:
       return fail(
         .badRequest("a forward proxy needs absolute-form requests, e.g. GET http://host/path"), head)
     }
@@ -149,8 +189,8 @@ final class ForwardSession: ConnectionDelegate, @unchecked Sendable {
     // A plain http:// request goes over TLS unless its rule allows insecure loads.
     let tls = scheme == "https" || !route.allowsInsecureHTTPLoads
     let port = explicitPort ?? (tls ? 443 : 80)
-    let key = UpstreamKey(host: host, port: port, tls: tls, policy: route.policy.identity)
-    let exchange = Exchange(request: head, key: key, route: route, path: path, client: connection.peer)
+    let key = UpstreamKey(host: host, port: port, tls: tls, policy: route.identity)
+    let exchange = Exchange(request: head, key: key, route: route, path: path, client: client.peer)
     exchange.closeAfterResponse = !head.keepAlive || clientFinishedSending
     state = .connecting(exchange)
     acquireUpstream(for: exchange)
@@ -206,20 +246,20 @@ final class ForwardSession: ConnectionDelegate, @unchecked Sendable {
     let host = exchange.map { $0.key.description } ?? request.map { String($0.rawTarget.prefix(200)) } ?? "-"
     let rule = exchange?.route.ruleName ?? "-"
     fields = [
-      "client": connection.peer, "target": host, "rule": rule, "status": String(failure.status),
+      "client": client.peer, "target": host, "rule": rule, "status": String(failure.status),
       "code": failure.code.rawValue, "reason": failure.reason, "chain": failure.chain ?? "-",
     ]
     context.logger.log(failure.status >= 500 ? .warning : .info, "refused", fields)
     headTimer?.cancel()
     state = .closing
-    connection.write(failure.response())
-    connection.closeAfterFlush()
+    client.write(failure.response())
+    client.closeAfterFlush()
   }
 
   func closeNow() {
     headTimer?.cancel()
     state = .closing
-    connection.close()
+    client.close()
   }
 }
 

@@ -67,7 +67,7 @@ public final class ProxyServer: Sendable {
     }
     switch config.mode {
     case .forward:
-      ForwardSession(connection: connection, context: context).start()
+      ForwardSession(connection: connection, context: context, listener: config).start()
     case .tunnel:
       guard let upstream = config.upstream else { return connection.close() }
       TunnelSession(connection: connection, context: context, target: upstream).start()

@@ -15,11 +15,14 @@ public final class RuntimeSnapshot: Sendable {
   public let timeouts: TimeoutsConfig
   public let limits: LimitsConfig
   public let httpLimits: HTTPLimits
+  /// Client-facing TLS per intercepting listener (by name); empty without a CA.
+  public let interception: [String: InterceptionContext]
 
   init(
     configuration: Configuration, trust: TrustSnapshot, ruleContexts: [TLSClientContext],
-    defaultContext: TLSClientContext
+    defaultContext: TLSClientContext, interception: [String: InterceptionContext]
   ) {
+    self.interception = interception
     self.configuration = configuration
     self.trust = trust
     self.ruleContexts = ruleContexts
@@ -44,8 +47,18 @@ public final class RuntimeSnapshot: Sendable {
     return HostPort(host: name, port: port)
   }
 
+  /// Listeners that terminate client TLS and so need the local CA.
+  public static func needsLocalCA(_ configuration: Configuration) -> Bool {
+    configuration.listeners.contains {
+      ($0.mode == .forward && $0.intercept) || ($0.mode == .tunnel && $0.downstreamTLS)
+    }
+  }
+
+  /// - Parameter ca: the local CA; without one, intercepting listeners
+  ///   answer CONNECT with 502 (and `check` needs none).
   public static func compile(
-    _ configuration: Configuration, generation: UInt64, systemOverride: [X509Certificate]? = nil
+    _ configuration: Configuration, generation: UInt64, systemOverride: [X509Certificate]? = nil,
+    ca: LocalCA? = nil
   ) throws(ConfigErrors) -> RuntimeSnapshot {
     let trust = try TrustSnapshot.compile(
       configuration, generation: generation, systemOverride: systemOverride)
@@ -89,9 +102,25 @@ public final class RuntimeSnapshot: Sendable {
             file: configuration.file, line: 0, column: 0, key: "defaults", message: error.description)
         ])
     }
+    var interception: [String: InterceptionContext] = [:]
+    if let ca {
+      for listener in configuration.listeners where listener.mode == .forward && listener.intercept {
+        do {
+          interception[listener.name] = try InterceptionContext(
+            ca: ca, minimumVersion: listener.downstream.minimumTLSVersion,
+            ciphers: listener.downstream.ciphers)
+        } catch {
+          errors.append(
+            ConfigError(
+              file: configuration.file, line: 0, column: 0, key: "listeners.\(listener.name).downstream",
+              message: error.description))
+        }
+      }
+    }
     guard errors.isEmpty else { throw ConfigErrors(errors: errors) }
     return RuntimeSnapshot(
-      configuration: configuration, trust: trust, ruleContexts: contexts, defaultContext: defaultContext)
+      configuration: configuration, trust: trust, ruleContexts: contexts, defaultContext: defaultContext,
+      interception: interception)
   }
 
   /// Keys that parse but whose feature is not built yet. Running without the
@@ -134,8 +163,9 @@ public final class RuntimeSnapshot: Sendable {
 public struct UpstreamRoute: Sendable {
   public let host: TrustHost
   public let ruleName: String
-  public let policy: CompiledPolicy
-  public let context: TLSClientContext
+  /// nil only for plain TCP routes (passthrough), which never carry TLS of ours.
+  public let policy: CompiledPolicy?
+  public let context: TLSClientContext?
   public let allowsInsecureHTTPLoads: Bool
   public let checksKeyStrength: Bool
 
@@ -157,6 +187,21 @@ public struct UpstreamRoute: Sendable {
       return nil
     }
     // ATS key and signature strength apply unless the rule accepts invalid certificates.
-    checksKeyStrength = !policy.policy.allowInvalidCertificates
+    checksKeyStrength = !(self.policy?.policy.allowInvalidCertificates ?? false)
   }
+
+  private init(plainHost: TrustHost) {
+    host = plainHost
+    ruleName = "passthrough"
+    policy = nil
+    context = nil
+    allowsInsecureHTTPLoads = true
+    checksKeyStrength = false
+  }
+
+  /// The policy identity keying pools, sessions and the fingerprint cache.
+  public var identity: PolicyIdentity { policy?.identity ?? PolicyIdentity(generation: 0, rule: -2) }
+
+  /// A raw TCP route: the client does its own TLS end to end (passthrough).
+  static func plain(_ host: TrustHost) -> UpstreamRoute { UpstreamRoute(plainHost: host) }
 }

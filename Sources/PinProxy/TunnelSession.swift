@@ -50,7 +50,7 @@ final class TunnelSession: ConnectionDelegate, UpstreamDelegate, @unchecked Send
           status: 403, code: .deniedByPolicy,
           reason: "no domain rule matches \(host) and defaults.action is deny"))
     }
-    let key = UpstreamKey(host: host, port: target.port, tls: true, policy: route.policy.identity)
+    let key = UpstreamKey(host: host, port: target.port, tls: true, policy: route.identity)
     let dialer = UpstreamDialer(
       snapshot: snapshot, trustEngine: context.trustEngine, sessions: context.sessions)
     dialer.open(key, route: route, on: loop) { [weak self] result in

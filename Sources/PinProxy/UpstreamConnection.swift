@@ -94,7 +94,7 @@ final class UpstreamConnection: ConnectionDelegate, @unchecked Sendable {
       finishHandshake(engine)
     } catch {
       let code = HandshakeDiagnosis.code(
-        for: error, engine: engine, requiresForwardSecrecy: route.context.requiresForwardSecrecy)
+        for: error, engine: engine, requiresForwardSecrecy: route.context?.requiresForwardSecrecy ?? true)
       failHandshake(
         ProxyFailure(
           status: 502, code: code, reason: "TLS handshake with \(key) failed: \(error.description)"))
@@ -107,7 +107,12 @@ final class UpstreamConnection: ConnectionDelegate, @unchecked Sendable {
   private func finishHandshake(_ engine: TLSEngine) {
     let presented = engine.peerChain()
     let chain = PresentedChain(presented.map(\.der))
-    let decision = route.policy.evaluate(chain, host: route.host, engine: trustEngine, at: Date())
+    // A TLS route always has a policy; without one nothing could be accepted.
+    guard let policy = route.policy else {
+      return failHandshake(
+        ProxyFailure(status: 502, code: .untrustedChain, reason: "no trust policy for \(key)"))
+    }
+    let decision = policy.evaluate(chain, host: route.host, engine: trustEngine, at: Date())
     if case .rejected(let failure) = decision {
       return failHandshake(.refused(failure, presented: presented))
     }

@@ -45,8 +45,13 @@ struct UpstreamDialer {
     let connection = Connection(fd: fd, peer: peer, loop: loop)
     var engine: TLSEngine?
     if key.tls {
+      guard let context = route.context else {
+        connection.close()
+        return completion(
+          .failure(ProxyFailure(status: 502, code: .handshakeFailed, reason: "no TLS context for \(key)")))
+      }
       do {
-        engine = try route.context.makeEngine(serverName: key.host, resuming: sessions.session(for: key))
+        engine = try context.makeEngine(serverName: key.host, resuming: sessions.session(for: key))
       } catch {
         connection.close()
         return completion(

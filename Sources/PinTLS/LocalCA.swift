@@ -129,11 +129,18 @@ public final class LocalCA: Sendable {
   /// Minting happens under the cache lock, so concurrent first requests for
   /// one host mint it once; a mint is one ECDSA signature (see the note's figures).
   public func leaf(for host: TrustHost, now: Date = Date()) throws(Failure) -> X509Certificate {
-    try minted.withLock { cache throws(Failure) -> X509Certificate in
-      if let existing = cache.get(host, now: now) { return existing }
+    try leafReportingMint(for: host, now: now).certificate
+  }
+
+  /// The leaf, and whether this call minted it (for logs and metrics).
+  public func leafReportingMint(for host: TrustHost, now: Date = Date()) throws(Failure) -> (
+    certificate: X509Certificate, minted: Bool
+  ) {
+    try minted.withLock { cache throws(Failure) -> (certificate: X509Certificate, minted: Bool) in
+      if let existing = cache.get(host, now: now) { return (existing, false) }
       let leaf = try mint(host, now: now)
       cache.put(host, leaf, expires: now.addingTimeInterval(leafValidity - 3600))
-      return leaf
+      return (leaf, true)
     }
   }
 

@@ -24,6 +24,12 @@ public final class TLSEngine {
     public let library: Int32
     public let description: String
 
+    public init(reason: Int32, library: Int32, description: String) {
+      self.reason = reason
+      self.library = library
+      self.description = description
+    }
+
     /// The peer sent a TLS alert (OpenSSL reports alerts as reason 1000 + alert number).
     public var isAlertFromPeer: Bool { reason >= SSL_AD_REASON_OFFSET && reason < SSL_AD_REASON_OFFSET + 256 }
   }

@@ -25,13 +25,13 @@ struct RunCommand: ParsableCommand {
     } else {
       configuration = RuntimeSnapshot.defaultConfiguration
     }
+    let logger = ProxyLogger(minimum: verbose ? .debug : .info)
     let snapshot: RuntimeSnapshot
     do {
-      snapshot = try RuntimeSnapshot.compile(configuration, generation: 1)
+      snapshot = try ProxyBootstrap.snapshot(for: configuration, logger: logger)
     } catch {
       throw UsageError(error.description)
     }
-    let logger = ProxyLogger(minimum: verbose ? .debug : .info)
     let server: ProxyServer
     do {
       server = try ProxyServer(snapshot: snapshot, logger: logger)

@@ -103,12 +103,21 @@ final class RunCommandTests: XCTestCase {
   /// Without a config the embedded default listens on 127.0.0.1:3128 (or, if
   /// something else holds that port, says so and exits non-zero).
   func testRunWithoutAConfigUsesTheEmbeddedDefault() throws {
-    let proxy = try ChildProcessLauncher.pinproxy(["run"])
-    defer { proxy.stop() }
+    let state = FileManager.default.temporaryDirectory.appendingPathComponent("state-\(UUID().uuidString)")
+      .path
+    let proxy = try ChildProcessLauncher.pinproxy(["run"], environment: ["STATE_DIRECTORY": state])
+    defer {
+      proxy.stop()
+      try? FileManager.default.removeItem(atPath: state)
+    }
     let started = proxy.wait(for: "listener=forward address=127.0.0.1:3128", timeout: 5)
     if !started {
       XCTAssertTrue(proxy.currentOutput.contains("127.0.0.1:3128"), proxy.currentOutput)
     }
+    // The local CA is created in the state directory on first start and its path logged once.
+    XCTAssertTrue(
+      proxy.currentOutput.contains("local-ca certificate=\(state)/ca.pem created=yes"), proxy.currentOutput)
+    XCTAssertTrue(FileManager.default.fileExists(atPath: state + "/ca.key"))
   }
 
   func testRunWithABadConfigExitsTwoNamingTheProblem() throws {

@@ -7,9 +7,15 @@ public final class ChildProcess: @unchecked Sendable {
   public private(set) var log = ""
   private let lock = NSLock()
 
-  init(_ executable: String, _ arguments: [String], captureStandardError: Bool) throws {
+  init(
+    _ executable: String, _ arguments: [String], captureStandardError: Bool,
+    environment: [String: String] = [:]
+  ) throws {
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
+    if !environment.isEmpty {
+      process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    }
     if captureStandardError {
       process.standardError = output
       process.standardOutput = FileHandle.nullDevice
@@ -95,6 +101,17 @@ public final class Origin {
     (try? String(contentsOfFile: requestLog, encoding: .utf8))?.split(separator: "\n").map(String.init) ?? []
   }
 
+  /// TLS connections the origin accepted so far (asked directly, not through the proxy).
+  public func statsHandshakes() throws -> Int {
+    let result = try Curl.run([
+      "--cacert", Fixtures.path("root-a.pem"), "--resolve", "httpbin.org:\(port):127.0.0.1",
+      "https://httpbin.org:\(port)/stats",
+    ])
+    let field = result.text.split(separator: " ").first { $0.hasPrefix("handshakes=") } ?? "handshakes=-1"
+    // This request's own connection is counted too.
+    return (Int(field.dropFirst("handshakes=".count)) ?? 0) - 1
+  }
+
   public func stop() { child.stop() }
 }
 
@@ -117,6 +134,7 @@ public final class ProxyProcess {
       text = text.replacingOccurrences(of: "{port:\(name)}", with: String(port))
     }
     self.ports = ports
+    if !text.contains("stateDirectory:") { text = "stateDirectory: \"\(directory.path)/state\"\n" + text }
     let file = directory.appendingPathComponent("pinproxy.yaml").path
     try Data(text.utf8).write(to: URL(fileURLWithPath: file))
     child = try ChildProcess(
@@ -193,7 +211,9 @@ public enum RawHTTP {
 
 public enum ChildProcessLauncher {
   /// `pinproxy` with `arguments`, its standard error captured.
-  public static func pinproxy(_ arguments: [String]) throws -> ChildProcess {
-    try ChildProcess(Subprocess.pinproxyPath, arguments, captureStandardError: true)
+  public static func pinproxy(_ arguments: [String], environment: [String: String] = [:]) throws
+    -> ChildProcess
+  {
+    try ChildProcess(Subprocess.pinproxyPath, arguments, captureStandardError: true, environment: environment)
   }
 }

@@ -1,0 +1,23 @@
+import PinTrust
+
+/// Hosts spliced as raw tunnels instead of intercepted: `host` matches that
+/// host, `*.domain` matches `domain` and every name below it.
+struct PassthroughList: Sendable {
+  private var table = DomainTable<Bool>()
+
+  init(_ entries: [String]) {
+    for entry in entries {
+      guard let (host, subdomains) = PassthroughList.pattern(entry) else { continue }
+      try? table.insert(domain: host, includesSubdomains: subdomains, rule: true)
+    }
+  }
+
+  static func pattern(_ entry: String) -> (TrustHost, Bool)? {
+    if entry.hasPrefix("*.") {
+      return TrustHost(String(entry.dropFirst(2))).map { ($0, true) }
+    }
+    return TrustHost(entry).map { ($0, false) }
+  }
+
+  func contains(_ host: TrustHost) -> Bool { table.lookup(host) != nil }
+}
