@@ -20,7 +20,17 @@ let package = Package(
       ],
       path: "Benchmarks/TrustEvaluation",
       plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
-    )
+    ),
+    .executableTarget(
+      name: "Interception",
+      dependencies: [
+        .product(name: "Benchmark", package: "benchmark"),
+        .product(name: "PinTrust", package: "pinproxy"),
+        .product(name: "PinTLS", package: "pinproxy"),
+      ],
+      path: "Benchmarks/Interception",
+      plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+    ),
   ],
   swiftLanguageModes: [.v6]
 )

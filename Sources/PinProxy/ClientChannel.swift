@@ -9,6 +9,8 @@ protocol ClientChannel: AnyObject {
   var peer: String { get }
   var isAboveHighWatermark: Bool { get }
   func write(_ bytes: [UInt8])
+  /// Half-close: nothing more will be written (close_notify first over TLS).
+  func shutdownOutput()
   func closeAfterFlush()
   func close()
   func pauseReading()
@@ -77,6 +79,14 @@ final class TLSServerChannel: ConnectionDelegate, ClientChannel, @unchecked Send
       return refuse("TLS write failed: \(error.description)")
     }
     flush()
+  }
+
+  func shutdownOutput() {
+    if case .open = state {
+      engine.close()
+      flush()
+    }
+    connection.shutdownOutput()
   }
 
   func closeAfterFlush() {

@@ -71,7 +71,7 @@ public enum ConfigurationParser {
   static let rootKeys: Set = [
     "listeners", "admin", "stateDirectory", "connectTo", "anchorSets", "defaults", "domains", "timeouts",
     "limits",
-    "eventLoops",
+    "eventLoops", "localCA",
   ]
 
   static func parseRoot(_ root: ConfigNode, into configuration: inout Configuration) {

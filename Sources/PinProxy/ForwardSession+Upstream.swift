@@ -167,7 +167,7 @@ extension ForwardSession: UpstreamDelegate {
   func upstreamDidFinishSending(_ upstream: UpstreamConnection) {
     guard case .splicing(let current) = state, current === upstream else { return }
     upstreamSplicedDone = true
-    connection.shutdownOutput()
+    client.shutdownOutput()
     finishSpliceIfDone()
   }
 

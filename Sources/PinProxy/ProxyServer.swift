@@ -70,7 +70,7 @@ public final class ProxyServer: Sendable {
       ForwardSession(connection: connection, context: context, listener: config).start()
     case .tunnel:
       guard let upstream = config.upstream else { return connection.close() }
-      TunnelSession(connection: connection, context: context, target: upstream).start()
+      TunnelSession(connection: connection, context: context, listener: config, target: upstream).start()
     }
   }
 }

@@ -104,7 +104,10 @@ public final class RuntimeSnapshot: Sendable {
     }
     var interception: [String: InterceptionContext] = [:]
     if let ca {
-      for listener in configuration.listeners where listener.mode == .forward && listener.intercept {
+      for listener in configuration.listeners
+      where (listener.mode == .forward && listener.intercept)
+        || (listener.mode == .tunnel && listener.downstreamTLS)
+      {
         do {
           interception[listener.name] = try InterceptionContext(
             ca: ca, minimumVersion: listener.downstream.minimumTLSVersion,
@@ -124,9 +127,8 @@ public final class RuntimeSnapshot: Sendable {
   }
 
   /// Keys that parse but whose feature is not built yet. Running without the
-  /// feature would silently weaken the policy (dynamic pins not enforced) or
-  /// mislead a client (plain TCP where TLS was configured), so such a
-  /// configuration is refused, naming the key.
+  /// feature would silently weaken the policy (dynamic pins not enforced,
+  /// failures not reported), so such a configuration is refused, naming the key.
   static func unsupportedFeatures(_ configuration: Configuration) -> [ConfigError] {
     var errors: [ConfigError] = []
     func refuse(_ location: Location, _ what: String) {
@@ -139,10 +141,6 @@ public final class RuntimeSnapshot: Sendable {
     for domain in configuration.domains {
       if domain.dynamicPins != nil { refuse(domain.location, "dynamicPins") }
       if domain.report != nil { refuse(domain.location, "report") }
-    }
-    for listener in configuration.listeners where listener.downstreamTLS {
-      refuse(
-        Location(line: 0, column: 0, key: "listeners.\(listener.name).downstreamTLS"), "downstreamTLS: true")
     }
     return errors
   }

@@ -10,7 +10,7 @@ import PinTrust
 /// upstream; the upstream's end becomes a FIN to the client).
 ///
 /// Confined to its loop: every entry point runs on `loop.queue`.
-final class TunnelSession: ConnectionDelegate, UpstreamDelegate, @unchecked Sendable {
+final class TunnelSession: ConnectionDelegate, ClientChannelDelegate, UpstreamDelegate, @unchecked Sendable {
   enum State {
     case connecting
     case splicing(UpstreamConnection)
@@ -18,6 +18,9 @@ final class TunnelSession: ConnectionDelegate, UpstreamDelegate, @unchecked Send
   }
 
   let connection: Connection
+  /// The socket, or TLS over it when the listener has `downstreamTLS: true`.
+  var client: any ClientChannel
+  let listener: ListenerConfig
   let context: ProxyContext
   let snapshot: RuntimeSnapshot
   let target: HostPort
@@ -31,8 +34,10 @@ final class TunnelSession: ConnectionDelegate, UpstreamDelegate, @unchecked Send
 
   var loop: EventLoop { connection.loop }
 
-  init(connection: Connection, context: ProxyContext, target: HostPort) {
+  init(connection: Connection, context: ProxyContext, listener: ListenerConfig, target: HostPort) {
     self.connection = connection
+    client = connection
+    self.listener = listener
     self.context = context
     self.target = target
     snapshot = context.snapshot
@@ -49,6 +54,30 @@ final class TunnelSession: ConnectionDelegate, UpstreamDelegate, @unchecked Send
         ProxyFailure(
           status: 403, code: .deniedByPolicy,
           reason: "no domain rule matches \(host) and defaults.action is deny"))
+    }
+    if listener.downstreamTLS {
+      guard let interception = snapshot.interception[listener.name] else {
+        return refuse(
+          ProxyFailure(status: 502, code: .handshakeFailed, reason: "no local CA for downstream TLS"))
+      }
+      do {
+        let engine = try interception.makeEngine(presenting: try interception.ca.leaf(for: host))
+        let peer = connection.peer
+        let logger = context.logger
+        let channel = TLSServerChannel(connection: connection, engine: engine, expectedHost: host) { reason in
+          logger.log(
+            .warning, "refused",
+            ["client": peer, "target": "\(host)", "code": "handshake-failed", "reason": reason])
+        }
+        channel.owner = self
+        client = channel
+        // The client's handshake proceeds while the upstream connects; any
+        // plaintext before the splice waits in `early`.
+        channel.start(early: [], timeout: snapshot.timeouts.tlsHandshake)
+      } catch {
+        return refuse(
+          ProxyFailure(status: 502, code: .handshakeFailed, reason: "cannot serve TLS for \(host): \(error)"))
+      }
     }
     let key = UpstreamKey(host: host, port: target.port, tls: true, policy: route.identity)
     let dialer = UpstreamDialer(
@@ -75,7 +104,7 @@ final class TunnelSession: ConnectionDelegate, UpstreamDelegate, @unchecked Send
       early = []
     }
     if clientDone { upstream.finishSending() }
-    connection.resumeReading()
+    client.resumeReading()
   }
 
   /// Refusals close the client connection; the reason goes to the log.
@@ -83,7 +112,7 @@ final class TunnelSession: ConnectionDelegate, UpstreamDelegate, @unchecked Send
     context.logger.log(
       .warning, "refused",
       [
-        "client": connection.peer, "target": target.description, "rule": rule, "code": failure.code.rawValue,
+        "client": client.peer, "target": target.description, "rule": rule, "code": failure.code.rawValue,
         "reason": failure.reason, "chain": failure.chain ?? "-",
       ])
     closeAll()
@@ -103,7 +132,7 @@ final class TunnelSession: ConnectionDelegate, UpstreamDelegate, @unchecked Send
     idleTimer?.cancel()
     if case .splicing(let upstream) = state { upstream.close() }
     state = .closed
-    connection.close()
+    client.close()
   }
 
   private func finishIfBothDone() {
@@ -112,30 +141,35 @@ final class TunnelSession: ConnectionDelegate, UpstreamDelegate, @unchecked Send
 
   // MARK: Client side
 
-  func connection(_ connection: Connection, didRead bytes: [UInt8]) {
+  func connection(_ connection: Connection, didRead bytes: [UInt8]) { clientDidRead(bytes) }
+  func connectionDidReadEOF(_ connection: Connection) { clientDidReadEOF() }
+  func connectionDidDrain(_ connection: Connection) { clientDidDrain() }
+  func connectionDidClose(_ connection: Connection, error: SocketError?) { clientDidClose() }
+
+  func clientDidRead(_ bytes: [UInt8]) {
     lastActivity = Date()
     switch state {
     case .connecting:
       early += bytes
-      if early.count > 256 * 1024 { connection.pauseReading() }
+      if early.count > 256 * 1024 { client.pauseReading() }
     case .splicing(let upstream):
       upstream.send(bytes)
-      if upstream.isAboveHighWatermark { connection.pauseReading() }
+      if upstream.isAboveHighWatermark { client.pauseReading() }
     case .closed: break
     }
   }
 
-  func connectionDidReadEOF(_ connection: Connection) {
+  func clientDidReadEOF() {
     clientDone = true
     if case .splicing(let upstream) = state { upstream.finishSending() }
     finishIfBothDone()
   }
 
-  func connectionDidDrain(_ connection: Connection) {
+  func clientDidDrain() {
     if case .splicing(let upstream) = state { upstream.resumeReading() }
   }
 
-  func connectionDidClose(_ connection: Connection, error: SocketError?) {
+  func clientDidClose() {
     idleTimer?.cancel()
     if case .splicing(let upstream) = state { upstream.close() }
     state = .closed
@@ -146,17 +180,17 @@ final class TunnelSession: ConnectionDelegate, UpstreamDelegate, @unchecked Send
 
   func upstream(_ upstream: UpstreamConnection, didReceiveRaw bytes: [UInt8]) {
     lastActivity = Date()
-    connection.write(bytes)
-    if connection.isAboveHighWatermark { upstream.pauseReading() }
+    client.write(bytes)
+    if client.isAboveHighWatermark { upstream.pauseReading() }
   }
 
   func upstream(_ upstream: UpstreamConnection, didReceive events: [HTTP1Parser.Event]) {}
 
-  func upstreamDidDrain(_ upstream: UpstreamConnection) { connection.resumeReading() }
+  func upstreamDidDrain(_ upstream: UpstreamConnection) { client.resumeReading() }
 
   func upstreamDidFinishSending(_ upstream: UpstreamConnection) {
     upstreamDone = true
-    connection.shutdownOutput()
+    client.shutdownOutput()
     finishIfBothDone()
   }
 
@@ -165,6 +199,6 @@ final class TunnelSession: ConnectionDelegate, UpstreamDelegate, @unchecked Send
       context.logger.log(.info, "tunnel-closed", ["client": connection.peer, "reason": failure.reason])
     }
     state = .closed
-    connection.closeAfterFlush()
+    client.closeAfterFlush()
   }
 }

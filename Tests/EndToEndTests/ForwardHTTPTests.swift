@@ -98,7 +98,8 @@ final class ForwardHTTPTests: ProxyTestCase {
   func testOriginFormIsRefusedAndConnectOnlyReachesAllowedPorts() throws {
     let originForm = try RawHTTP.exchange(port: port, "GET /hello HTTP/1.1\r\nHost: httpbin.org\r\n\r\n")
     XCTAssertTrue(originForm.hasPrefix("HTTP/1.1 400 ") && originForm.contains("absolute-form"), originForm)
-    let connect = try RawHTTP.exchange(port: port, "CONNECT httpbin.org:22 HTTP/1.1\r\nHost: httpbin.org:22\r\n\r\n")
+    let connect = try RawHTTP.exchange(
+      port: port, "CONNECT httpbin.org:22 HTTP/1.1\r\nHost: httpbin.org:22\r\n\r\n")
     XCTAssertTrue(connect.hasPrefix("HTTP/1.1 403 "), connect)
     XCTAssertTrue(connect.contains("Pinproxy-Error: denied-by-policy\r\n"), connect)
     XCTAssertTrue(connect.contains("allowedConnectPorts"), connect)

@@ -161,4 +161,28 @@ final class InterceptionTests: ProxyTestCase {
         proxy!.log.components(separatedBy: "minted host=\(host) ").count - 1, 1, "\(host): \(proxy!.log)")
     }
   }
+
+  func testOperatorSuppliedIntermediateSignsLeavesAndIsSentInTheChain() throws {
+    let origin = try origin()
+    let config = """
+      localCA: {certificate: "\(Fixtures.path("int-a.pem"))", key: "\(Fixtures.path("int-a.key"))"}
+      listeners:
+        - {name: forward, address: "127.0.0.1:{port:forward}", mode: forward}
+      connectTo: ["httpbin.org:443:127.0.0.1:\(origin.port)"]
+      anchorSets:
+        test: {files: ["\(Fixtures.path("root-a.pem"))"]}
+      domains:
+        - {domain: httpbin.org, anchors: [test]}
+      """
+    proxy = try ProxyProcess(config: config, listeners: ["forward"])
+    // The client trusts only the operator's root: the leaf must chain through the intermediate.
+    let result = try Curl.run([
+      "-v", "-x", "http://127.0.0.1:\(port)", "--cacert", Fixtures.path("root-a.pem"),
+      "https://httpbin.org/hello",
+    ])
+    XCTAssertEqual(result.status, 200, result.stderr)
+    XCTAssertTrue(
+      result.stderr.contains("issuer: O=pinproxy tests; CN=Pinproxy Test Intermediate A"), result.stderr)
+    XCTAssertTrue(result.stderr.contains("subject: O=pinproxy; CN=httpbin.org"), result.stderr)
+  }
 }

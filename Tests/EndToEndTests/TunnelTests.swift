@@ -60,4 +60,23 @@ final class TunnelTests: ProxyTestCase {
     let text = Loopback.readAll(fd)
     XCTAssertTrue(text.hasPrefix("HTTP/1.1 200") && text.hasSuffix("hello from origin\n"), text)
   }
+
+  func testDownstreamTLSTunnelPresentsALeafFromTheLocalCA() throws {
+    let origin = try origin()
+    _ = try startProxy(
+      map: ["httpbin.org": origin], domains: "  - {domain: httpbin.org, anchors: [test]}",
+      listeners: """
+          - {name: secure, address: "127.0.0.1:{port:secure}", mode: tunnel, upstream: "httpbin.org:443", downstreamTLS: true}
+        """,
+      names: ["secure"])
+    let secure = proxy!.ports["secure"]!
+    let ca = proxy!.directory.appendingPathComponent("state/ca.pem").path
+    let result = try Curl.run([
+      "-v", "--cacert", ca, "--resolve", "httpbin.org:\(secure):127.0.0.1",
+      "https://httpbin.org:\(secure)/hello",
+    ])
+    XCTAssertEqual(result.status, 200, result.stderr)
+    XCTAssertEqual(result.text, "hello from origin\n")
+    XCTAssertTrue(result.stderr.contains("issuer: O=pinproxy; CN=pinproxy local CA"), result.stderr)
+  }
 }
