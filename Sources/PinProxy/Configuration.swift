@@ -40,6 +40,8 @@ public struct TimeoutsConfig: Sendable, Equatable {
   public var upstreamIdle: Double = 60
   /// A tunnel with no bytes either way is closed after this.
   public var tunnelIdle: Double = 300
+  /// On SIGTERM, in-flight requests may finish within this; then the process exits.
+  public var drain: Double = 30
 
   public init() {}
 }

@@ -7,7 +7,7 @@ extension ConfigurationParser {
       ("upstreamConnect", \.upstreamConnect),
       ("tlsHandshake", \.tlsHandshake), ("upstreamResponse", \.upstreamResponse),
       ("upstreamIdle", \.upstreamIdle),
-      ("tunnelIdle", \.tunnelIdle),
+      ("tunnelIdle", \.tunnelIdle), ("drain", \.drain),
     ]
     guard let mapping = node.mapping(allowed: Set(fields.map(\.0))) else { return timeouts }
     for (key, path) in fields {

@@ -105,6 +105,7 @@ extension ForwardSession: UpstreamDelegate {
         exchange.closeAfterResponse = true
       }
     }
+    if context.isDraining { exchange.closeAfterResponse = true }
     if exchange.closeAfterResponse { headers.replace("Connection", "close") }
     headers.add("Via", "1.1 pinproxy")
     client.write(
@@ -128,7 +129,7 @@ extension ForwardSession: UpstreamDelegate {
     logAccess(exchange)
     // A response that ended before the request body did leaves the client's
     // stream mid-message: the connection cannot carry another request.
-    if exchange.closeAfterResponse || !exchange.requestComplete {
+    if exchange.closeAfterResponse || !exchange.requestComplete || context.isDraining {
       state = .closing
       return client.closeAfterFlush()
     }

@@ -10,7 +10,7 @@ import PinTrust
 ///
 /// Confined to its loop: every entry point (connection and upstream delegate
 /// calls, timers, dial completions) runs on `loop.queue`.
-final class ForwardSession: ConnectionDelegate, ClientChannelDelegate, @unchecked Sendable {
+final class ForwardSession: ConnectionDelegate, ClientChannelDelegate, DrainableSession, @unchecked Sendable {
   enum State {
     /// Between requests: idle, or part of a head has arrived.
     case awaitingRequest
@@ -60,6 +60,7 @@ final class ForwardSession: ConnectionDelegate, ClientChannelDelegate, @unchecke
 
   func start() {
     loop.preconditionInLoop()
+    context.registry(for: loop).add(self)
     armHeadTimer()
     connection.resumeReading()
   }
@@ -118,6 +119,7 @@ final class ForwardSession: ConnectionDelegate, ClientChannelDelegate, @unchecke
 
   func clientDidClose() {
     headTimer?.cancel()
+    context.registry(for: loop).remove(self)
     switch state {
     case .connecting(let exchange), .exchanging(let exchange):
       // Mid-exchange: the upstream connection is in an unknown state, never pooled.
@@ -254,6 +256,12 @@ final class ForwardSession: ConnectionDelegate, ClientChannelDelegate, @unchecke
     state = .closing
     client.write(failure.response())
     client.closeAfterFlush()
+  }
+
+  /// Graceful shutdown: an idle connection closes now; one with an exchange
+  /// in flight finishes it and then closes (see `finishExchange`).
+  func drain() {
+    if case .awaitingRequest = state, parser.isIdle, pending.isEmpty { closeNow() }
   }
 
   func closeNow() {

@@ -12,31 +12,36 @@ public enum ProxyBootstrap {
   public static func snapshot(for configuration: Configuration, logger: ProxyLogger) throws(Failure)
     -> RuntimeSnapshot
   {
-    var ca: LocalCA?
-    if RuntimeSnapshot.needsLocalCA(configuration) {
-      do {
-        if let supplied = configuration.localCA {
-          ca = try LocalCA.load(certificate: supplied.certificate.path, key: supplied.key.path)
-          logger.log(.info, "local-ca", ["certificate": supplied.certificate.path, "source": "localCA"])
-        } else {
-          let directory = StateDirectory.resolve(configuration.stateDirectory)
-          let (loaded, created) = try LocalCA.loadOrCreate(in: directory)
-          ca = loaded
-          logger.log(
-            .info, "local-ca",
-            [
-              "certificate": "\(directory)/\(LocalCA.certificateFile)", "created": created ? "yes" : "no",
-              "install": StateDirectory.installHint(directory),
-            ])
-        }
-      } catch {
-        throw Failure(description: "local CA: \(error.description)")
-      }
-    }
+    let ca = try localCA(for: configuration, logger: logger)
     do {
       return try RuntimeSnapshot.compile(configuration, generation: 1, ca: ca)
     } catch {
       throw Failure(description: error.description)
+    }
+  }
+
+  /// The CA the configuration asks for; nil when no listener terminates client TLS.
+  public static func localCA(for configuration: Configuration, logger: ProxyLogger) throws(Failure)
+    -> LocalCA?
+  {
+    guard RuntimeSnapshot.needsLocalCA(configuration) else { return nil }
+    do {
+      if let supplied = configuration.localCA {
+        let ca = try LocalCA.load(certificate: supplied.certificate.path, key: supplied.key.path)
+        logger.log(.info, "local-ca", ["certificate": supplied.certificate.path, "source": "localCA"])
+        return ca
+      }
+      let directory = StateDirectory.resolve(configuration.stateDirectory)
+      let (ca, created) = try LocalCA.loadOrCreate(in: directory)
+      logger.log(
+        .info, "local-ca",
+        [
+          "certificate": "\(directory)/\(LocalCA.certificateFile)", "created": created ? "yes" : "no",
+          "install": StateDirectory.installHint(directory),
+        ])
+      return ca
+    } catch {
+      throw Failure(description: "local CA: \(error.description)")
     }
   }
 }

@@ -12,15 +12,57 @@ final class ProxyContext: Sendable {
   let sessions = TLSSessionCache()
   let logger: ProxyLogger
   private let pools: [ObjectIdentifier: UpstreamPool]
+  private let registries: [ObjectIdentifier: SessionRegistry]
+  let group: EventLoopGroup
   let openConnections = Atomic<Int>(0)
+  /// Set once on SIGTERM/SIGINT: responses say `Connection: close`, idle
+  /// connections are closed, /healthz answers 503.
+  let draining = Atomic<Bool>(false)
 
   init(snapshot: RuntimeSnapshot, group: EventLoopGroup, logger: ProxyLogger) {
     current = Mutex(snapshot)
     trustEngine = TrustEngine(cache: FingerprintCache())
     self.logger = logger
     var pools: [ObjectIdentifier: UpstreamPool] = [:]
-    for loop in group.loops { pools[ObjectIdentifier(loop)] = UpstreamPool(loop: loop) }
+    var registries: [ObjectIdentifier: SessionRegistry] = [:]
+    for loop in group.loops {
+      pools[ObjectIdentifier(loop)] = UpstreamPool(loop: loop)
+      registries[ObjectIdentifier(loop)] = SessionRegistry()
+    }
     self.pools = pools
+    self.registries = registries
+    self.group = group
+  }
+
+  var isDraining: Bool { draining.load(ordering: .relaxed) }
+
+  func registry(for loop: EventLoop) -> SessionRegistry {
+    guard let registry = registries[ObjectIdentifier(loop)] else {
+      preconditionFailure("loop outside the proxy's group")
+    }
+    return registry
+  }
+
+  /// Installs a new snapshot for new connections; open ones keep theirs.
+  /// Pooled upstream connections of other generations are retired, and the
+  /// caches keyed by generation are emptied.
+  func install(_ snapshot: RuntimeSnapshot) {
+    current.withLock { $0 = snapshot }
+    trustEngine.cache.removeAll()
+    sessions.removeAll()
+    for loop in group.loops {
+      let pool = self.pool(for: loop)
+      loop.execute { pool.retire(keeping: snapshot.generation) }
+    }
+  }
+
+  /// Starts the graceful shutdown: every loop's idle sessions close now.
+  func beginDraining() {
+    draining.store(true, ordering: .relaxed)
+    for loop in group.loops {
+      let registry = self.registry(for: loop)
+      loop.execute { registry.drainAll() }
+    }
   }
 
   /// The snapshot new connections start with.

@@ -52,6 +52,60 @@ public final class ProxyServer: Sendable {
 
   public func stop() { listeners.forEach { $0.1.close() } }
 
+  public var generation: UInt64 { context.snapshot.generation }
+  public var isDraining: Bool { context.isDraining }
+  public var openConnections: Int { context.openConnections.load(ordering: .relaxed) }
+
+  /// Reads and compiles `file` off the event loops and, if every part of it
+  /// is good, swaps it in atomically for new connections (open ones keep the
+  /// snapshot they started with). Any error leaves the running configuration
+  /// untouched and is returned with its file, line and key. Listener
+  /// addresses and modes are bound at start and only change with a restart.
+  public func reload(file: String, logger: ProxyLogger) -> Result<UInt64, ConfigErrors> {
+    let running = context.snapshot
+    let configuration: Configuration
+    let next: RuntimeSnapshot
+    do {
+      configuration = try ConfigurationParser.load(file: file)
+      let ca: LocalCA?
+      do {
+        ca = try ProxyBootstrap.localCA(for: configuration, logger: logger)
+      } catch {
+        return .failure(
+          ConfigErrors(errors: [
+            ConfigError(file: file, line: 0, column: 0, key: "localCA", message: error.description)
+          ]))
+      }
+      next = try RuntimeSnapshot.compile(configuration, generation: running.generation + 1, ca: ca)
+    } catch {
+      return .failure(error)
+    }
+    let before = running.configuration.listeners.map { "\($0.name) \($0.address) \($0.mode)" }
+    let after = configuration.listeners.map { "\($0.name) \($0.address) \($0.mode)" }
+    if before != after {
+      logger.log(
+        .warning, "reload-listeners-unchanged",
+        ["note": "listener addresses and modes change only with a restart"])
+    }
+    context.install(next)
+    return .success(next.generation)
+  }
+
+  /// Graceful shutdown: stop accepting, close idle connections, let exchanges
+  /// in flight finish until `deadline` seconds, then call `completion` (off the loops).
+  public func drain(deadline: Double, completion: @escaping @Sendable (_ remaining: Int) -> Void) {
+    stop()
+    context.beginDraining()
+    let end = Date().addingTimeInterval(deadline)
+    let context = self.context
+    @Sendable func poll() {
+      let open = context.openConnections.load(ordering: .relaxed)
+      if open <= 0 || Date() >= end { return completion(max(0, open)) }
+      DispatchQueue.global().asyncAfter(deadline: .now() + 0.05) { poll() }
+    }
+    DispatchQueue.global().async { poll() }
+  }
+
   static func accept(fd: Int32, peer: String, loop: EventLoop, config: ListenerConfig, context: ProxyContext)
   {
     let connection = Connection(fd: fd, peer: peer, loop: loop)

@@ -10,7 +10,9 @@ import PinTrust
 /// upstream; the upstream's end becomes a FIN to the client).
 ///
 /// Confined to its loop: every entry point runs on `loop.queue`.
-final class TunnelSession: ConnectionDelegate, ClientChannelDelegate, UpstreamDelegate, @unchecked Sendable {
+final class TunnelSession: ConnectionDelegate, ClientChannelDelegate, UpstreamDelegate, DrainableSession,
+  @unchecked Sendable
+{
   enum State {
     case connecting
     case splicing(UpstreamConnection)
@@ -46,6 +48,7 @@ final class TunnelSession: ConnectionDelegate, ClientChannelDelegate, UpstreamDe
 
   func start() {
     loop.preconditionInLoop()
+    context.registry(for: loop).add(self)
     guard let host = TrustHost(target.host) else {
       return refuse(.badRequest("\(target.host) is not a valid host"))
     }
@@ -169,7 +172,12 @@ final class TunnelSession: ConnectionDelegate, ClientChannelDelegate, UpstreamDe
     if case .splicing(let upstream) = state { upstream.resumeReading() }
   }
 
+  /// A tunnel carries a protocol the proxy cannot see into: it keeps going
+  /// until the drain deadline ends the process.
+  func drain() {}
+
   func clientDidClose() {
+    context.registry(for: loop).remove(self)
     idleTimer?.cancel()
     if case .splicing(let upstream) = state { upstream.close() }
     state = .closed

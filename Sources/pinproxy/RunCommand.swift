@@ -42,20 +42,65 @@ struct RunCommand: ParsableCommand {
     for (name, address) in server.boundAddresses {
       logger.log(.info, "listening", ["listener": name, "address": address])
     }
-    // Stop on SIGTERM / SIGINT. (Draining in-flight requests is the operations work.)
-    for signalNumber in [SIGTERM, SIGINT] {
-      signal(signalNumber, SIG_IGN)
-      let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .main)
-      source.setEventHandler {
-        server.stop()
-        logger.log(.info, "stopped", ["signal": String(signalNumber)])
-        Foundation.exit(0)
+    let notifier = SystemdNotifier()
+    notifier.ready(status: "serving \(server.boundAddresses.count) listeners, configuration generation 1")
+    let control = DispatchQueue(label: "pinproxy.control")
+    let drainDeadline = snapshot.timeouts.drain
+    let configFile = config
+
+    // SIGHUP: reload off the event loops; a bad file keeps the running configuration.
+    installSignal(SIGHUP, on: control) {
+      guard let configFile else {
+        return logger.log(
+          .warning, "reload-skipped", ["reason": "running the embedded default; there is no file to reload"])
       }
-      source.resume()
-      signalSources.append(source)
+      notifier.reloading()
+      switch server.reload(file: configFile, logger: logger) {
+      case .success(let generation):
+        logger.log(.info, "reload-ok", ["file": configFile, "generation": String(generation)])
+        notifier.ready(status: "serving, configuration generation \(generation)")
+      case .failure(let errors):
+        logger.log(
+          .error, "reload-failed",
+          [
+            "file": configFile, "errors": String(errors.errors.count),
+            "kept_generation": String(server.generation),
+          ])
+        for error in errors.errors { logger.log(.error, "config-error", ["error": error.description]) }
+        notifier.ready(
+          status: "serving; last reload failed, configuration generation \(server.generation) kept")
+      }
+    }
+    // SIGTERM / SIGINT: stop accepting, let in-flight requests finish up to the deadline, exit 0.
+    for signalNumber in [SIGTERM, SIGINT] {
+      installSignal(signalNumber, on: control) {
+        guard !server.isDraining else { return }
+        logger.log(
+          .info, "draining",
+          [
+            "signal": String(signalNumber), "deadline_s": String(drainDeadline),
+            "open": String(server.openConnections),
+          ])
+        notifier.stopping(status: "draining")
+        server.drain(deadline: drainDeadline) { remaining in
+          logger.log(.info, "stopped", ["unfinished_connections": String(remaining)])
+          Foundation.exit(0)
+        }
+      }
     }
     dispatchMain()
   }
 }
 
 nonisolated(unsafe) private var signalSources: [DispatchSourceSignal] = []
+
+/// Handles `number` on `queue` instead of the default action.
+private func installSignal(
+  _ number: Int32, on queue: DispatchQueue, _ handler: @escaping @Sendable () -> Void
+) {
+  signal(number, SIG_IGN)
+  let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+  source.setEventHandler(handler: handler)
+  source.resume()
+  signalSources.append(source)
+}

@@ -53,6 +53,8 @@ public final class ChildProcess: @unchecked Sendable {
   }
 
   public func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+  public func waitForExit() { process.waitUntilExit() }
+  public var exitStatus: Int32 { process.terminationStatus }
   public var isRunning: Bool { process.isRunning }
 
   /// Resident memory of the child, from /proc (kB).
@@ -122,7 +124,11 @@ public final class ProxyProcess {
   public let ports: [String: Int]
 
   /// `config` may use `{port:NAME}` placeholders; each gets a free loopback port.
-  public init(config: String, listeners: [String], verbose: Bool = true) throws {
+  public let configFile: String
+
+  public init(config: String, listeners: [String], verbose: Bool = true, environment: [String: String] = [:])
+    throws
+  {
     directory = FileManager.default.temporaryDirectory.appendingPathComponent(
       "pinproxy-e2e-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -136,16 +142,25 @@ public final class ProxyProcess {
     self.ports = ports
     if !text.contains("stateDirectory:") { text = "stateDirectory: \"\(directory.path)/state\"\n" + text }
     let file = directory.appendingPathComponent("pinproxy.yaml").path
+    configFile = file
     try Data(text.utf8).write(to: URL(fileURLWithPath: file))
     child = try ChildProcess(
       Subprocess.pinproxyPath, ["run", "--config", file] + (verbose ? ["--verbose"] : []),
-      captureStandardError: true)
+      captureStandardError: true, environment: environment)
     for name in listeners where !child.wait(for: "listener=\(name) ") {
       throw HarnessError("pinproxy did not start listener \(name): \(child.currentOutput)")
     }
   }
 
   public var log: String { child.currentOutput }
+
+  /// Replaces the configuration file (same `{port:NAME}` placeholders) for a reload.
+  public func rewrite(config: String) throws {
+    var text = config
+    for (name, port) in ports { text = text.replacingOccurrences(of: "{port:\(name)}", with: String(port)) }
+    if !text.contains("stateDirectory:") { text = "stateDirectory: \"\(directory.path)/state\"\n" + text }
+    try Data(text.utf8).write(to: URL(fileURLWithPath: configFile))
+  }
 
   public func stop() {
     child.stop()
@@ -215,5 +230,68 @@ public enum ChildProcessLauncher {
     -> ChildProcess
   {
     try ChildProcess(Subprocess.pinproxyPath, arguments, captureStandardError: true, environment: environment)
+  }
+}
+
+/// A command running in the background whose outcome the test collects later.
+public final class BackgroundCommand {
+  let process = Process()
+  let output = Pipe()
+
+  public init(_ executable: String, _ arguments: [String]) throws {
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    process.standardOutput = output
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+  }
+
+  /// Waits for the command and returns its exit status and standard output.
+  public func finish() -> (Int32, String) {
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+  }
+}
+
+/// A unix datagram socket playing systemd's NOTIFY_SOCKET.
+public final class NotifySocket {
+  public let path: String
+  let fd: Int32
+
+  public init() throws {
+    path =
+      FileManager.default.temporaryDirectory.appendingPathComponent("notify-\(UUID().uuidString.prefix(8))")
+      .path
+    fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    let bytes = Array(path.utf8)
+    withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+    let bound = withUnsafePointer(to: &address) { pointer in
+      pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+      }
+    }
+    guard bound == 0 else { throw HarnessError("cannot bind \(path)") }
+    var limit = timeval(tv_sec: 0, tv_usec: 200_000)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+  }
+
+  deinit {
+    close(fd)
+    unlink(path)
+  }
+
+  /// Datagrams received until `done` holds or `timeout` passes.
+  public func messages(timeout: Double = 10, until done: ([String]) -> Bool) -> [String] {
+    var received: [String] = []
+    let deadline = Date().addingTimeInterval(timeout)
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while Date() < deadline && !done(received) {
+      let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+      if count > 0 { received.append(String(decoding: buffer[..<count], as: UTF8.self)) }
+    }
+    return received
   }
 }
