@@ -16,4 +16,6 @@ if ((${#missing[@]})); then
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+# The admin tests parse /metrics with Prometheus' own Python parser.
+python3 -c "import prometheus_client" 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check prometheus-client
 command -v swift >/dev/null || { echo "swift 6.x is required on PATH (https://swift.org/install)" >&2; exit 1; }

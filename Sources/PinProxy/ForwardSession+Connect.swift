@@ -51,6 +51,7 @@ extension ForwardSession {
       let started = Date()
       let (leaf, minted) = try interception.ca.leafReportingMint(for: host)
       if minted {
+        context.metrics.mintedCertificates.add(1)
         let milliseconds = String(format: "%.3f", Date().timeIntervalSince(started) * 1000)
         context.logger.log(.info, "minted", ["host": host.description, "ms": milliseconds])
       }
@@ -85,8 +86,7 @@ extension ForwardSession {
       ["client": client.peer, "target": "\(host):\(port)", "pinning": "none (spliced, not intercepted)"])
     let key = UpstreamKey(
       host: host, port: port, tls: false, policy: PolicyIdentity(generation: snapshot.generation, rule: -2))
-    let dialer = UpstreamDialer(
-      snapshot: snapshot, trustEngine: context.trustEngine, sessions: context.sessions)
+    let dialer = context.dialer(for: snapshot)
     let placeholder = Exchange(
       request: head, key: key, route: UpstreamRoute.plain(host), path: "", client: client.peer)
     state = .connecting(placeholder)

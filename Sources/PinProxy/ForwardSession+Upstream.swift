@@ -126,6 +126,8 @@ extension ForwardSession: UpstreamDelegate {
       }
     }
     exchange.upstream = nil
+    context.metrics.increment(
+      "pinproxy_requests_total", [listener.name, ProxyMetrics.statusClass(exchange.responseStatus)])
     logAccess(exchange)
     // A response that ended before the request body did leaves the client's
     // stream mid-message: the connection cannot carry another request.
@@ -189,8 +191,7 @@ extension ForwardSession: UpstreamDelegate {
       exchange.retried = true
       exchange.responseTimer?.cancel()
       state = .connecting(exchange)
-      let dialer = UpstreamDialer(
-        snapshot: snapshot, trustEngine: context.trustEngine, sessions: context.sessions)
+      let dialer = context.dialer(for: snapshot)
       dialer.open(exchange.key, route: exchange.route, on: loop) { [weak self] result in
         guard let self, case .connecting(let current) = self.state, current === exchange else { return }
         switch result {

@@ -200,8 +200,7 @@ final class ForwardSession: ConnectionDelegate, ClientChannelDelegate, Drainable
 
   func acquireUpstream(for exchange: Exchange) {
     if let pooled = pool.take(exchange.key) { return attach(pooled, to: exchange) }
-    let dialer = UpstreamDialer(
-      snapshot: snapshot, trustEngine: context.trustEngine, sessions: context.sessions)
+    let dialer = context.dialer(for: snapshot)
     dialer.open(exchange.key, route: exchange.route, on: loop) { [weak self] result in
       guard let self, case .connecting(let current) = self.state, current === exchange else {
         if case .success(let upstream) = result { upstream.close() }
@@ -252,6 +251,9 @@ final class ForwardSession: ConnectionDelegate, ClientChannelDelegate, Drainable
       "code": failure.code.rawValue, "reason": failure.reason, "chain": failure.chain ?? "-",
     ]
     context.logger.log(failure.status >= 500 ? .warning : .info, "refused", fields)
+    context.metrics.increment("pinproxy_refusals_total", [failure.code.rawValue, rule])
+    context.metrics.increment(
+      "pinproxy_requests_total", [listener.name, ProxyMetrics.statusClass(failure.status)])
     headTimer?.cancel()
     state = .closing
     client.write(failure.response())

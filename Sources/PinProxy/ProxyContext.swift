@@ -11,6 +11,7 @@ final class ProxyContext: Sendable {
   let trustEngine: TrustEngine
   let sessions = TLSSessionCache()
   let logger: ProxyLogger
+  let metrics = ProxyMetrics()
   private let pools: [ObjectIdentifier: UpstreamPool]
   private let registries: [ObjectIdentifier: SessionRegistry]
   let group: EventLoopGroup
@@ -26,12 +27,16 @@ final class ProxyContext: Sendable {
     var pools: [ObjectIdentifier: UpstreamPool] = [:]
     var registries: [ObjectIdentifier: SessionRegistry] = [:]
     for loop in group.loops {
-      pools[ObjectIdentifier(loop)] = UpstreamPool(loop: loop)
+      pools[ObjectIdentifier(loop)] = UpstreamPool(loop: loop, idleGauge: metrics.idlePooledConnections)
       registries[ObjectIdentifier(loop)] = SessionRegistry()
     }
     self.pools = pools
     self.registries = registries
     self.group = group
+  }
+
+  func dialer(for snapshot: RuntimeSnapshot) -> UpstreamDialer {
+    UpstreamDialer(snapshot: snapshot, trustEngine: trustEngine, sessions: sessions, metrics: metrics)
   }
 
   var isDraining: Bool { draining.load(ordering: .relaxed) }

@@ -10,6 +10,7 @@ public final class ProxyServer: Sendable {
   let context: ProxyContext
   public let group: EventLoopGroup
   private let listeners: [(ListenerConfig, Listener)]
+  private let admin: AdminServer?
 
   public struct StartError: Error, CustomStringConvertible {
     public let description: String
@@ -43,13 +44,28 @@ public final class ProxyServer: Sendable {
       }
     }
     listeners = bound
+    let group = self.group
+    let context = self.context
+    do {
+      admin = try snapshot.configuration.admin.map { config throws(StartError) in
+        try AdminServer(address: config.address, group: group, context: context)
+      }
+    } catch {
+      bound.forEach { $0.1.close() }
+      throw error
+    }
   }
+
+  /// The admin listener's address, when one is configured.
+  public var adminAddress: String? { admin?.listener.address.description }
 
   /// The addresses actually bound (port 0 in the config picks a free one).
   public var boundAddresses: [(name: String, address: String)] {
     listeners.map { ($0.0.name, $0.1.address.description) }
   }
 
+  /// Stops accepting proxy connections. The admin listener stays up, so
+  /// /healthz can say "draining" until the process exits.
   public func stop() { listeners.forEach { $0.1.close() } }
 
   public var generation: UInt64 { context.snapshot.generation }
@@ -78,8 +94,10 @@ public final class ProxyServer: Sendable {
       }
       next = try RuntimeSnapshot.compile(configuration, generation: running.generation + 1, ca: ca)
     } catch {
+      context.metrics.increment("pinproxy_reloads_total", ["failed"])
       return .failure(error)
     }
+    context.metrics.increment("pinproxy_reloads_total", ["ok"])
     let before = running.configuration.listeners.map { "\($0.name) \($0.address) \($0.mode)" }
     let after = configuration.listeners.map { "\($0.name) \($0.address) \($0.mode)" }
     if before != after {

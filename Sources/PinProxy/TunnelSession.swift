@@ -83,8 +83,7 @@ final class TunnelSession: ConnectionDelegate, ClientChannelDelegate, UpstreamDe
       }
     }
     let key = UpstreamKey(host: host, port: target.port, tls: true, policy: route.identity)
-    let dialer = UpstreamDialer(
-      snapshot: snapshot, trustEngine: context.trustEngine, sessions: context.sessions)
+    let dialer = context.dialer(for: snapshot)
     dialer.open(key, route: route, on: loop) { [weak self] result in
       guard let self, case .connecting = self.state else {
         if case .success(let upstream) = result { upstream.close() }
@@ -112,6 +111,7 @@ final class TunnelSession: ConnectionDelegate, ClientChannelDelegate, UpstreamDe
 
   /// Refusals close the client connection; the reason goes to the log.
   private func refuse(_ failure: ProxyFailure, rule: String = "-") {
+    context.metrics.increment("pinproxy_refusals_total", [failure.code.rawValue, rule])
     context.logger.log(
       .warning, "refused",
       [

@@ -35,6 +35,7 @@ final class UpstreamConnection: ConnectionDelegate, @unchecked Sendable {
   let route: UpstreamRoute
   let trustEngine: TrustEngine
   let sessions: TLSSessionCache
+  let metrics: ProxyMetrics
   var mode = Mode.http
   weak var delegate: UpstreamDelegate?
   private(set) var state: State = .ready
@@ -45,7 +46,7 @@ final class UpstreamConnection: ConnectionDelegate, @unchecked Sendable {
   init(
     key: UpstreamKey, connection: Connection, engine: TLSEngine?, route: UpstreamRoute,
     trustEngine: TrustEngine,
-    sessions: TLSSessionCache, limits: HTTPLimits
+    sessions: TLSSessionCache, metrics: ProxyMetrics, limits: HTTPLimits
   ) {
     self.key = key
     self.connection = connection
@@ -53,6 +54,7 @@ final class UpstreamConnection: ConnectionDelegate, @unchecked Sendable {
     self.route = route
     self.trustEngine = trustEngine
     self.sessions = sessions
+    self.metrics = metrics
     parser = HTTP1Parser(role: .response, limits: limits)
     connection.delegate = self
   }
@@ -123,6 +125,7 @@ final class UpstreamConnection: ConnectionDelegate, @unchecked Sendable {
     guard case .handshaking(let timer, let completion) = state else { return }
     timer.cancel()
     state = .ready
+    metrics.increment("pinproxy_upstream_handshakes_total", [engine.sessionReused ? "resumed" : "full"])
     rememberSession()
     completion(.success(self))
   }

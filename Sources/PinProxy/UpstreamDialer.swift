@@ -11,6 +11,7 @@ struct UpstreamDialer {
   let snapshot: RuntimeSnapshot
   let trustEngine: TrustEngine
   let sessions: TLSSessionCache
+  let metrics: ProxyMetrics
 
   func open(
     _ key: UpstreamKey, route: UpstreamRoute, on loop: EventLoop,
@@ -62,7 +63,7 @@ struct UpstreamDialer {
     }
     let upstream = UpstreamConnection(
       key: key, connection: connection, engine: engine, route: route, trustEngine: trustEngine,
-      sessions: sessions,
+      sessions: sessions, metrics: metrics,
       limits: snapshot.httpLimits)
     upstream.start(handshakeTimeout: snapshot.timeouts.tlsHandshake, completion)
   }

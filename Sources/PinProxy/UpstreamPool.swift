@@ -45,9 +45,13 @@ final class TLSSessionCache: Sendable {
 final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
   let loop: EventLoop
   private var idle: [UpstreamKey: [(UpstreamConnection, LoopTimer)]] = [:]
-  private(set) var handshakes = 0
+  /// The idle count across all loops' pools, for /metrics.
+  private let idleGauge: SharedCount
 
-  init(loop: EventLoop) { self.loop = loop }
+  init(loop: EventLoop, idleGauge: SharedCount) {
+    self.loop = loop
+    self.idleGauge = idleGauge
+  }
 
   var idleCount: Int { idle.values.reduce(0) { $0 + $1.count } }
 
@@ -56,6 +60,7 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
     while var list = idle[key], let (connection, timer) = list.popLast() {
       idle[key] = list.isEmpty ? nil : list
       timer.cancel()
+      idleGauge.add(-1)
       if connection.isReusable {
         connection.markReused()
         return connection
@@ -78,6 +83,7 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
       connection.close()
     }
     idle[connection.key, default: []].append((connection, timer))
+    idleGauge.add(1)
   }
 
   /// Closes idle connections whose policy generation is not `generation`.
@@ -87,13 +93,15 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
       for (connection, timer) in list {
         timer.cancel()
         connection.close()
+        idleGauge.add(-1)
       }
       idle[key] = nil
     }
   }
 
   private func remove(_ connection: UpstreamConnection) {
-    guard var list = idle[connection.key] else { return }
+    guard var list = idle[connection.key], list.contains(where: { $0.0 === connection }) else { return }
+    idleGauge.add(-1)
     list.removeAll { entry in
       if entry.0 === connection { entry.1.cancel() }
       return entry.0 === connection

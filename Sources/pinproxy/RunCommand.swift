@@ -42,6 +42,9 @@ struct RunCommand: ParsableCommand {
     for (name, address) in server.boundAddresses {
       logger.log(.info, "listening", ["listener": name, "address": address])
     }
+    if let admin = server.adminAddress {
+      logger.log(.info, "listening", ["listener": "admin", "address": admin])
+    }
     let notifier = SystemdNotifier()
     notifier.ready(status: "serving \(server.boundAddresses.count) listeners, configuration generation 1")
     let control = DispatchQueue(label: "pinproxy.control")

@@ -1,0 +1,143 @@
+import Foundation
+import PinEventLoop
+import PinHTTP
+import PinTrust
+
+/// The admin listener (`admin.address`, loopback by default): `/healthz`,
+/// `/metrics` (Prometheus text) and `/policies` (JSON). Anything else is 404;
+/// it never proxies. One request per connection.
+final class AdminServer: Sendable {
+  let listener: Listener
+
+  init(address: HostPort, group: EventLoopGroup, context: ProxyContext) throws(ProxyServer.StartError) {
+    guard
+      let socketAddress = SocketAddress(
+        ip: address.host == "localhost" ? "127.0.0.1" : address.host, port: address.port)
+    else { throw ProxyServer.StartError(description: "admin: \(address.host) is not an IP address") }
+    do {
+      listener = try Listener(address: socketAddress, group: group) { fd, peer, loop in
+        AdminSession(connection: Connection(fd: fd, peer: peer, loop: loop), context: context).start()
+      }
+    } catch {
+      throw ProxyServer.StartError(description: "admin listener on \(address): \(error.description)")
+    }
+  }
+}
+
+/// One admin connection. Confined to its loop.
+final class AdminSession: ConnectionDelegate, @unchecked Sendable {
+  let connection: Connection
+  let context: ProxyContext
+  var parser = HTTP1Parser(
+    role: .request, limits: HTTPLimits(maxHeaderBytes: 8192, maxHeaderCount: 50, maxURILength: 1024))
+  var answered = false
+
+  init(connection: Connection, context: ProxyContext) {
+    self.connection = connection
+    self.context = context
+    connection.delegate = self
+  }
+
+  func start() { connection.resumeReading() }
+
+  func connection(_ connection: Connection, didRead bytes: [UInt8]) {
+    guard !answered else { return }
+    do {
+      for event in try parser.feed(bytes) {
+        if case .request(let head) = event { return answer(head) }
+      }
+    } catch {
+      respond(status: error.status, reason: "Bad Request", type: "text/plain", body: "\(error.reason)\n")
+    }
+  }
+
+  func connectionDidReadEOF(_ connection: Connection) { connection.close() }
+  func connectionDidDrain(_ connection: Connection) {}
+  func connectionDidClose(_ connection: Connection, error: SocketError?) {}
+
+  private func answer(_ head: HTTPRequestHead) {
+    guard head.method == "GET" || head.method == "HEAD", case .origin(let target) = head.target else {
+      return respond(status: 404, reason: "Not Found", type: "text/plain", body: "not found\n")
+    }
+    let path = target.split(separator: "?", maxSplits: 1).first.map(String.init) ?? target
+    switch path {
+    case "/healthz":
+      if context.isDraining {
+        respond(status: 503, reason: "Service Unavailable", type: "text/plain", body: "draining\n")
+      } else {
+        respond(status: 200, reason: "OK", type: "text/plain", body: "ok\n")
+      }
+    case "/metrics":
+      let cache = context.trustEngine.cache
+      let gauges = ProxyMetrics.Gauges(
+        cacheHits: cache.hits, cacheMisses: cache.misses, cacheEntries: cache.count,
+        openConnections: context.openConnections.load(ordering: .relaxed),
+        generation: context.snapshot.generation,
+        draining: context.isDraining)
+      respond(
+        status: 200, reason: "OK", type: "text/plain; version=0.0.4", body: context.metrics.render(gauges))
+    case "/policies":
+      respond(status: 200, reason: "OK", type: "application/json", body: PolicyReport.json(context.snapshot))
+    default:
+      respond(status: 404, reason: "Not Found", type: "text/plain", body: "not found\n")
+    }
+  }
+
+  private func respond(status: Int, reason: String, type: String, body: String) {
+    answered = true
+    let bytes = Array(body.utf8)
+    let headers = HTTPHeaders([
+      ("Content-Type", type), ("Content-Length", String(bytes.count)), ("Cache-Control", "no-store"),
+      ("Connection", "close"),
+    ])
+    connection.write(
+      HTTPSerializer.responseHead(HTTPResponseHead(status: status, reason: reason, headers: headers)) + bytes)
+    connection.closeAfterFlush()
+  }
+}
+
+/// `/policies`: every domain rule with its effective settings and the SPKI
+/// pins it expects. No secrets: no keys, no passphrase files.
+enum PolicyReport {
+  static func json(_ snapshot: RuntimeSnapshot) -> String {
+    var rules: [[String: Any]] = []
+    for (index, domain) in snapshot.configuration.domains.enumerated()
+    where index < snapshot.trust.domainPolicies.count {
+      let policy = snapshot.trust.domainPolicies[index].policy
+      var rule: [String: Any] = [
+        "domain": domain.domain.description, "includesSubdomains": domain.includesSubdomains,
+        "anchors": domain.anchors,
+        "pinningMode": policy.pinningMode.rawValue, "validatesDomainName": policy.validatesDomainName,
+        "allowInvalidCertificates": policy.allowInvalidCertificates,
+        "minimumTLSVersion": domain.minimumTLSVersion.rawValue,
+        "requiresForwardSecrecy": domain.requiresForwardSecrecy,
+        "allowsInsecureHTTPLoads": domain.allowsInsecureHTTPLoads,
+        "pinnedCertificates": policy.pinnedCertificates.map { certificate in
+          [
+            "subject": certificate.subject, "spkiPin": certificate.spkiPin,
+            "sha256": certificate.fingerprint.base64,
+          ]
+        },
+        "pinnedPublicKeyHashes": policy.pinnedPublicKeyHashes.map { SPKIPin.format($0) },
+        "expectedPublicKeyPins": policy.pinningMode == .publicKey
+          ? policy.expectedPublicKeyPins.map { SPKIPin.format($0) } : [],
+      ]
+      if let identity = domain.clientIdentity { rule["clientIdentity"] = ["pkcs12": identity.pkcs12.path] }
+      rules.append(rule)
+    }
+    let defaults = snapshot.configuration.defaults
+    let report: [String: Any] = [
+      "generation": snapshot.generation, "domains": rules,
+      "defaults": [
+        "action": defaults.action.rawValue, "minimumTLSVersion": defaults.minimumTLSVersion.rawValue,
+        "requiresForwardSecrecy": defaults.requiresForwardSecrecy,
+      ],
+    ]
+    guard
+      let data = try? JSONSerialization.data(withJSONObject: report, options: [.sortedKeys, .prettyPrinted])
+    else {
+      return "{}\n"
+    }
+    return String(decoding: data, as: UTF8.self) + "\n"
+  }
+}

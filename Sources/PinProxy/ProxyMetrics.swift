@@ -1,0 +1,94 @@
+import Foundation
+import Synchronization
+
+/// The proxy's counters and gauges, rendered in the Prometheus text format
+/// (0.0.4). Written directly rather than through swift-metrics and a backend:
+/// a dozen series with fixed names and labels are easier to keep exactly
+/// right by hand than through a bootstrap and a translation layer.
+final class ProxyMetrics: Sendable {
+  private let counters = Mutex<[String: [[String]: Int]]>([:])
+  let idlePooledConnections = SharedCount()
+  let mintedCertificates = SharedCount()
+  let startTime = Date()
+
+  static let help: [String: (type: String, help: String, labels: [String])] = [
+    "pinproxy_requests_total": (
+      "counter", "Requests answered, by listener and status class.", ["listener", "class"]
+    ),
+    "pinproxy_refusals_total": (
+      "counter", "Refused requests and tunnels, by failure code and matched domain rule.", ["code", "rule"]
+    ),
+    "pinproxy_upstream_handshakes_total": ("counter", "Upstream TLS handshakes, full or resumed.", ["kind"]),
+    "pinproxy_reloads_total": ("counter", "Configuration reloads, by result.", ["result"]),
+  ]
+
+  func increment(_ name: String, _ labels: [String]) {
+    counters.withLock { $0[name, default: [:]][labels, default: 0] += 1 }
+  }
+
+  /// Values read from elsewhere at render time.
+  struct Gauges {
+    var cacheHits: Int
+    var cacheMisses: Int
+    var cacheEntries: Int
+    var openConnections: Int
+    var generation: UInt64
+    var draining: Bool
+  }
+
+  func render(_ gauges: Gauges) -> String {
+    var out = ""
+    let snapshot = counters.withLock { $0 }
+    for name in ProxyMetrics.help.keys.sorted() {
+      guard let (type, help, labelNames) = ProxyMetrics.help[name] else { continue }
+      out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
+      for (labels, value) in (snapshot[name] ?? [:]).sorted(by: { $0.key.joined() < $1.key.joined() }) {
+        let rendered = zip(labelNames, labels).map { "\($0)=\"\(ProxyMetrics.escape($1))\"" }.joined(
+          separator: ",")
+        out += "\(name){\(rendered)} \(value)\n"
+      }
+    }
+    func single(_ name: String, _ type: String, _ help: String, _ value: String) {
+      out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n\(name) \(value)\n"
+    }
+    single(
+      "pinproxy_fingerprint_cache_hits_total", "counter",
+      "Trust decisions served from the fingerprint cache.", String(gauges.cacheHits))
+    single(
+      "pinproxy_fingerprint_cache_misses_total", "counter", "Trust decisions that needed a full evaluation.",
+      String(gauges.cacheMisses))
+    single(
+      "pinproxy_fingerprint_cache_entries", "gauge", "Entries in the fingerprint cache.",
+      String(gauges.cacheEntries))
+    single(
+      "pinproxy_upstream_pool_idle_connections", "gauge", "Idle pooled upstream connections.",
+      String(idlePooledConnections.value))
+    single(
+      "pinproxy_client_connections_open", "gauge", "Open client connections.", String(gauges.openConnections))
+    single(
+      "pinproxy_minted_certificates_total", "counter", "Leaves minted by the local CA.",
+      String(mintedCertificates.value))
+    single(
+      "pinproxy_config_generation", "gauge", "Generation of the configuration in force.",
+      String(gauges.generation))
+    single("pinproxy_draining", "gauge", "1 while shutting down.", gauges.draining ? "1" : "0")
+    single(
+      "process_start_time_seconds", "gauge", "Start time of the process since the Unix epoch.",
+      String(format: "%.3f", startTime.timeIntervalSince1970))
+    return out
+  }
+
+  static func escape(_ value: String) -> String {
+    value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+      .replacingOccurrences(of: "\n", with: "\\n")
+  }
+
+  static func statusClass(_ status: Int) -> String { "\(status / 100)xx" }
+}
+
+/// A counter shared by reference between components (pools, sessions).
+final class SharedCount: Sendable {
+  private let count = Atomic<Int>(0)
+  func add(_ delta: Int) { count.add(delta, ordering: .relaxed) }
+  var value: Int { count.load(ordering: .relaxed) }
+}

@@ -1,0 +1,123 @@
+import Foundation
+import PinTestSupport
+import XCTest
+
+/// The admin endpoint: health, Prometheus metrics read by Prometheus' own
+/// parser, policies as JSON, and nothing else.
+final class AdminTests: ProxyTestCase {
+  var adminPort: Int { proxy!.ports["admin"]! }
+
+  func startWithAdmin(extra: String = "") throws {
+    let origin = try origin()
+    let config = """
+      admin: {address: "127.0.0.1:{port:admin}"}
+      listeners:
+        - {name: forward, address: "127.0.0.1:{port:forward}", mode: forward}
+      connectTo: ["httpbin.org:443:127.0.0.1:\(origin.port)", "pinned.httpbin.org:443:127.0.0.1:\(origin.port)"]
+      anchorSets:
+        test: {files: ["\(Fixtures.path("root-a.pem"))"]}
+      \(extra)
+      domains:
+        - {domain: httpbin.org, anchors: [test]}
+        - domain: pinned.httpbin.org
+          anchors: [test]
+          pinningMode: publicKey
+          pinnedCertificates: ["\(Fixtures.path("adn.pem"))"]
+          pinnedPublicKeyHashes: ["sha256/47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="]
+          clientIdentity: {pkcs12: "\(Fixtures.path("client.p12"))", passphraseFile: "\(Fixtures.path("client.pass"))"}
+      """
+    proxy = try ProxyProcess(config: config, listeners: ["forward", "admin"])
+  }
+
+  func admin(_ path: String) throws -> CurlResult { try Curl.run(["http://127.0.0.1:\(adminPort)\(path)"]) }
+
+  func through(_ url: String) throws -> CurlResult {
+    try Curl.run(["-x", "http://127.0.0.1:\(proxy!.ports["forward"]!)", url])
+  }
+
+  /// Samples parsed by prometheus_client: "name{labels} value" lines.
+  func parsedMetrics() throws -> [String] {
+    let script = """
+      import sys, urllib.request
+      from prometheus_client.parser import text_string_to_metric_families
+      text = urllib.request.urlopen("http://127.0.0.1:\(adminPort)/metrics").read().decode()
+      for family in text_string_to_metric_families(text):
+          for sample in family.samples:
+              labels = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items()))
+              print(f"{sample.name}{{{labels}}} {sample.value}")
+      """
+    let result = try Subprocess.run("/usr/bin/env", ["python3", "-c", script])
+    XCTAssertEqual(result.status, 0, result.stderr)
+    return result.stdout.split(separator: "\n").map(String.init)
+  }
+
+  func value(_ samples: [String], _ prefix: String) -> Double? {
+    samples.first { $0.hasPrefix(prefix + " ") }.flatMap { Double($0.split(separator: " ").last!) }
+  }
+
+  func testHealthz() throws {
+    try startWithAdmin()
+    let health = try admin("/healthz")
+    XCTAssertEqual(health.status, 200)
+    XCTAssertEqual(health.text, "ok\n")
+  }
+
+  func testMetricsParseAndMoveAsRequestsPass() throws {
+    try startWithAdmin()
+    let before = try parsedMetrics()
+    XCTAssertNotNil(value(before, "process_start_time_seconds{}"), before.joined(separator: "\n"))
+    XCTAssertEqual(value(before, "pinproxy_config_generation{}"), 1)
+    XCTAssertEqual(try through("http://httpbin.org/hello").status, 200)
+    XCTAssertEqual(try through("http://httpbin.org/hello").status, 200)
+    XCTAssertEqual(try through("http://pinned.httpbin.org/hello").status, 502)
+    let after = try parsedMetrics()
+    let joined = after.joined(separator: "\n")
+    XCTAssertEqual(value(after, "pinproxy_requests_total{class=2xx,listener=forward}"), 2, joined)
+    XCTAssertEqual(value(after, "pinproxy_requests_total{class=5xx,listener=forward}"), 1, joined)
+    XCTAssertEqual(
+      value(after, "pinproxy_refusals_total{code=pin-mismatch,rule=pinned.httpbin.org}"), 1, joined)
+    // The second request reused the pooled connection; the refused one never completes a handshake.
+    XCTAssertEqual(value(after, "pinproxy_upstream_handshakes_total{kind=full}"), 1, joined)
+    XCTAssertGreaterThanOrEqual(value(after, "pinproxy_fingerprint_cache_misses_total{}") ?? 0, 2, joined)
+    XCTAssertGreaterThanOrEqual(value(after, "pinproxy_fingerprint_cache_entries{}") ?? 0, 1, joined)
+    XCTAssertNotNil(value(after, "pinproxy_upstream_pool_idle_connections{}"), joined)
+    XCTAssertNotNil(value(after, "pinproxy_client_connections_open{}"), joined)
+  }
+
+  func testPoliciesListRulesAndPinsWithoutSecrets() throws {
+    try startWithAdmin()
+    let result = try admin("/policies")
+    XCTAssertEqual(result.status, 200)
+    let json = try XCTUnwrap(try JSONSerialization.jsonObject(with: result.body) as? [String: Any])
+    let domains = try XCTUnwrap(json["domains"] as? [[String: Any]])
+    XCTAssertEqual(domains.map { $0["domain"] as? String }, ["httpbin.org", "pinned.httpbin.org"])
+    let pins = try XCTUnwrap(domains[1]["expectedPublicKeyPins"] as? [String])
+    XCTAssertEqual(
+      pins, [Fixtures.certificate("adn.pem").spkiPin, "sha256/47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="])
+    XCTAssertFalse(result.text.contains("client.pass"), "no passphrase file in /policies")
+    XCTAssertFalse(result.text.contains("correct horse"), "no passphrase in /policies")
+  }
+
+  func testAnythingElseIs404AndTheAdminListenerNeverProxies() throws {
+    try startWithAdmin()
+    XCTAssertEqual(try admin("/").status, 404)
+    XCTAssertEqual(try admin("/metrics/extra").status, 404)
+    let proxied = try Curl.run(["-x", "http://127.0.0.1:\(adminPort)", "http://httpbin.org/hello"])
+    XCTAssertEqual(proxied.status, 404)
+    XCTAssertFalse(proxied.text.contains("hello from origin"))
+  }
+
+  func testHealthzSays503WhileDraining() throws {
+    try startWithAdmin(extra: "timeouts: {drain: 10s}")
+    let slow = try BackgroundCommand(
+      "/usr/bin/curl",
+      ["-s", "-x", "http://127.0.0.1:\(proxy!.ports["forward"]!)", "http://httpbin.org/slow/3"])
+    usleep(500_000)
+    proxy!.child.signal(SIGTERM)
+    XCTAssertTrue(proxy!.child.wait(for: "draining"), proxy!.log)
+    let health = try admin("/healthz")
+    XCTAssertEqual(health.status, 503)
+    XCTAssertEqual(health.text, "draining\n")
+    XCTAssertEqual(slow.finish().1, "slow\n")
+  }
+}
