@@ -16,6 +16,7 @@ let package = Package(
   dependencies: [
     .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
     .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+    .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
   ],
   targets: [
     .systemLibrary(
@@ -34,7 +35,10 @@ let package = Package(
     .target(name: "PinEventLoop"),
     .target(
       name: "PinProxy",
-      dependencies: ["PinTrust", "PinTLS", "PinHTTP", "PinEventLoop", .product(name: "Yams", package: "Yams")]
+      dependencies: [
+        "PinTrust", "PinTLS", "PinHTTP", "PinEventLoop", .product(name: "Yams", package: "Yams"),
+        .product(name: "Logging", package: "swift-log"),
+      ]
     ),
     .executableTarget(
       name: "pinproxy",

@@ -19,6 +19,18 @@ public struct Configuration: Sendable {
   public var eventLoops = 0
   /// An operator-supplied CA for interception; nil: one in the state directory.
   public var localCA: LocalCAConfig?
+  public var logging = LoggingConfig()
+}
+
+public struct LoggingConfig: Sendable {
+  public enum Level: String, Sendable, CaseIterable { case debug, info, warn, error }
+  public var level = Level.info
+  /// nil: text on a terminal, JSON when standard error is the journal.
+  public var format: LineLogHandler.Format?
+  /// One line per request at info level.
+  public var access = true
+
+  public init() {}
 }
 
 public struct LocalCAConfig: Sendable {

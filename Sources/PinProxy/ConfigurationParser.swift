@@ -71,7 +71,7 @@ public enum ConfigurationParser {
   static let rootKeys: Set = [
     "listeners", "admin", "stateDirectory", "connectTo", "anchorSets", "defaults", "domains", "timeouts",
     "limits",
-    "eventLoops", "localCA",
+    "eventLoops", "localCA", "logging",
   ]
 
   static func parseRoot(_ root: ConfigNode, into configuration: inout Configuration) {
@@ -109,6 +109,13 @@ public enum ConfigurationParser {
       let key = ca.required("key").flatMap({ configPath($0, file: file) })
     {
       configuration.localCA = LocalCAConfig(certificate: certificate, key: key)
+    }
+    if let logging = mapping["logging"]?.mapping(allowed: ["level", "format", "access"]) {
+      configuration.logging.level = logging.choice("level", default: .info)
+      if logging["format"] != nil {
+        configuration.logging.format = logging.choice("format", default: LineLogHandler.Format.text)
+      }
+      configuration.logging.access = logging["access"]?.bool ?? true
     }
     if let timeouts = mapping["timeouts"] { configuration.timeouts = parseTimeouts(timeouts) }
     if let limits = mapping["limits"] { configuration.limits = parseLimits(limits) }

@@ -141,10 +141,10 @@ extension ForwardSession: UpstreamDelegate {
   }
 
   private func logAccess(_ exchange: Exchange) {
-    guard context.logger.minimum <= .debug else { return }
+    guard context.logger.access else { return }
     let elapsed = Date().timeIntervalSince(exchange.started)
     context.logger.log(
-      .debug, "request",
+      .info, "request",
       [
         "client": exchange.client, "method": exchange.request.method, "host": exchange.key.description,
         "path": String(exchange.path.prefix(200)), "status": String(exchange.responseStatus),

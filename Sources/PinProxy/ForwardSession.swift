@@ -247,7 +247,8 @@ final class ForwardSession: ConnectionDelegate, ClientChannelDelegate, Drainable
     let host = exchange.map { $0.key.description } ?? request.map { String($0.rawTarget.prefix(200)) } ?? "-"
     let rule = exchange?.route.ruleName ?? "-"
     fields = [
-      "client": client.peer, "target": host, "rule": rule, "status": String(failure.status),
+      "client": client.peer, "method": request?.method ?? "-", "target": host, "rule": rule,
+      "status": String(failure.status),
       "code": failure.code.rawValue, "reason": failure.reason, "chain": failure.chain ?? "-",
     ]
     context.logger.log(failure.status >= 500 ? .warning : .info, "refused", fields)

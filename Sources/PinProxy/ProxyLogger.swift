@@ -1,26 +1,107 @@
 import Foundation
+import Logging
 
-/// One line per event on standard error: an ISO 8601 time, a level, an event
-/// name and key=value fields (values with spaces are quoted). Never given a
-/// key, a passphrase or a Proxy-Authorization value.
+/// The proxy's event log, through swift-log: one line per event with an
+/// event name and key=value fields. Callers never pass a key, a passphrase
+/// or a Proxy-Authorization value; there is no field for them.
 public final class ProxyLogger: Sendable {
   public enum Level: Int, Sendable, Comparable {
     case debug, info, warning, error
     public static func < (lhs: Level, rhs: Level) -> Bool { lhs.rawValue < rhs.rawValue }
-    var name: String { ["debug", "info", "warn", "error"][rawValue] }
+
+    var swiftLog: Logger.Level {
+      switch self {
+      case .debug: return .debug
+      case .info: return .info
+      case .warning: return .warning
+      case .error: return .error
+      }
+    }
   }
 
   public let minimum: Level
-  private let lock = NSLock()
+  /// Whether served requests get an access line.
+  public let access: Bool
+  private let logger: Logger
 
-  public init(minimum: Level = .info) { self.minimum = minimum }
+  /// The logger a configuration asks for. Without an explicit format, JSON
+  /// when systemd connected standard error to the journal (JOURNAL_STREAM).
+  public convenience init(_ config: LoggingConfig, verbose: Bool = false) {
+    let levels: [LoggingConfig.Level: Level] = [
+      .debug: .debug, .info: .info, .warn: .warning, .error: .error,
+    ]
+    let journal = !(ProcessInfo.processInfo.environment["JOURNAL_STREAM"] ?? "").isEmpty
+    self.init(
+      minimum: verbose ? .debug : (levels[config.level] ?? .info),
+      format: config.format ?? (journal ? .json : .text),
+      access: config.access)
+  }
+
+  /// - Parameter format: `.text` for people, `.json` for collectors.
+  public init(minimum: Level = .info, format: LineLogHandler.Format = .text, access: Bool = true) {
+    self.minimum = minimum
+    self.access = access
+    var logger = Logger(label: "pinproxy") { label in LineLogHandler(label: label, format: format) }
+    logger.logLevel = minimum.swiftLog
+    self.logger = logger
+  }
 
   public func log(_ level: Level, _ event: String, _ fields: KeyValuePairs<String, String> = [:]) {
     guard level >= minimum else { return }
-    var line = "\(Date().formatted(.iso8601)) \(level.name) \(event)"
-    for (key, value) in fields { line += " \(key)=\(ProxyLogger.quote(value))" }
-    line += "\n"
-    lock.withLock { FileHandle.standardError.write(Data(line.utf8)) }
+    var metadata: Logger.Metadata = [:]
+    for (key, value) in fields { metadata[key] = .string(value) }
+    logger.log(level: level.swiftLog, "\(event)", metadata: metadata)
+  }
+}
+
+/// A swift-log handler writing one line per event to standard error: text
+/// (`TIME LEVEL EVENT key=value …`, values quoted when they hold spaces) or a
+/// JSON object per line. Field order is kept as logged.
+public struct LineLogHandler: LogHandler {
+  public enum Format: String, Sendable, CaseIterable { case text, json }
+
+  public var metadata: Logger.Metadata = [:]
+  public var logLevel: Logger.Level = .info
+  let format: Format
+  private static let lock = NSLock()
+
+  public init(label: String, format: Format) { self.format = format }
+
+  public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    get { metadata[key] }
+    set { metadata[key] = newValue }
+  }
+
+  public func log(event: LogEvent) {
+    let time = Date().formatted(.iso8601)
+    let fields = (event.metadata ?? [:]).merging(metadata) { explicit, _ in explicit }
+    // Metadata is a dictionary: sort for stable lines.
+    let ordered = fields.sorted { $0.key < $1.key }.map { ($0.key, "\($0.value)") }
+    let line: String
+    switch format {
+    case .text:
+      line =
+        "\(time) \(Self.levelName(event.level)) \(event.message)"
+        + ordered.map { " \($0.0)=\(Self.quote($0.1))" }.joined() + "\n"
+    case .json:
+      var object: [String: String] = [
+        "time": time, "level": Self.levelName(event.level), "event": "\(event.message)",
+      ]
+      for (key, value) in ordered where object[key] == nil { object[key] = value }
+      let data =
+        (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+      line = String(decoding: data, as: UTF8.self) + "\n"
+    }
+    Self.lock.withLock { FileHandle.standardError.write(Data(line.utf8)) }
+  }
+
+  static func levelName(_ level: Logger.Level) -> String {
+    switch level {
+    case .trace, .debug: return "debug"
+    case .info, .notice: return "info"
+    case .warning: return "warn"
+    case .error, .critical: return "error"
+    }
   }
 
   static func quote(_ value: String) -> String {

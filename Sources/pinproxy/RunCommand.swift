@@ -25,7 +25,7 @@ struct RunCommand: ParsableCommand {
     } else {
       configuration = RuntimeSnapshot.defaultConfiguration
     }
-    let logger = ProxyLogger(minimum: verbose ? .debug : .info)
+    let logger = ProxyLogger(configuration.logging, verbose: verbose)
     let snapshot: RuntimeSnapshot
     do {
       snapshot = try ProxyBootstrap.snapshot(for: configuration, logger: logger)

@@ -110,7 +110,7 @@ final class RunCommandTests: XCTestCase {
       proxy.stop()
       try? FileManager.default.removeItem(atPath: state)
     }
-    let started = proxy.wait(for: "listener=forward address=127.0.0.1:3128", timeout: 5)
+    let started = proxy.wait(for: "address=127.0.0.1:3128 listener=forward", timeout: 5)
     if !started {
       XCTAssertTrue(proxy.currentOutput.contains("127.0.0.1:3128"), proxy.currentOutput)
     }

@@ -44,6 +44,22 @@ public final class ChildProcess: @unchecked Sendable {
     return false
   }
 
+  /// Waits for the "listening … listener=NAME" line, text or JSON.
+  public func waitForListener(_ name: String, timeout: Double = 10) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+      let text = currentOutput
+      if text.contains("listener=\(name)\n") || text.contains("listener=\(name) ")
+        || text.contains("\"listener\":\"\(name)\"")
+      {
+        return true
+      }
+      if !process.isRunning { return false }
+      usleep(10_000)
+    }
+    return false
+  }
+
   public func stop() {
     output.fileHandleForReading.readabilityHandler = nil
     if process.isRunning {
@@ -147,7 +163,7 @@ public final class ProxyProcess {
     child = try ChildProcess(
       Subprocess.pinproxyPath, ["run", "--config", file] + (verbose ? ["--verbose"] : []),
       captureStandardError: true, environment: environment)
-    for name in listeners where !child.wait(for: "listener=\(name) ") {
+    for name in listeners where !child.waitForListener(name) {
       throw HarnessError("pinproxy did not start listener \(name): \(child.currentOutput)")
     }
   }
