@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 swift build --build-tests
+scripts/verify-systemd-unit.sh .build/debug/pinproxy
 log=$(mktemp)
 status=0
 # XCTest only: the suites are XCTest, and Swift Testing's empty summary line
