@@ -9,8 +9,21 @@ let package = Package(
   dependencies: [
     .package(name: "pinproxy", path: ".."),
     .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.1", traits: ["MallocInterposer"]),
+    .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
+    .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
   ],
   targets: [
+    .systemLibrary(name: "CEpoll", path: "Sources/CEpoll"),
+    // The HTTP/1.1 load generator for Benchmarks/compare.
+    .executableTarget(
+      name: "pinproxy-load",
+      dependencies: [
+        .product(name: "Histogram", package: "hdrhistogram-swift"),
+        .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        .product(name: "PinHTTP", package: "pinproxy"), "CEpoll",
+      ],
+      path: "Sources/pinproxy-load"
+    ),
     .executableTarget(
       name: "TrustEvaluation",
       dependencies: [
