@@ -39,6 +39,7 @@ anchorSets:
   test: {files: [$pki/root-a.pem]}
 defaults: {action: deny}
 limits: {maxIdlePerUpstream: 64}
+logging: {access: false}
 domains:
   - {domain: httpbin.org, anchors: [test], pinningMode: publicKey, pinnedCertificates: [$pki/int-a.pem]}
 CONF
