@@ -184,6 +184,8 @@ final class UpstreamConnection: ConnectionDelegate, @unchecked Sendable {
     let wasReady = isOpen
     state = .closed
     if wasReady, let engine, engine.isHandshakeComplete {
+      // Tunnels read no HTTP response, so this is where their TLS 1.3 ticket is kept.
+      rememberSession()
       engine.close()
       connection.write(engine.pendingOutput())
       connection.closeAfterFlush()

@@ -3,6 +3,10 @@ import Foundation
 import PinTrust
 import Synchronization
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// The CA that signs the leaves pinproxy presents to intercepted clients.
 /// Clients trust its certificate once; its key never leaves the state
 /// directory (mode 0600) and is never logged.
@@ -78,6 +82,21 @@ public final class LocalCA: Sendable {
   ) {
     let certificatePath = directory + "/" + certificateFile
     let keyPath = directory + "/" + keyFile
+    // Processes sharing the directory serialise on an flock of .ca.lock:
+    // without it two first starts can each write half of a pair.
+    do {
+      try FileManager.default.createDirectory(
+        atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+    } catch {
+      throw Failure(description: "cannot create \(directory): \(error)")
+    }
+    let lock = open(directory + "/.ca.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
+    guard lock >= 0 else {
+      throw Failure(description: "\(directory)/.ca.lock: \(String(cString: strerror(errno)))")
+    }
+    defer { close(lock) }
+    guard flock(lock, LOCK_EX) == 0 else { throw Failure(description: "cannot lock \(directory)/.ca.lock") }
+    defer { flock(lock, LOCK_UN) }
     if FileManager.default.fileExists(atPath: certificatePath) {
       return (try load(certificate: certificatePath, key: keyPath), false)
     }

@@ -74,4 +74,17 @@ final class LocalCATests: XCTestCase {
       XCTAssertTrue("\($0)".contains("does not belong"), "\($0)")
     }
   }
+
+  func testConcurrentFirstStartsAgreeOnOneCA() throws {
+    let directory = self.directory!
+    nonisolated(unsafe) var loaded: [[UInt8]] = []
+    let lock = NSLock()
+    DispatchQueue.concurrentPerform(iterations: 8) { _ in
+      if let (ca, _) = try? LocalCA.loadOrCreate(in: directory) {
+        lock.withLock { loaded.append(ca.certificate.der) }
+      }
+    }
+    XCTAssertEqual(loaded.count, 8, "every start loads a matching pair")
+    XCTAssertEqual(Set(loaded).count, 1, "all of them the same CA")
+  }
 }
