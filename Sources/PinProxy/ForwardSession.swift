@@ -147,6 +147,11 @@ final class ForwardSession: ConnectionDelegate, ClientChannelDelegate, Drainable
       case (.exchanging(let exchange), .end(let trailers)) where !exchange.requestComplete:
         pending.removeFirst()
         finishRequestBody(exchange, trailers: trailers)
+      case (.connecting(let exchange), .end) where !exchange.hasBody && !exchange.requestComplete:
+        // A request without a body is complete at its head: no need to stop
+        // reading (a pause and resume per request cost two epoll_ctl calls).
+        pending.removeFirst()
+        exchange.requestComplete = true
       default:
         // Wait: the upstream is not ready, or a pipelined request waits its turn.
         client.pauseReading()
@@ -295,6 +300,10 @@ final class Exchange: @unchecked Sendable {
   var responseTimer: LoopTimer?
   var retried = false
   var upstreamWasPooled = false
+  /// Framed with Content-Length or chunked; a request without either has no body.
+  var hasBody: Bool {
+    request.headers.contains("Transfer-Encoding") || request.headers.contains("Content-Length")
+  }
   var upstreamTLS = "none"
 
   init(request: HTTPRequestHead, key: UpstreamKey, route: UpstreamRoute, path: String, client: String) {
