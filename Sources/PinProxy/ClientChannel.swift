@@ -57,6 +57,23 @@ final class TLSServerChannel: ConnectionDelegate, ClientChannel, @unchecked Send
     self.onRefused = onRefused
   }
 
+  /// Terminates the client's TLS on `connection` for `host`: the channel
+  /// becomes the socket's delegate and reports to `owner`; a refused
+  /// handshake is logged as such.
+  static func takeOver(
+    _ connection: Connection, engine: TLSEngine, host: TrustHost, target: String, logger: ProxyLogger,
+    owner: any ClientChannelDelegate, early: [UInt8], timeout: Double
+  ) -> TLSServerChannel {
+    let peer = connection.peer
+    let channel = TLSServerChannel(connection: connection, engine: engine, expectedHost: host) { reason in
+      logger.log(
+        .warning, "refused", ["client": peer, "target": target, "code": "handshake-failed", "reason": reason])
+    }
+    channel.owner = owner
+    channel.start(early: early, timeout: timeout)
+    return channel
+  }
+
   var peer: String { connection.peer }
   var isAboveHighWatermark: Bool { connection.isAboveHighWatermark }
 

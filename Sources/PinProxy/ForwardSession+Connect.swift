@@ -66,18 +66,11 @@ extension ForwardSession {
     parser = HTTP1Parser(role: .request, limits: snapshot.httpLimits)
     pending = []
     connectTarget = (host, port)
-    let peer = connection.peer
-    let logger = context.logger
-    let channel = TLSServerChannel(connection: connection, engine: engine, expectedHost: host) { reason in
-      logger.log(
-        .warning, "refused",
-        ["client": peer, "target": "\(host):\(port)", "code": "handshake-failed", "reason": reason])
-    }
-    channel.owner = self
-    client = channel
     state = .awaitingRequest
     armHeadTimer(idle: false)
-    channel.start(early: early, timeout: snapshot.timeouts.tlsHandshake)
+    client = TLSServerChannel.takeOver(
+      connection, engine: engine, host: host, target: "\(host):\(port)", logger: context.logger, owner: self,
+      early: early, timeout: snapshot.timeouts.tlsHandshake)
   }
 
   private func beginPassthrough(_ head: HTTPRequestHead, host: TrustHost, port: Int) {

@@ -65,18 +65,12 @@ final class TunnelSession: ConnectionDelegate, ClientChannelDelegate, UpstreamDe
       }
       do {
         let engine = try interception.makeEngine(presenting: try interception.ca.leaf(for: host))
-        let peer = connection.peer
-        let logger = context.logger
-        let channel = TLSServerChannel(connection: connection, engine: engine, expectedHost: host) { reason in
-          logger.log(
-            .warning, "refused",
-            ["client": peer, "target": "\(host)", "code": "handshake-failed", "reason": reason])
-        }
-        channel.owner = self
-        client = channel
         // The client's handshake proceeds while the upstream connects; any
         // plaintext before the splice waits in `early`.
-        channel.start(early: [], timeout: snapshot.timeouts.tlsHandshake)
+        client = TLSServerChannel.takeOver(
+          connection, engine: engine, host: host, target: host.description, logger: context.logger,
+          owner: self,
+          early: [], timeout: snapshot.timeouts.tlsHandshake)
       } catch {
         return refuse(
           ProxyFailure(status: 502, code: .handshakeFailed, reason: "cannot serve TLS for \(host): \(error)"))

@@ -177,16 +177,7 @@ final class EpollWorker {
         case .unsupported(let sofar):
           slots[index].usingParser = true
           do {
-            for event in try slots[index].parser.feed(sofar) {
-              switch event {
-              case .response(let head) where head.status >= 200:
-                slots[index].status = head.status
-                if !head.keepAlive { slots[index].keep = false }
-              case .body(let bytes): result.bodyBytes += bytes.count
-              case .end where slots[index].status >= 200: return complete(index)
-              default: break
-              }
-            }
+            if apply(try slots[index].parser.feed(sofar), index) { return complete(index) }
           } catch {
             return fail(index, "malformed")
           }
@@ -205,18 +196,24 @@ final class EpollWorker {
       } catch {
         return fail(index, "malformed")
       }
-      for event in events {
-        switch event {
-        case .response(let head) where head.status >= 200:
-          slots[index].status = head.status
-          if !head.keepAlive { slots[index].keep = false }
-        case .body(let bytes): result.bodyBytes += bytes.count
-        case .end where slots[index].status >= 200: return complete(index)
-        default: break
-        }
-      }
+      if apply(events, index) { return complete(index) }
       if count == 0 { return fail(index, "closed") }
     }
+  }
+
+  /// Records what the strict parser reported; true once the final response ended.
+  private func apply(_ events: [HTTP1Parser.Event], _ index: Int) -> Bool {
+    for event in events {
+      switch event {
+      case .response(let head) where head.status >= 200:
+        slots[index].status = head.status
+        if !head.keepAlive { slots[index].keep = false }
+      case .body(let bytes): result.bodyBytes += bytes.count
+      case .end where slots[index].status >= 200: return true
+      default: break
+      }
+    }
+    return false
   }
 
   private func complete(_ index: Int) {
