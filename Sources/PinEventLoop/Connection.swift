@@ -57,8 +57,6 @@ public final class Connection: @unchecked Sendable {
   public private(set) var state: State = .open
   public var highWatermark = 256 * 1024
   public var lowWatermark = 64 * 1024
-  public private(set) var bytesRead = 0
-  public private(set) var bytesWritten = 0
 
   private let readSource: DispatchSourceRead
   private let writeSource: DispatchSourceWrite
@@ -95,16 +93,11 @@ public final class Connection: @unchecked Sendable {
     guard state == .open, outputState == .open, !bytes.isEmpty else { return }
     if pendingOutputBytes == 0 {
       let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-      if written == bytes.count {
-        bytesWritten += written
-        return
-      }
+      if written == bytes.count { return }
       if written < 0 && errno != EAGAIN && errno != EWOULDBLOCK {
         return fail(SocketError(operation: "write", code: errno))
       }
-      let taken = max(0, written)
-      bytesWritten += taken
-      output = Array(bytes[taken...])
+      output = Array(bytes[max(0, written)...])
       outputOffset = 0
     } else {
       output += bytes
@@ -188,7 +181,6 @@ public final class Connection: @unchecked Sendable {
         initialized = max(0, count)
       }
       if count > 0 {
-        bytesRead += count
         delegate?.connection(self, didRead: bytes)
       } else if count == 0 {
         pauseReading()
@@ -219,7 +211,6 @@ public final class Connection: @unchecked Sendable {
         }
         break
       }
-      bytesWritten += written
       outputOffset += written
     }
     if outputOffset == output.count {

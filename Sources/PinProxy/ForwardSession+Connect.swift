@@ -21,7 +21,7 @@ extension ForwardSession {
             "CONNECT to port \(port) is not allowed (allowedConnectPorts: \(listener.allowedConnectPorts))"),
         head)
     }
-    let listedPassthrough = PassthroughList(listener.passthrough).contains(host)
+    let listedPassthrough = snapshot.passthrough[listener.name]?.contains(host) ?? false
     let route = UpstreamRoute(host: host, snapshot: snapshot)
     guard listedPassthrough || route != nil else {
       return fail(

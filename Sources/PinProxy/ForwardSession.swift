@@ -248,10 +248,9 @@ final class ForwardSession: ConnectionDelegate, ClientChannelDelegate, Drainable
   /// Answers with the failure, logs it, and closes after flushing.
   func fail(_ failure: ProxyFailure, _ request: HTTPRequestHead?, exchange: Exchange? = nil) {
     if let upstream = exchange?.upstream { upstream.close() }
-    var fields: KeyValuePairs<String, String> = [:]
     let host = exchange.map { $0.key.description } ?? request.map { String($0.rawTarget.prefix(200)) } ?? "-"
     let rule = exchange?.route.ruleName ?? "-"
-    fields = [
+    let fields: KeyValuePairs<String, String> = [
       "client": client.peer, "method": request?.method ?? "-", "target": host, "rule": rule,
       "status": String(failure.status),
       "code": failure.code.rawValue, "reason": failure.reason, "chain": failure.chain ?? "-",

@@ -17,12 +17,19 @@ public final class RuntimeSnapshot: Sendable {
   public let httpLimits: HTTPLimits
   /// Client-facing TLS per intercepting listener (by name); empty without a CA.
   public let interception: [String: InterceptionContext]
+  /// Each forward listener's passthrough hosts, compiled once (by name).
+  let passthrough: [String: PassthroughList]
 
   init(
     configuration: Configuration, trust: TrustSnapshot, ruleContexts: [TLSClientContext],
     defaultContext: TLSClientContext, interception: [String: InterceptionContext]
   ) {
     self.interception = interception
+    var passthrough: [String: PassthroughList] = [:]
+    for listener in configuration.listeners {
+      passthrough[listener.name] = PassthroughList(listener.passthrough)
+    }
+    self.passthrough = passthrough
     self.configuration = configuration
     self.trust = trust
     self.ruleContexts = ruleContexts
