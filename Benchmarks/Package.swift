@@ -3,6 +3,20 @@ import PackageDescription
 
 // A separate package so that building and testing pinproxy never builds the
 // benchmark harness. Run: swift package --disable-sandbox benchmark
+/// A package-benchmark target in Benchmarks/NAME using the trust and TLS modules.
+func benchmark(_ name: String) -> Target {
+  .executableTarget(
+    name: name,
+    dependencies: [
+      .product(name: "Benchmark", package: "benchmark"),
+      .product(name: "PinTrust", package: "pinproxy"),
+      .product(name: "PinTLS", package: "pinproxy"),
+    ],
+    path: "Benchmarks/\(name)",
+    plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+  )
+}
+
 let package = Package(
   name: "pinproxy-benchmarks",
   platforms: [.macOS(.v14)],
@@ -24,26 +38,8 @@ let package = Package(
       ],
       path: "Sources/pinproxy-load"
     ),
-    .executableTarget(
-      name: "TrustEvaluation",
-      dependencies: [
-        .product(name: "Benchmark", package: "benchmark"),
-        .product(name: "PinTrust", package: "pinproxy"),
-        .product(name: "PinTLS", package: "pinproxy"),
-      ],
-      path: "Benchmarks/TrustEvaluation",
-      plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
-    ),
-    .executableTarget(
-      name: "Interception",
-      dependencies: [
-        .product(name: "Benchmark", package: "benchmark"),
-        .product(name: "PinTrust", package: "pinproxy"),
-        .product(name: "PinTLS", package: "pinproxy"),
-      ],
-      path: "Benchmarks/Interception",
-      plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
-    ),
+    benchmark("TrustEvaluation"),
+    benchmark("Interception"),
   ],
   swiftLanguageModes: [.v6]
 )

@@ -90,12 +90,10 @@ final class EvaluateCommandTests: XCTestCase {
   }
 
   func testConfigWithAnUnknownAnchorSetIsAUsageErrorNamingIt() throws {
-    let file = FileManager.default.temporaryDirectory.appendingPathComponent(
-      "anchors-\(UUID().uuidString).yaml"
-    ).path
-    try Data("domains:\n  - domain: httpbin.org\n    anchors: [nationl]\n".utf8).write(
-      to: URL(fileURLWithPath: file))
-    defer { try? FileManager.default.removeItem(atPath: file) }
+    let temporary = try TemporaryFile(
+      "domains:\n  - domain: httpbin.org\n    anchors: [nationl]\n", suffix: ".yaml")
+    defer { temporary.remove() }
+    let file = temporary.path
     let result = try evaluate([
       "--config", file, "--host", "httpbin.org", "--chain", Fixtures.path("httpbin-chain.pem"),
     ])

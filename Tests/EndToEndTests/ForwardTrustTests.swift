@@ -19,12 +19,7 @@ final class ForwardTrustTests: ProxyTestCase {
   func testPinnedKeyIsServed() throws {
     let port = try startProxy(
       map: ["httpbin.org": try origin()],
-      domains: """
-          - domain: httpbin.org
-            anchors: [test]
-            pinningMode: publicKey
-            pinnedPublicKeyHashes: ["\(Fixtures.certificate("int-a.pem").spkiPin)"]
-        """)
+      domains: publicKeyRule(pin: Fixtures.certificate("int-a.pem").spkiPin))
     let result = try get("http://httpbin.org/hello", through: port)
     XCTAssertEqual(result.status, 200, result.text)
     XCTAssertNil(result.pinproxyError)
@@ -33,12 +28,7 @@ final class ForwardTrustTests: ProxyTestCase {
   func testWrongPinIsRefusedAndLoggedWithTheChain() throws {
     let port = try startProxy(
       map: ["httpbin.org": try origin()],
-      domains: """
-          - domain: httpbin.org
-            anchors: [test]
-            pinningMode: publicKey
-            pinnedPublicKeyHashes: ["\(Fixtures.certificate("adn.pem").spkiPin)"]
-        """)
+      domains: publicKeyRule(pin: Fixtures.certificate("adn.pem").spkiPin))
     assertRefused(try get("http://httpbin.org/hello", through: port), 502, "pin-mismatch")
     let leafPin = Fixtures.certificate("httpbin.pem").spkiPin
     XCTAssertTrue(proxy!.child.wait(for: "code=pin-mismatch"), proxy!.log)
@@ -113,5 +103,15 @@ final class ForwardTrustTests: ProxyTestCase {
       port: port, "GET https://httpbin.org/hello HTTP/1.1\r\nHost: httpbin.org\r\nConnection: close\r\n\r\n")
     XCTAssertTrue(secure.hasPrefix("HTTP/1.1 200 "), secure)
     XCTAssertTrue(secure.hasSuffix("hello from origin\n"), secure)
+  }
+
+  /// httpbin.org under the test anchors, pinned to one SPKI hash.
+  func publicKeyRule(pin: String) -> String {
+    """
+      - domain: httpbin.org
+        anchors: [test]
+        pinningMode: publicKey
+        pinnedPublicKeyHashes: ["\(pin)"]
+    """
   }
 }

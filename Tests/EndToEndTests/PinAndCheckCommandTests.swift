@@ -47,9 +47,7 @@ final class PinAndCheckCommandTests: XCTestCase {
       "check", "--config", Fixtures.repositoryRoot + "/config/pinproxy.yaml",
     ])
     XCTAssertEqual(good.status, 0, good.stderr)
-    let file = FileManager.default.temporaryDirectory.appendingPathComponent("bad-\(UUID().uuidString).yaml")
-      .path
-    try Data(
+    let temporary = try TemporaryFile(
       """
       domains:
         - domain: example.com
@@ -58,9 +56,9 @@ final class PinAndCheckCommandTests: XCTestCase {
         - domain: example.org
           pinningMode: certificate
           pinnedCertificates: [nothere.pem]
-      """.utf8
-    ).write(to: URL(fileURLWithPath: file))
-    defer { try? FileManager.default.removeItem(atPath: file) }
+      """)
+    defer { temporary.remove() }
+    let file = temporary.path
     let bad = try Subprocess.pinproxy(["check", "--config", file])
     XCTAssertEqual(bad.status, 2)
     let lines = bad.stderr.split(separator: "\n")
@@ -73,16 +71,14 @@ final class PinAndCheckCommandTests: XCTestCase {
   }
 
   func testFeaturesNotBuiltYetAreRefusedRatherThanIgnored() throws {
-    let file = FileManager.default.temporaryDirectory.appendingPathComponent("dyn-\(UUID().uuidString).yaml")
-      .path
-    try Data(
+    let temporary = try TemporaryFile(
       """
       domains:
         - domain: api.example
           dynamicPins: {url: "https://pins.example/list.json", publicKey: "BC3k"}
-      """.utf8
-    ).write(to: URL(fileURLWithPath: file))
-    defer { try? FileManager.default.removeItem(atPath: file) }
+      """)
+    defer { temporary.remove() }
+    let file = temporary.path
     let check = try Subprocess.pinproxy(["check", "--config", file])
     XCTAssertEqual(check.status, 2)
     XCTAssertTrue(check.stderr.contains("dynamicPins is not supported"), check.stderr)
@@ -121,12 +117,10 @@ final class RunCommandTests: XCTestCase {
   }
 
   func testRunWithABadConfigExitsTwoNamingTheProblem() throws {
-    let file = FileManager.default.temporaryDirectory.appendingPathComponent(
-      "bad-run-\(UUID().uuidString).yaml"
-    ).path
-    try Data("listeners:\n  - {name: a, address: \"127.0.0.1:3999\", mode: sideways}\n".utf8).write(
-      to: URL(fileURLWithPath: file))
-    defer { try? FileManager.default.removeItem(atPath: file) }
+    let temporary = try TemporaryFile(
+      "listeners:\n  - {name: a, address: \"127.0.0.1:3999\", mode: sideways}\n")
+    defer { temporary.remove() }
+    let file = temporary.path
     let result = try Subprocess.pinproxy(["run", "--config", file])
     XCTAssertEqual(result.status, 2)
     XCTAssertTrue(

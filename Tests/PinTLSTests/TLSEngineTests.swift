@@ -153,11 +153,9 @@ final class TLSEngineTests: XCTestCase {
   }
 
   func testWrongPassphraseIsAClearErrorWithoutTheSecret() throws {
-    let file = FileManager.default.temporaryDirectory.appendingPathComponent(
-      "wrong-\(UUID().uuidString).pass"
-    ).path
-    try Data("not the passphrase\n".utf8).write(to: URL(fileURLWithPath: file))
-    defer { try? FileManager.default.removeItem(atPath: file) }
+    let temporary = try TemporaryFile("not the passphrase\n", suffix: ".pass")
+    defer { temporary.remove() }
+    let file = temporary.path
     XCTAssertThrowsError(try ClientIdentity(pkcs12Path: Fixtures.path("client.p12"), passphraseFile: file)) {
       error in
       XCTAssertTrue("\(error)".contains("cannot decrypt"), "\(error)")

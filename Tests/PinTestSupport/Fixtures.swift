@@ -98,3 +98,17 @@ public final class CountingVerifier: ChainVerifier, @unchecked Sendable {
     return base.verify(chain, anchors: anchors, purpose: purpose, at: time)
   }
 }
+
+/// A file holding `text` in the temporary directory; `remove()` deletes it.
+public struct TemporaryFile {
+  public let path: String
+
+  public init(_ text: String, suffix: String = ".yaml") throws {
+    path =
+      FileManager.default.temporaryDirectory.appendingPathComponent("pinproxy-\(UUID().uuidString)\(suffix)")
+      .path
+    try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+  }
+
+  public func remove() { try? FileManager.default.removeItem(atPath: path) }
+}
