@@ -120,4 +120,26 @@ final class AdminTests: ProxyTestCase {
     XCTAssertEqual(health.text, "draining\n")
     XCTAssertEqual(slow.finish().1, "slow\n")
   }
+
+  func testReloadRetiresPooledUpstreamConnectionsOfTheOldGeneration() throws {
+    try startWithAdmin()
+    XCTAssertEqual(try through("http://httpbin.org/hello").status, 200)
+    XCTAssertEqual(value(try parsedMetrics(), "pinproxy_upstream_pool_idle_connections{}"), 1)
+    proxy!.child.signal(SIGHUP)
+    XCTAssertTrue(proxy!.child.wait(for: "reload-ok"), proxy!.log)
+    usleep(200_000)
+    let after = try parsedMetrics()
+    XCTAssertEqual(
+      value(after, "pinproxy_upstream_pool_idle_connections{}"), 0,
+      "the old generation's connection is closed")
+    XCTAssertEqual(value(after, "pinproxy_config_generation{}"), 2)
+    XCTAssertEqual(value(after, "pinproxy_reloads_total{result=ok}"), 1)
+    XCTAssertEqual(try through("http://httpbin.org/hello").status, 200)
+    // The next request could not reuse the retired connection: a second upstream handshake (full or resumed).
+    let final = try parsedMetrics()
+    let handshakes =
+      (value(final, "pinproxy_upstream_handshakes_total{kind=full}") ?? 0)
+      + (value(final, "pinproxy_upstream_handshakes_total{kind=resumed}") ?? 0)
+    XCTAssertEqual(handshakes, 2, final.joined(separator: "\n"))
+  }
 }
