@@ -101,9 +101,11 @@ final class ConnectionTests: XCTestCase {
     let group = EventLoopGroup(count: 2)
     let server = Recorder()
     nonisolated(unsafe) var serverConnection: Connection?
+    let accepted = DispatchSemaphore(value: 0)
     let (listener, client, recorder) = try makePair(group: group, serverDelegate: server) { connection in
       connection.pauseReading()  // a slow reader: nothing is read until resumed
       serverConnection = connection
+      accepted.signal()
     }
     defer { listener.close() }
     let aboveHigh = DispatchSemaphore(value: 0)
@@ -118,6 +120,7 @@ final class ConnectionTests: XCTestCase {
     aboveHigh.wait()
     XCTAssertTrue(wasAbove, "4 MiB to a reader that reads nothing must exceed the kernel buffers")
     XCTAssertEqual(recorder.drains, 0)
+    XCTAssertEqual(accepted.wait(timeout: .now() + 5), .success)
     let reader = try XCTUnwrap(serverConnection)
     reader.loop.execute { reader.resumeReading() }
     XCTAssertTrue(recorder.wait { $0.drains == 1 })
