@@ -159,6 +159,16 @@ public final class Connection: @unchecked Sendable {
     }
   }
 
+  /// Whether the peer has sent bytes (or a FIN) not read yet, asked of the
+  /// kernel without consuming them. Used before reusing an idle connection.
+  public func hasUnreadInput() -> Bool {
+    loop.preconditionInLoop()
+    guard state == .open else { return false }
+    var byte: UInt8 = 0
+    let count = recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+    return count >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+  }
+
   // MARK: Source handlers
 
   /// Reads until the socket would block: libdispatch delivers readiness

@@ -1,11 +1,6 @@
 /// How a message's body is delimited (RFC 9112 §6.3), decided from its head.
 enum HTTP1Framing {
-  enum Body: Equatable {
-    case none
-    case length(Int)
-    case chunked
-    case untilClose
-  }
+  typealias Body = BodyFraming
 
   /// Requests: `chunked` alone, or a Content-Length, or no body. Both
   /// together, any other transfer coding, or disagreeing lengths are refused:

@@ -4,14 +4,16 @@ enum HTTP1Grammar {
   static let lf: UInt8 = 0x0a
 
   /// Finds CRLFCRLF at or after `index` and returns the bytes before it,
-  /// moving `index` past it; nil when more input is needed. Bytes before
-  /// `index + resumeScan - 3` were already scanned by an earlier call. A bare
-  /// LF, a bare CR or a NUL anywhere in the section is an error at once.
+  /// moving `index` past it; nil when more input is needed. The scan starts
+  /// at `resumeAt` (bytes before it were scanned by an earlier call, which
+  /// stopped at least three bytes short of the end so a terminator split
+  /// across reads is still seen). A bare LF, a bare CR or a NUL anywhere in
+  /// the section is an error at once.
   static func section(
-    _ input: [UInt8], _ index: inout Int, resumeScan: Int, limit: Int, what: String
+    _ input: [UInt8], _ index: inout Int, resumeAt: Int, limit: Int, what: String
   ) throws(HTTPParseError) -> ArraySlice<UInt8>? {
     let start = index
-    var position = start + max(0, resumeScan - 3)
+    var position = max(start, resumeAt)
     while position < input.count {
       let byte = input[position]
       if byte == lf {
@@ -103,8 +105,27 @@ enum HTTP1Grammar {
         .badRequest, "request target \"\(rawTarget.prefix(200))\" is not valid for \(method)")
     }
     let headers = try fields(fieldBytes, limits: limits)
+    try checkHost(headers, version: version, method: method)
     return HTTPRequestHead(
       method: method, target: target, rawTarget: rawTarget, version: version, headers: headers)
+  }
+
+  /// RFC 9112 §3.2: an HTTP/1.1 request carries exactly one Host, and no
+  /// request carries two; the value must be an authority. Two parsers that
+  /// pick different Hosts would route one request two ways. CONNECT names its
+  /// authority in the target, so there Host may be absent (old clients omit it).
+  static func checkHost(_ headers: HTTPHeaders, version: HTTPVersion, method: String) throws(HTTPParseError) {
+    let hosts = headers.values("Host")
+    guard hosts.count <= 1 else { throw HTTPParseError(.badRequest, "more than one Host header field") }
+    guard let host = hosts.first else {
+      if version == .http11 && method != "CONNECT" {
+        throw HTTPParseError(.badRequest, "an HTTP/1.1 request needs a Host header field")
+      }
+      return
+    }
+    guard host.isEmpty || RequestTarget.splitAuthority(Substring(host)) != nil else {
+      throw HTTPParseError(.badRequest, "the Host header field is not a valid authority")
+    }
   }
 
   static func responseHead(_ head: ArraySlice<UInt8>, limits: HTTPLimits) throws(HTTPParseError)
@@ -145,7 +166,7 @@ enum HTTP1Grammar {
       guard value.allSatisfy({ $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7f) }) else {
         throw HTTPParseError(.badRequest, "control character in header \(name)")
       }
-      headers.add(name, String(decoding: value, as: UTF8.self))
+      headers.add(HTTPHeaders.Field(nameBytes: Array(name.utf8), valueBytes: Array(value)))
       guard headers.count <= limits.maxHeaderCount else {
         throw HTTPParseError(.headersTooLarge, "more than \(limits.maxHeaderCount) header fields")
       }

@@ -33,19 +33,42 @@ public struct HTTP1Parser: Sendable {
 
   public let role: Role
   public let limits: HTTPLimits
+  /// When set, parsing stops after each complete message: the bytes of the
+  /// next one wait, unparsed, until `resume()`. A session sets it so that a
+  /// client pipelining thousands of tiny requests costs one buffered read,
+  /// not thousands of parsed heads (and an upstream that sends more than the
+  /// response asked for is noticed: `hasBufferedInput`).
+  public let pausesBetweenMessages: Bool
   var state: State = .head
+  /// Unconsumed input: `buffer[consumed...]`. Appended to in place, so a head
+  /// that arrives a byte at a time is neither copied nor re-scanned per byte.
   var buffer: [UInt8] = []
-  /// Where the search for the end of the head resumes (bytes already scanned).
+  var consumed = 0
+  /// Where the search for the end of a head or trailer section resumes
+  /// (an index into `buffer`; bytes before it were already scanned).
   var scanned = 0
+  var paused = false
+  /// The peer closed while parsing was paused; applied on `resume()`.
+  var inputFinished = false
   var responseToMethod = "GET"
 
-  public init(role: Role, limits: HTTPLimits = HTTPLimits()) {
+  public init(role: Role, limits: HTTPLimits = HTTPLimits(), pausesBetweenMessages: Bool = false) {
     self.role = role
     self.limits = limits
+    self.pausesBetweenMessages = pausesBetweenMessages
   }
 
   /// True between messages, when nothing of the next one has arrived.
-  public var isIdle: Bool { state == .head && buffer.isEmpty }
+  public var isIdle: Bool { state == .head && !hasBufferedInput }
+
+  /// Bytes received and not yet parsed (a paused next message, or a partial head).
+  public var hasBufferedInput: Bool { consumed < buffer.count }
+
+  /// True after a complete message when parsing pauses between messages.
+  public var isPaused: Bool { paused }
+
+  /// How many received bytes wait unparsed.
+  public var bufferedByteCount: Int { buffer.count - consumed }
 
   /// True after a CONNECT head; `takeLeftover()` returns the bytes after it.
   public var isUpgraded: Bool { state == .upgraded }
@@ -55,35 +78,55 @@ public struct HTTP1Parser: Sendable {
 
   /// Bytes received after the head that switched to another protocol.
   public mutating func takeLeftover() -> [UInt8] {
-    defer { buffer = [] }
-    return buffer
+    defer { clearBuffer() }
+    return Array(buffer[consumed...])
   }
 
   public mutating func feed(_ bytes: [UInt8]) throws(HTTPParseError) -> [Event] {
     guard state != .failed else { throw HTTPParseError(.badRequest, "connection already failed") }
-    if state == .upgraded {
-      buffer += bytes
-      return []
+    if buffer.isEmpty {
+      buffer = bytes
+    } else {
+      buffer.append(contentsOf: bytes)
     }
-    // Only an incomplete head, chunk line or trailer section waits in `buffer`.
-    let input = buffer.isEmpty ? bytes : buffer + bytes
-    let resumeScan = buffer.isEmpty ? 0 : scanned
-    buffer = []
+    if paused || state == .upgraded { return [] }
+    return try parse()
+  }
+
+  /// After a pause between messages: parses what has arrived of the next one.
+  public mutating func resume() throws(HTTPParseError) -> [Event] {
+    guard state != .failed else { throw HTTPParseError(.badRequest, "connection already failed") }
+    guard paused else { return [] }
+    paused = false
+    var events = try parse()
+    if inputFinished && !paused { events += try finish() }
+    return events
+  }
+
+  private mutating func parse() throws(HTTPParseError) -> [Event] {
     var events: [Event] = []
-    var index = 0
     do {
-      while try step(input, &index, resumeScan: index == 0 ? resumeScan : 0, &events) {}
+      while !paused, try step(&events) {}
     } catch {
       state = .failed
+      clearBuffer()
       throw error
     }
-    if index < input.count {
-      buffer = Array(input[index...])
-      scanned = buffer.count
-    } else {
-      scanned = 0
+    if consumed == buffer.count {
+      clearBuffer()
+    } else if consumed >= 64 * 1024 {
+      // Keep the unconsumed tail at the front so the buffer does not creep.
+      buffer.removeFirst(consumed)
+      scanned = max(0, scanned - consumed)
+      consumed = 0
     }
     return events
+  }
+
+  private mutating func clearBuffer() {
+    buffer.removeAll(keepingCapacity: buffer.capacity <= 64 * 1024)
+    consumed = 0
+    scanned = 0
   }
 
   /// The peer closed its side. Ends a close-delimited response; anywhere
@@ -93,7 +136,11 @@ public struct HTTP1Parser: Sendable {
     case .untilClose:
       state = .head
       return [.end(trailers: HTTPHeaders())]
-    case .head where buffer.isEmpty, .upgraded:
+    case .head where paused:
+      // What follows the delivered message is judged once parsing resumes.
+      inputFinished = true
+      return []
+    case .head where !hasBufferedInput, .upgraded:
       return []
     default:
       state = .failed
@@ -101,76 +148,87 @@ public struct HTTP1Parser: Sendable {
     }
   }
 
+  /// A final message ended: the next one starts, unless parsing pauses here.
+  private mutating func endMessage(_ trailers: HTTPHeaders, _ events: inout [Event]) {
+    state = .head
+    scanned = consumed
+    events.append(.end(trailers: trailers))
+    if pausesBetweenMessages { paused = true }
+  }
+
   /// Advances by one state transition; false when it needs more input.
-  private mutating func step(_ input: [UInt8], _ index: inout Int, resumeScan: Int, _ events: inout [Event])
-    throws(HTTPParseError) -> Bool
-  {
-    guard index < input.count else { return false }
+  private mutating func step(_ events: inout [Event]) throws(HTTPParseError) -> Bool {
+    guard consumed < buffer.count else { return false }
     switch state {
     case .head:
       // RFC 9112 §2.2: ignore empty lines before a request or status line.
-      while index + 1 < input.count && input[index] == 0x0d && input[index + 1] == 0x0a { index += 2 }
+      while consumed + 1 < buffer.count && buffer[consumed] == 0x0d && buffer[consumed + 1] == 0x0a {
+        consumed += 2
+      }
+      let start = consumed
       guard
         let head = try HTTP1Grammar.section(
-          input, &index, resumeScan: resumeScan, limit: limits.maxHeaderBytes, what: "header section")
-      else { return false }
+          buffer, &consumed, resumeAt: max(scanned, start), limit: limits.maxHeaderBytes, what: "header section")
+      else {
+        scanned = max(start, buffer.count - 3)
+        return false
+      }
       try beginMessage(head, &events)
       return true
     case .fixedBody(let remaining):
-      let count = min(remaining, input.count - index)
-      events.append(.body(Array(input[index..<index + count])))
-      index += count
+      let count = min(remaining, buffer.count - consumed)
+      events.append(.body(Array(buffer[consumed..<consumed + count])))
+      consumed += count
       if count == remaining {
-        state = .head
-        events.append(.end(trailers: HTTPHeaders()))
+        endMessage(HTTPHeaders(), &events)
       } else {
         state = .fixedBody(remaining: remaining - count)
       }
       return true
     case .chunkSize:
-      guard let line = try HTTP1Grammar.line(input, &index, limit: 1024, what: "chunk size line") else {
+      guard let line = try HTTP1Grammar.line(buffer, &consumed, limit: 1024, what: "chunk size line") else {
         return false
       }
       let size = try HTTP1Grammar.chunkSize(line)
       state = size == 0 ? .trailers : .chunkData(remaining: size)
+      scanned = consumed
       return true
     case .chunkData(let remaining):
-      let count = min(remaining, input.count - index)
-      events.append(.body(Array(input[index..<index + count])))
-      index += count
+      let count = min(remaining, buffer.count - consumed)
+      events.append(.body(Array(buffer[consumed..<consumed + count])))
+      consumed += count
       state = count == remaining ? .chunkDataEnd : .chunkData(remaining: remaining - count)
       return true
     case .chunkDataEnd:
-      guard let line = try HTTP1Grammar.line(input, &index, limit: 2, what: "chunk terminator") else {
+      guard let line = try HTTP1Grammar.line(buffer, &consumed, limit: 2, what: "chunk terminator") else {
         return false
       }
       guard line.isEmpty else { throw HTTPParseError(.badRequest, "chunk data longer than its size") }
       state = .chunkSize
       return true
     case .trailers:
-      if input.count - index >= 2 && input[index] == 0x0d && input[index + 1] == 0x0a {
-        index += 2
-        state = .head
-        events.append(.end(trailers: HTTPHeaders()))
+      if buffer.count - consumed >= 2 && buffer[consumed] == 0x0d && buffer[consumed + 1] == 0x0a {
+        consumed += 2
+        endMessage(HTTPHeaders(), &events)
         return true
       }
+      let start = consumed
       guard
         let section = try HTTP1Grammar.section(
-          input, &index, resumeScan: resumeScan, limit: limits.maxHeaderBytes, what: "trailer section")
-      else { return false }
-      let trailers = try HTTP1Grammar.fields(section[...], limits: limits)
-      state = .head
-      events.append(.end(trailers: trailers))
+          buffer, &consumed, resumeAt: max(scanned, start), limit: limits.maxHeaderBytes,
+          what: "trailer section")
+      else {
+        scanned = max(start, buffer.count - 3)
+        return false
+      }
+      let trailers = try HTTP1Grammar.fields(section, limits: limits)
+      endMessage(trailers, &events)
       return true
     case .untilClose:
-      events.append(.body(Array(input[index...])))
-      index = input.count
+      events.append(.body(Array(buffer[consumed...])))
+      consumed = buffer.count
       return true
-    case .upgraded:
-      buffer += input[index...]
-      index = input.count
-      return false
-    case .failed:
+    case .upgraded, .failed:
       return false
     }
   }
@@ -180,33 +238,37 @@ public struct HTTP1Parser: Sendable {
   {
     switch role {
     case .request:
-      let request = try HTTP1Grammar.requestHead(head, limits: limits)
-      events.append(.request(request))
+      var request = try HTTP1Grammar.requestHead(head, limits: limits)
       if request.method == "CONNECT" {
+        events.append(.request(request))
         state = .upgraded
         return
       }
-      try enterBody(HTTP1Framing.request(request.headers), &events)
+      request.framing = try HTTP1Framing.request(request.headers)
+      events.append(.request(request))
+      enterBody(request.framing, &events)
     case .response:
-      let response = try HTTP1Grammar.responseHead(head, limits: limits)
-      events.append(.response(response))
+      var response = try HTTP1Grammar.responseHead(head, limits: limits)
       if (100..<200).contains(response.status) {
         // An interim response: the final one follows for the same request.
+        events.append(.response(response))
         events.append(.end(trailers: HTTPHeaders()))
+        state = .head
+        scanned = consumed
         return
       }
-      try enterBody(HTTP1Framing.response(response, toMethod: responseToMethod), &events)
+      response.framing = try HTTP1Framing.response(response, toMethod: responseToMethod)
+      events.append(.response(response))
+      enterBody(response.framing, &events)
     }
   }
 
-  private mutating func enterBody(_ framing: HTTP1Framing.Body, _ events: inout [Event]) {
+  private mutating func enterBody(_ framing: BodyFraming, _ events: inout [Event]) {
     switch framing {
     case .none:
-      state = .head
-      events.append(.end(trailers: HTTPHeaders()))
+      endMessage(HTTPHeaders(), &events)
     case .length(let length) where length == 0:
-      state = .head
-      events.append(.end(trailers: HTTPHeaders()))
+      endMessage(HTTPHeaders(), &events)
     case .length(let length): state = .fixedBody(remaining: length)
     case .chunked: state = .chunkSize
     case .untilClose: state = .untilClose

@@ -23,6 +23,8 @@ public enum RequestTarget: Sendable, Equatable {
       return .authority(host: host, port: port)
     }
     if text == "*" { return method == "OPTIONS" ? .asterisk : nil }
+    // A fragment is the client's business (RFC 9110 §4.2.5): it is never sent on.
+    let text = text.firstIndex(of: "#").map { String(text[..<$0]) } ?? text
     if text.hasPrefix("/") { return .origin(text) }
     guard let schemeEnd = text.firstRange(of: "://") else { return nil }
     let scheme = text[..<schemeEnd.lowerBound].lowercased()
@@ -36,7 +38,9 @@ public enum RequestTarget: Sendable, Equatable {
     return .absolute(scheme: scheme, host: host, port: port, path: path)
   }
 
-  /// `host[:port]` or `[v6][:port]`; the port, when present, must be 1–65535.
+  /// `host[:port]` or `[v6][:port]`; the port, when present, must be 1–65535
+  /// written as plain digits (`+443` is not a port). A host with a colon must
+  /// be bracketed: `::1:443` would be ambiguous.
   static func splitAuthority(_ text: Substring) -> (String, Int?)? {
     guard !text.isEmpty else { return nil }
     var host: Substring
@@ -49,18 +53,43 @@ public enum RequestTarget: Sendable, Equatable {
         guard after.hasPrefix(":") else { return nil }
         portText = after.dropFirst()
       }
-    } else if let colon = text.lastIndex(of: ":") {
+    } else if let colon = text.firstIndex(of: ":") {
       host = text[..<colon]
       portText = text[text.index(after: colon)...]
     } else {
       host = text
     }
-    guard !host.isEmpty else { return nil }
+    guard !host.isEmpty, host.utf8.allSatisfy(isAuthorityHostByte) else { return nil }
     guard let portText else { return (String(host), nil) }
-    guard !portText.isEmpty, portText.count <= 5, portText.allSatisfy(\.isASCII), let port = Int(portText),
+    guard !portText.isEmpty, portText.count <= 5, portText.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+      let port = Int(portText),
       (1...65535).contains(port)
     else { return nil }
     return (String(host), port)
+  }
+}
+
+/// How a message's body is delimited (RFC 9112 §6.3): decided once, by the
+/// parser, from the head as received. Whatever is forwarded is re-framed from
+/// this value, never from the header fields that survive a transformation.
+public enum BodyFraming: Sendable, Equatable {
+  case none
+  case length(Int)
+  case chunked
+  /// A response read until the connection closes.
+  case untilClose
+}
+
+/// RFC 3986 §3.2.2 reg-name and IP-literal characters (brackets included).
+func isAuthorityHostByte(_ byte: UInt8) -> Bool {
+  switch byte {
+  case 0x30...0x39, 0x41...0x5a, 0x61...0x7a: return true
+  case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "%"),
+    UInt8(ascii: "!"), UInt8(ascii: "$"), UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "("),
+    UInt8(ascii: ")"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: ","), UInt8(ascii: ";"),
+    UInt8(ascii: "="), UInt8(ascii: "["), UInt8(ascii: "]"), UInt8(ascii: ":"):
+    return true
+  default: return false
   }
 }
 
@@ -71,18 +100,22 @@ public struct HTTPRequestHead: Sendable, Equatable {
   public var rawTarget: String
   public var version: HTTPVersion
   public var headers: HTTPHeaders
+  /// The parser's framing decision (`.none` until a parser sets it).
+  public var framing: BodyFraming
 
   public init(
-    method: String, target: RequestTarget, rawTarget: String, version: HTTPVersion, headers: HTTPHeaders
+    method: String, target: RequestTarget, rawTarget: String, version: HTTPVersion, headers: HTTPHeaders,
+    framing: BodyFraming = .none
   ) {
     self.method = method
     self.target = target
     self.rawTarget = rawTarget
     self.version = version
     self.headers = headers
+    self.framing = framing
   }
 
-  /// Whether the client wants the connection kept open after this exchange.
+  /// Whether the connection may carry another request after this exchange.
   public var keepAlive: Bool { headers.keepsAlive(version) }
 }
 
@@ -91,22 +124,29 @@ public struct HTTPResponseHead: Sendable, Equatable {
   public var status: Int
   public var reason: String
   public var headers: HTTPHeaders
+  /// The parser's framing decision (`.none` until a parser sets it).
+  public var framing: BodyFraming
 
   public init(
-    version: HTTPVersion = .http11, status: Int, reason: String, headers: HTTPHeaders = HTTPHeaders()
+    version: HTTPVersion = .http11, status: Int, reason: String, headers: HTTPHeaders = HTTPHeaders(),
+    framing: BodyFraming = .none
   ) {
     self.version = version
     self.status = status
     self.reason = reason
     self.headers = headers
+    self.framing = framing
   }
 
   public var keepAlive: Bool { headers.keepsAlive(version) }
 }
 
 extension HTTPHeaders {
-  /// RFC 9112 §9.3: HTTP/1.1 persists unless `close`; HTTP/1.0 only with `keep-alive`.
+  /// RFC 9112 §9.3: HTTP/1.1 persists unless `close`; HTTP/1.0 only with
+  /// `keep-alive`, and never after a Transfer-Encoding, whose framing an
+  /// HTTP/1.0 peer may not share (RFC 9112 §6.1).
   func keepsAlive(_ version: HTTPVersion) -> Bool {
+    if version == .http10 && contains("Transfer-Encoding") { return false }
     let connection = tokens("Connection")
     if connection.contains("close") { return false }
     return version == .http11 || connection.contains("keep-alive")

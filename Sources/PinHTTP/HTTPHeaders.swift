@@ -1,9 +1,29 @@
-/// An ordered list of header fields as received. Names keep their spelling;
-/// lookups are case-insensitive (RFC 9110 §5.1).
+/// An ordered list of header fields as received, kept as bytes: a value is
+/// forwarded exactly as it arrived (obs-text included, RFC 9110 §5.5), never
+/// re-encoded. Names keep their spelling; lookups compare names as ASCII
+/// bytes, case-insensitively (RFC 9110 §5.1).
 public struct HTTPHeaders: Sendable, Equatable, Sequence {
   public struct Field: Sendable, Equatable {
-    public var name: String
-    public var value: String
+    /// The name's bytes: token characters only (the parser refuses others).
+    public var nameBytes: [UInt8]
+    /// The value's bytes without surrounding whitespace.
+    public var valueBytes: [UInt8]
+
+    public init(name: String, value: String) {
+      nameBytes = Array(name.utf8)
+      valueBytes = Array(value.utf8)
+    }
+
+    public init(nameBytes: [UInt8], valueBytes: [UInt8]) {
+      self.nameBytes = nameBytes
+      self.valueBytes = valueBytes
+    }
+
+    public var name: String { String(decoding: nameBytes, as: UTF8.self) }
+    /// The value as text; bytes that are not UTF-8 read as U+FFFD here only.
+    public var value: String { String(decoding: valueBytes, as: UTF8.self) }
+
+    func hasName(_ other: String) -> Bool { ASCII.equalsIgnoringCase(nameBytes, other.utf8) }
   }
 
   public private(set) var fields: [Field] = []
@@ -16,6 +36,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
   public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
 
   public mutating func add(_ name: String, _ value: String) { fields.append(Field(name: name, value: value)) }
+  public mutating func add(_ field: Field) { fields.append(field) }
 
   /// Replaces every field of that name with one.
   public mutating func replace(_ name: String, _ value: String) {
@@ -24,18 +45,24 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
   }
 
   public mutating func remove(_ name: String) {
-    fields.removeAll { $0.name.caseInsensitiveEquals(name) }
+    fields.removeAll { $0.hasName(name) }
   }
 
+  /// Keeps only the fields for which `keep` holds.
+  public mutating func filter(_ keep: (Field) -> Bool) { fields.removeAll { !keep($0) } }
+
   public func values(_ name: String) -> [String] {
-    fields.filter { $0.name.caseInsensitiveEquals(name) }.map(\.value)
+    fields.filter { $0.hasName(name) }.map(\.value)
   }
 
   public func first(_ name: String) -> String? {
-    fields.first { $0.name.caseInsensitiveEquals(name) }?.value
+    fields.first { $0.hasName(name) }?.value
   }
 
-  public func contains(_ name: String) -> Bool { fields.contains { $0.name.caseInsensitiveEquals(name) } }
+  public func contains(_ name: String) -> Bool { fields.contains { $0.hasName(name) } }
+
+  /// How many field lines carry that name.
+  public func count(of name: String) -> Int { fields.reduce(0) { $0 + ($1.hasName(name) ? 1 : 0) } }
 
   /// Comma-separated list elements of every field of that name, trimmed and lower-cased.
   public func tokens(_ name: String) -> [String] {
@@ -45,11 +72,21 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
   }
 }
 
-extension String {
-  func caseInsensitiveEquals(_ other: String) -> Bool {
-    utf8.count == other.utf8.count && lowercased() == other.lowercased()
-  }
+/// Byte helpers for ASCII protocol text.
+enum ASCII {
+  static func lower(_ byte: UInt8) -> UInt8 { (0x41...0x5a).contains(byte) ? byte | 0x20 : byte }
 
+  static func equalsIgnoringCase<S: Sequence<UInt8>>(_ bytes: [UInt8], _ other: S) -> Bool {
+    var index = 0
+    for byte in other {
+      guard index < bytes.count, lower(bytes[index]) == lower(byte) else { return false }
+      index += 1
+    }
+    return index == bytes.count
+  }
+}
+
+extension String {
   func trimmingCharacters(in set: String) -> String {
     let characters = Set(set)
     var slice = Substring(self)

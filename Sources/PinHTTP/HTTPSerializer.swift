@@ -1,17 +1,40 @@
-/// Writes HTTP/1.1 message heads and chunked framing.
+/// Writes HTTP/1.1 message heads (each in one buffer, field values as the
+/// bytes they arrived as) and chunked framing.
 public enum HTTPSerializer {
   public static func requestHead(method: String, target: String, headers: HTTPHeaders) -> [UInt8] {
-    var text = "\(method) \(target) HTTP/1.1\r\n"
-    for field in headers { text += "\(field.name): \(field.value)\r\n" }
-    text += "\r\n"
-    return Array(text.utf8)
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(64 + fieldsSize(headers))
+    bytes += method.utf8
+    bytes.append(0x20)
+    bytes += target.utf8
+    bytes += " HTTP/1.1\r\n".utf8
+    appendFields(headers, to: &bytes)
+    bytes += [0x0d, 0x0a]
+    return bytes
   }
 
   public static func responseHead(_ head: HTTPResponseHead) -> [UInt8] {
-    var text = "HTTP/1.1 \(head.status) \(head.reason)\r\n"
-    for field in head.headers { text += "\(field.name): \(field.value)\r\n" }
-    text += "\r\n"
-    return Array(text.utf8)
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(64 + fieldsSize(head.headers))
+    bytes += "HTTP/1.1 \(head.status) ".utf8
+    bytes += head.reason.utf8
+    bytes += [0x0d, 0x0a]
+    appendFields(head.headers, to: &bytes)
+    bytes += [0x0d, 0x0a]
+    return bytes
+  }
+
+  static func fieldsSize(_ headers: HTTPHeaders) -> Int {
+    headers.fields.reduce(0) { $0 + $1.nameBytes.count + $1.valueBytes.count + 4 }
+  }
+
+  static func appendFields(_ headers: HTTPHeaders, to bytes: inout [UInt8]) {
+    for field in headers {
+      bytes += field.nameBytes
+      bytes += [0x3a, 0x20]
+      bytes += field.valueBytes
+      bytes += [0x0d, 0x0a]
+    }
   }
 
   /// One chunk; empty input writes nothing (an empty chunk would end the body).
@@ -21,35 +44,9 @@ public enum HTTPSerializer {
   }
 
   public static func lastChunk(trailers: HTTPHeaders = HTTPHeaders()) -> [UInt8] {
-    var text = "0\r\n"
-    for field in trailers { text += "\(field.name): \(field.value)\r\n" }
-    text += "\r\n"
-    return Array(text.utf8)
-  }
-}
-
-/// Hop-by-hop fields (RFC 9110 §7.6.1) apply to one connection and are never
-/// forwarded: Connection and every field it names, and the fixed list below.
-public enum HopByHop {
-  static let fixed = [
-    "Connection", "Proxy-Connection", "Keep-Alive", "TE", "Trailer", "Transfer-Encoding", "Upgrade",
-  ]
-
-  /// The request fields to send upstream. Proxy-Authorization is for this
-  /// proxy, never for the origin.
-  public static func requestHeaders(_ headers: HTTPHeaders) -> HTTPHeaders {
-    strip(headers, extra: ["Proxy-Authorization"])
-  }
-
-  /// The response fields to send to the client.
-  public static func responseHeaders(_ headers: HTTPHeaders) -> HTTPHeaders {
-    strip(headers, extra: ["Proxy-Authenticate"])
-  }
-
-  static func strip(_ headers: HTTPHeaders, extra: [String]) -> HTTPHeaders {
-    var result = headers
-    for name in headers.tokens("Connection") + headers.tokens("Proxy-Connection") { result.remove(name) }
-    for name in fixed + extra { result.remove(name) }
-    return result
+    var bytes: [UInt8] = [0x30, 0x0d, 0x0a]
+    appendFields(trailers, to: &bytes)
+    bytes += [0x0d, 0x0a]
+    return bytes
   }
 }

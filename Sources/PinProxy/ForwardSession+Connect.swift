@@ -63,7 +63,7 @@ extension ForwardSession {
     }
     connection.write(Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8))
     let early = parser.takeLeftover()
-    parser = HTTP1Parser(role: .request, limits: snapshot.httpLimits)
+    parser = HTTP1Parser(role: .request, limits: snapshot.httpLimits, pausesBetweenMessages: true)
     pending = []
     connectTarget = (host, port)
     state = .awaitingRequest

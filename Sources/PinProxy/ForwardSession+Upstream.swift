@@ -14,13 +14,10 @@ extension ForwardSession: UpstreamDelegate {
     exchange.upstream = upstream
     exchange.upstreamWasPooled = upstream.reusedFromPool
     exchange.upstreamTLS = upstream.engine == nil ? "none" : (upstream.sessionResumed ? "resumed" : "full")
-    var headers = HopByHop.requestHeaders(exchange.request.headers)
-    headers.replace("Host", authority(of: exchange.key))
-    exchange.requestChunked = exchange.request.headers.tokens("Transfer-Encoding") == ["chunked"]
-    if exchange.requestChunked { headers.add("Transfer-Encoding", "chunked") }
-    headers.add("Via", "1.1 pinproxy")
+    exchange.requestChunked = exchange.request.framing == .chunked
     upstream.send(
-      HTTPSerializer.requestHead(method: exchange.request.method, target: exchange.path, headers: headers))
+      ForwardedHead.request(
+        exchange.request, target: exchange.path, authority: authority(of: exchange.key), via: "1.1 pinproxy"))
     state = .exchanging(exchange)
     let seconds = snapshot.timeouts.upstreamResponse
     exchange.responseTimer = loop.schedule(after: seconds) { [weak self] in
@@ -45,7 +42,9 @@ extension ForwardSession: UpstreamDelegate {
   }
 
   func finishRequestBody(_ exchange: Exchange, trailers: HTTPHeaders) {
-    if exchange.requestChunked { exchange.upstream?.send(HTTPSerializer.lastChunk(trailers: trailers)) }
+    if exchange.requestChunked {
+      exchange.upstream?.send(HTTPSerializer.lastChunk(trailers: ForwardedHead.trailers(trailers)))
+    }
     exchange.requestComplete = true
   }
 
@@ -71,7 +70,9 @@ extension ForwardSession: UpstreamDelegate {
         if exchange.inInterimResponse {
           exchange.inInterimResponse = false
         } else {
-          if exchange.responseChunked { client.write(HTTPSerializer.lastChunk(trailers: trailers)) }
+          if exchange.responseChunked {
+            client.write(HTTPSerializer.lastChunk(trailers: ForwardedHead.trailers(trailers)))
+          }
           return finishExchange(exchange)
         }
       }
@@ -93,24 +94,13 @@ extension ForwardSession: UpstreamDelegate {
     }
     exchange.responseStarted = true
     exchange.responseStatus = head.status
-    var headers = HopByHop.responseHeaders(head.headers)
-    let method = exchange.request.method
-    let bodiless = method == "HEAD" || head.status == 204 || head.status == 304
-    if !bodiless && !head.headers.contains("Content-Length") {
-      // Chunked or close-delimited upstream: chunked to HTTP/1.1 clients, close-delimited to 1.0.
-      if exchange.request.version == .http11 {
-        exchange.responseChunked = true
-        headers.add("Transfer-Encoding", "chunked")
-      } else {
-        exchange.closeAfterResponse = true
-      }
-    }
+    exchange.upstreamKeepsAlive = head.keepAlive
     if context.isDraining { exchange.closeAfterResponse = true }
-    if exchange.closeAfterResponse { headers.replace("Connection", "close") }
-    headers.add("Via", "1.1 pinproxy")
-    client.write(
-      HTTPSerializer.responseHead(
-        HTTPResponseHead(status: head.status, reason: head.reason, headers: headers)))
+    let (bytes, framing) = ForwardedHead.response(
+      head, clientVersion: exchange.request.version, closing: exchange.closeAfterResponse, via: "1.1 pinproxy")
+    exchange.responseChunked = framing == .chunked
+    if framing == .untilClose { exchange.closeAfterResponse = true }
+    client.write(bytes)
   }
 
   private func finishExchange(_ exchange: Exchange) {
@@ -118,7 +108,7 @@ extension ForwardSession: UpstreamDelegate {
     servedRequests += 1
     if let upstream = exchange.upstream {
       upstream.rememberSession()
-      if exchange.requestComplete && upstream.isReusable {
+      if exchange.requestComplete && exchange.upstreamKeepsAlive && upstream.isReusable {
         pool.put(
           upstream, idleTimeout: snapshot.timeouts.upstreamIdle, maxIdle: snapshot.limits.maxIdlePerUpstream)
       } else {
@@ -137,7 +127,7 @@ extension ForwardSession: UpstreamDelegate {
     }
     state = .awaitingRequest
     armHeadTimer(idle: true)
-    process()
+    parseNextRequest()
   }
 
   private func logAccess(_ exchange: Exchange) {

@@ -54,7 +54,7 @@ final class ForwardSession: ConnectionDelegate, ClientChannelDelegate, Drainable
     self.listener = listener
     self.context = context
     snapshot = context.snapshot
-    parser = HTTP1Parser(role: .request, limits: snapshot.httpLimits)
+    parser = HTTP1Parser(role: .request, limits: snapshot.httpLimits, pausesBetweenMessages: true)
     connection.delegate = self
   }
 
@@ -160,7 +160,20 @@ final class ForwardSession: ConnectionDelegate, ClientChannelDelegate, Drainable
     }
     if case .exchanging(let exchange) = state, exchange.upstream?.isAboveHighWatermark == true { return }
     if case .closing = state { return }
+    // The next request waits unparsed until this exchange is done: stop
+    // reading rather than buffer what a pipelining client sends ahead.
+    if parser.isPaused && parser.hasBufferedInput { return client.pauseReading() }
     client.resumeReading()
+  }
+
+  /// The exchange is over: parse what has arrived of the next request.
+  func parseNextRequest() {
+    do {
+      pending += try parser.resume()
+    } catch {
+      return refuseMalformed(error)
+    }
+    process()
   }
 
   private func begin(_ head: HTTPRequestHead) {
@@ -301,8 +314,13 @@ final class Exchange: @unchecked Sendable {
   var upstreamWasPooled = false
   /// Framed with Content-Length or chunked; a request without either has no body.
   var hasBody: Bool {
-    request.headers.contains("Transfer-Encoding") || request.headers.contains("Content-Length")
+    switch request.framing {
+    case .none, .length(0): return false
+    default: return true
+    }
   }
+  /// False once the origin said it closes (or spoke HTTP/1.0 without keep-alive).
+  var upstreamKeepsAlive = true
   var upstreamTLS = "none"
 
   init(request: HTTPRequestHead, key: UpstreamKey, route: UpstreamRoute, path: String, client: String) {

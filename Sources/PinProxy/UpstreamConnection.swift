@@ -55,14 +55,20 @@ final class UpstreamConnection: ConnectionDelegate, @unchecked Sendable {
     self.trustEngine = trustEngine
     self.sessions = sessions
     self.metrics = metrics
-    parser = HTTP1Parser(role: .response, limits: limits)
+    parser = HTTP1Parser(role: .response, limits: limits, pausesBetweenMessages: true)
     connection.delegate = self
   }
 
   var loop: EventLoop { connection.loop }
   var isOpen: Bool { if case .ready = state { return connection.state == .open } else { return false } }
   /// Idle and clean: nothing of a response pending, no EOF seen.
-  var isReusable: Bool { isOpen && parser.isIdle && !sawEndOfStream && connection.pendingOutputBytes == 0 }
+  /// An origin that sent anything past the end of its response (an unsolicited
+  /// response, say) is out of step with its requests: never reused, or the
+  /// next client would receive what was sent for nobody.
+  var isReusable: Bool {
+    isOpen && parser.isIdle && !sawEndOfStream && connection.pendingOutputBytes == 0
+      && !(engine?.hasBufferedInput ?? false) && !connection.hasUnreadInput()
+  }
   var isAboveHighWatermark: Bool { connection.isAboveHighWatermark }
   var sessionResumed: Bool { engine?.sessionReused ?? false }
 
@@ -140,7 +146,12 @@ final class UpstreamConnection: ConnectionDelegate, @unchecked Sendable {
 
   // MARK: Data
 
-  func expectResponse(to method: String) { parser.expectResponse(to: method) }
+  /// Prepares the parser for the response to a new request.
+  func expectResponse(to method: String) {
+    parser.expectResponse(to: method)
+    // Paused after the previous response with nothing buffered (else not reusable).
+    _ = try? parser.resume()
+  }
 
   func send(_ bytes: [UInt8]) {
     guard isOpen, !bytes.isEmpty else { return }
@@ -215,6 +226,11 @@ final class UpstreamConnection: ConnectionDelegate, @unchecked Sendable {
       do {
         let events = try parser.feed(plaintext)
         if !events.isEmpty { delegate?.upstream(self, didReceive: events) }
+        if isOpen && parser.isPaused && parser.hasBufferedInput {
+          // Bytes after a complete response that nobody asked for.
+          close()
+          delegate?.upstreamDidClose(self, failure: nil)
+        }
       } catch {
         abort(.unreachable("malformed response from \(key): \(error.reason)"))
       }

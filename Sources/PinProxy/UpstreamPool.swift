@@ -77,6 +77,9 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
       return connection.close()
     }
     connection.delegate = self
+    // Read while idle (the session may have paused it for back-pressure):
+    // anything an idle connection sends ends its use.
+    connection.resumeReading()
     let timer = loop.schedule(after: idleTimeout) { [weak self, weak connection] in
       guard let self, let connection else { return }
       self.remove(connection)

@@ -68,6 +68,10 @@ public final class TLSEngine {
 
   public var hasPendingOutput: Bool { pp_BIO_ctrl_pending(networkOut) > 0 }
 
+  /// Received bytes not yet read as plaintext: ciphertext waiting in the
+  /// input buffer, or decrypted data OpenSSL holds.
+  public var hasBufferedInput: Bool { pp_BIO_ctrl_pending(networkIn) > 0 || SSL_pending(ssl) > 0 }
+
   public func handshake() throws(Failure) -> Progress {
     OpenSSLErrorQueue.clear()
     let result = SSL_do_handshake(ssl)

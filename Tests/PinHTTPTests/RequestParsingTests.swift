@@ -81,7 +81,7 @@ final class RequestParsingTests: XCTestCase {
   }
 
   func testIdenticalDuplicateContentLengthsAreOneLength() {
-    let parsed = events("POST / HTTP/1.1\r\nContent-Length: 2\r\nContent-Length: 2, 2\r\n\r\nok")
+    let parsed = events("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nContent-Length: 2, 2\r\n\r\nok")
     XCTAssertEqual(parsed[1], .body(Array("ok".utf8)))
   }
 
@@ -96,8 +96,8 @@ final class RequestParsingTests: XCTestCase {
   }
 
   func testKeepAliveRules() {
-    XCTAssertEqual(head(events("GET / HTTP/1.1\r\n\r\n"))?.keepAlive, true)
-    XCTAssertEqual(head(events("GET / HTTP/1.1\r\nConnection: close\r\n\r\n"))?.keepAlive, false)
+    XCTAssertEqual(head(events("GET / HTTP/1.1\r\nHost: a\r\n\r\n"))?.keepAlive, true)
+    XCTAssertEqual(head(events("GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"))?.keepAlive, false)
     XCTAssertEqual(head(events("GET / HTTP/1.0\r\n\r\n"))?.keepAlive, false)
     XCTAssertEqual(head(events("GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n"))?.keepAlive, true)
   }
@@ -105,60 +105,60 @@ final class RequestParsingTests: XCTestCase {
   // MARK: Smuggling shapes and malformed input
 
   func testContentLengthWithTransferEncodingIsRefused() {
-    refused("POST / HTTP/1.1\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
+    refused("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
   }
 
   func testDifferingContentLengthsAreRefused() {
-    refused("POST / HTTP/1.1\r\nContent-Length: 4\r\nContent-Length: 5\r\n\r\nabcde")
-    refused("POST / HTTP/1.1\r\nContent-Length: 4, 5\r\n\r\nabcde")
+    refused("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\nContent-Length: 5\r\n\r\nabcde")
+    refused("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 4, 5\r\n\r\nabcde")
   }
 
   func testInvalidContentLengthsAreRefused() {
     for value in ["-1", "+4", "0x10", "4 4", "", "1e3", "99999999999999999999"] {
-      refused("POST / HTTP/1.1\r\nContent-Length: \(value)\r\n\r\n")
+      refused("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: \(value)\r\n\r\n")
     }
   }
 
   func testTransferEncodingOtherThanASingleChunkedIsRefused() {
     for value in ["gzip", "gzip, chunked", "chunked, chunked", "chunked, gzip", "identity", "xchunked"] {
-      refused("POST / HTTP/1.1\r\nTransfer-Encoding: \(value)\r\n\r\n0\r\n\r\n")
+      refused("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: \(value)\r\n\r\n0\r\n\r\n")
     }
-    refused("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
+    refused("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
   }
 
   func testBadChunkSizesAreRefused() {
     for size in ["g", "-1", "0x5", " 5", "5 x", "1234567890abcdef0", ""] {
-      refused("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n\(size)\r\nhello\r\n0\r\n\r\n")
+      refused("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n\(size)\r\nhello\r\n0\r\n\r\n")
     }
-    refused("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nhello\r\n0\r\n\r\n")
+    refused("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nhello\r\n0\r\n\r\n")
   }
 
   func testObsFoldIsRefused() {
-    refused("GET / HTTP/1.1\r\nX-A: one\r\n two\r\n\r\n")
-    refused("GET / HTTP/1.1\r\nX-A: one\r\n\ttwo\r\n\r\n")
+    refused("GET / HTTP/1.1\r\nHost: a\r\nX-A: one\r\n two\r\n\r\n")
+    refused("GET / HTTP/1.1\r\nHost: a\r\nX-A: one\r\n\ttwo\r\n\r\n")
   }
 
   func testBareCRLFAndNULAreRefused() {
     refused("GET / HTTP/1.1\nHost: a\n\n")
     refused("GET / HTTP/1.1\r\nHost: a\n\r\n")
-    refused("GET / HTTP/1.1\r\nX-A: a\rb\r\n\r\n")
-    refused("GET / HTTP/1.1\r\nX-A: a\u{0}b\r\n\r\n")
-    refused("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\nhello\r\n0\r\n\r\n")
+    refused("GET / HTTP/1.1\r\nHost: a\r\nX-A: a\rb\r\n\r\n")
+    refused("GET / HTTP/1.1\r\nHost: a\r\nX-A: a\u{0}b\r\n\r\n")
+    refused("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\nhello\r\n0\r\n\r\n")
   }
 
   func testWhitespaceBeforeColonAndBadNamesAreRefused() {
     refused("GET / HTTP/1.1\r\nHost : a\r\n\r\n")
     refused("GET / HTTP/1.1\r\nHost\t: a\r\n\r\n")
-    refused("GET / HTTP/1.1\r\n: a\r\n\r\n")
-    refused("GET / HTTP/1.1\r\nX(A): a\r\n\r\n")
+    refused("GET / HTTP/1.1\r\nHost: a\r\n: a\r\n\r\n")
+    refused("GET / HTTP/1.1\r\nHost: a\r\nX(A): a\r\n\r\n")
   }
 
   func testMalformedRequestLinesAreRefused() {
-    refused("GET  / HTTP/1.1\r\n\r\n")
+    refused("GET  / HTTP/1.1\r\nHost: a\r\n\r\n")
     refused("GET / HTTP/1.1 extra\r\n\r\n")
-    refused("G@T / HTTP/1.1\r\n\r\n")
-    refused("GET /a b HTTP/1.1\r\n\r\n")
-    refused("GET http://user@example.com/ HTTP/1.1\r\n\r\n")
+    refused("G@T / HTTP/1.1\r\nHost: a\r\n\r\n")
+    refused("GET /a b HTTP/1.1\r\nHost: a\r\n\r\n")
+    refused("GET http://user@example.com/ HTTP/1.1\r\nHost: a\r\n\r\n")
     refused("GET / HTTP/2.0\r\n\r\n", .versionNotSupported)
     refused("GET / HTTPS/1.1\r\n\r\n")
   }
@@ -166,21 +166,21 @@ final class RequestParsingTests: XCTestCase {
   func testLimitsAnswer431And414() {
     let limits = HTTPLimits(maxHeaderBytes: 256, maxHeaderCount: 3, maxURILength: 32)
     refused(
-      "GET / HTTP/1.1\r\nX-Big: \(String(repeating: "a", count: 300))\r\n\r\n", .headersTooLarge,
+      "GET / HTTP/1.1\r\nHost: a\r\nX-Big: \(String(repeating: "a", count: 300))\r\n\r\n", .headersTooLarge,
       limits: limits)
-    refused("GET / HTTP/1.1\r\nA: 1\r\nB: 2\r\nC: 3\r\nD: 4\r\n\r\n", .headersTooLarge, limits: limits)
-    refused("GET /\(String(repeating: "a", count: 40)) HTTP/1.1\r\n\r\n", .uriTooLong, limits: limits)
+    refused("GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 2\r\nC: 3\r\nD: 4\r\n\r\n", .headersTooLarge, limits: limits)
+    refused("GET /\(String(repeating: "a", count: 40)) HTTP/1.1\r\nHost: a\r\n\r\n", .uriTooLong, limits: limits)
   }
 
   func testTruncatedMessageIsAnErrorAtClose() {
     XCTAssertEqual(
-      SplitFeeding.outcome("POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc", finish: true),
+      SplitFeeding.outcome("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\nabc", finish: true),
       .failure(.truncated))
   }
 
   func testAFailedParserStaysFailed() {
     var parser = HTTP1Parser(role: .request)
     XCTAssertThrowsError(try parser.feed(Array("GET / HTTP/1.1\nHost: a\n\n".utf8)))
-    XCTAssertThrowsError(try parser.feed(Array("GET / HTTP/1.1\r\n\r\n".utf8)))
+    XCTAssertThrowsError(try parser.feed(Array("GET / HTTP/1.1\r\nHost: a\r\n\r\n".utf8)))
   }
 }
