@@ -20,8 +20,19 @@ public final class EventLoop: Sendable {
   /// A one-shot timeout on this loop, accurate to about 100 ms. Arming and
   /// cancelling only touch a table: per-request Dispatch timer sources each
   /// woke libdispatch's manager thread and were the leading cost per request.
+  /// Any `seconds` is safe: NaN and negatives fire at once, and the delay
+  /// saturates at about 292 years instead of overflowing.
   public func schedule(after seconds: Double, _ work: @escaping @Sendable () -> Void) -> LoopTimer {
-    timers.add(deadline: DispatchTime.now().uptimeNanoseconds + UInt64(max(0, seconds) * 1e9), work)
+    timers.add(deadline: EventLoop.deadline(after: seconds), work)
+  }
+
+  /// Now plus `seconds`, in uptime nanoseconds, saturating.
+  static func deadline(after seconds: Double, now: UInt64 = DispatchTime.now().uptimeNanoseconds) -> UInt64 {
+    let nanoseconds = seconds * 1e9
+    let delay: UInt64 =
+      nanoseconds.isNaN || nanoseconds <= 0 ? 0 : nanoseconds >= 9.2e18 ? UInt64(Int64.max) : UInt64(nanoseconds)
+    let (sum, overflow) = now.addingReportingOverflow(delay)
+    return overflow ? UInt64.max : sum
   }
 }
 

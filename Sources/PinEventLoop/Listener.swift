@@ -15,18 +15,29 @@ public final class Listener: @unchecked Sendable {
   private let source: DispatchSourceRead
   private let group: EventLoopGroup
   private let onAccept: @Sendable (Int32, String, EventLoop) -> Void
+  private let onExhausted: @Sendable (String) -> Void
   private var state = State.listening
+  /// Accepting stopped because the process or system ran out of file
+  /// descriptors (or memory); `accept` would fail again at once.
+  private var backingOff = false
 
   enum State { case listening, paused, closed }
 
+  /// How long accepting rests after EMFILE/ENFILE before trying again. The
+  /// pending connections wait in the kernel's backlog meanwhile; retrying at
+  /// once would spin the accept queue at full CPU.
+  public static let exhaustionBackoff = DispatchTimeInterval.milliseconds(100)
+
   public init(
     address: SocketAddress, group: EventLoopGroup,
+    onExhausted: @escaping @Sendable (String) -> Void = { _ in },
     onAccept: @escaping @Sendable (Int32, String, EventLoop) -> Void
   ) throws(SocketError) {
     fd = try Socket.listen(on: address)
     self.address = Socket.localAddress(fd) ?? address
     self.group = group
     self.onAccept = onAccept
+    self.onExhausted = onExhausted
     queue = DispatchQueue(label: "pinproxy.accept.\(address)")
     source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
     source.setEventHandler { [self] in acceptAll() }
@@ -39,17 +50,21 @@ public final class Listener: @unchecked Sendable {
   public func close() {
     queue.sync {
       guard state != .closed else { return }
-      if state == .paused { source.resume() }
+      if isSuspended { source.resume() }
       state = .closed
+      backingOff = false
       source.cancel()
     }
   }
+
+  /// The source is suspended while paused or backing off (never both counted twice).
+  private var isSuspended: Bool { state == .paused || backingOff }
 
   /// Stops accepting for a while (e.g. at the connection limit) without closing.
   public func pause() {
     queue.async { [self] in
       guard state == .listening else { return }
-      source.suspend()
+      if !backingOff { source.suspend() }
       state = .paused
     }
   }
@@ -58,18 +73,42 @@ public final class Listener: @unchecked Sendable {
     queue.async { [self] in
       guard state == .paused else { return }
       state = .listening
-      source.resume()
+      if !backingOff { source.resume() }
+    }
+  }
+
+  /// Out of descriptors: stop accepting, and try again after a rest.
+  private func backOff(_ reason: String) {
+    guard !backingOff else { return }
+    backingOff = true
+    if state == .listening { source.suspend() }
+    onExhausted(reason)
+    queue.asyncAfter(deadline: .now() + Listener.exhaustionBackoff) { [self] in
+      guard backingOff else { return }
+      backingOff = false
+      if state == .listening {
+        source.resume()
+        acceptAll()
+      }
     }
   }
 
   private func acceptAll() {
-    while state == .listening {
+    while state == .listening && !backingOff {
       var storage = sockaddr_storage()
       var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
       let client = withUnsafeMutablePointer(to: &storage) { pointer in
         pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { accept(fd, $0, &length) }
       }
-      guard client >= 0 else { return }
+      guard client >= 0 else {
+        let error = errno
+        switch error {
+        case EINTR, ECONNABORTED: continue
+        case EMFILE, ENFILE, ENOBUFS, ENOMEM: backOff(String(cString: strerror(error)))
+        default: break
+        }
+        return
+      }
       Socket.makeNonBlocking(client)
       let peer = SocketAddress(storage: storage, length: length).description
       let loop = group.next()

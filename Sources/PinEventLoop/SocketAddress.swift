@@ -50,6 +50,21 @@ public struct SocketAddress: Sendable, CustomStringConvertible {
     }
   }
 
+  /// The address alone: 4 bytes for IPv4, 16 for IPv6.
+  public var addressBytes: [UInt8] {
+    var copy = storage
+    return withUnsafePointer(to: &copy) { pointer in
+      if family == AF_INET6 {
+        return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+          withUnsafeBytes(of: $0.pointee.sin6_addr) { Array($0) }
+        }
+      }
+      return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+        withUnsafeBytes(of: $0.pointee.sin_addr) { Array($0) }
+      }
+    }
+  }
+
   public var description: String {
     var copy = storage
     var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))

@@ -2,21 +2,38 @@ import Foundation
 import PinEventLoop
 import PinHTTP
 import PinTrust
+import Synchronization
 
 /// The admin listener (`admin.address`, loopback by default): `/healthz`,
 /// `/metrics` (Prometheus text) and `/policies` (JSON). Anything else is 404;
 /// it never proxies. One request per connection.
+///
+/// Bounded so that it can never starve the data path of descriptors: at most
+/// `maximumConnections` open at once (more are closed on accept), and each
+/// must deliver its request and be answered within `requestTimeout`.
 final class AdminServer: Sendable {
+  static let maximumConnections = 16
+  static let requestTimeout = 10.0
+
   let listener: Listener
+  let open = SharedCount()
 
   init(address: HostPort, group: EventLoopGroup, context: ProxyContext) throws(ProxyServer.StartError) {
     guard
       let socketAddress = SocketAddress(
         ip: address.host == "localhost" ? "127.0.0.1" : address.host, port: address.port)
     else { throw ProxyServer.StartError(description: "admin: \(address.host) is not an IP address") }
+    let open = self.open
     do {
-      listener = try Listener(address: socketAddress, group: group) { fd, peer, loop in
-        AdminSession(connection: Connection(fd: fd, peer: peer, loop: loop), context: context).start()
+      listener = try Listener(
+        address: socketAddress, group: group, onExhausted: ProxyServer.exhaustionLogger(context.logger, "admin")
+      ) { fd, peer, loop in
+        let connection = Connection(fd: fd, peer: peer, loop: loop)
+        guard open.adding(1) <= AdminServer.maximumConnections else {
+          open.add(-1)
+          return connection.close()
+        }
+        AdminSession(connection: connection, context: context) { open.add(-1) }.start()
       }
     } catch {
       throw ProxyServer.StartError(description: "admin listener on \(address): \(error.description)")
@@ -31,14 +48,22 @@ final class AdminSession: ConnectionDelegate, @unchecked Sendable {
   var parser = HTTP1Parser(
     role: .request, limits: HTTPLimits(maxHeaderBytes: 8192, maxHeaderCount: 50, maxURILength: 1024))
   var answered = false
+  var timer: LoopTimer?
+  let onClose: () -> Void
 
-  init(connection: Connection, context: ProxyContext) {
+  init(connection: Connection, context: ProxyContext, onClose: @escaping () -> Void) {
     self.connection = connection
     self.context = context
+    self.onClose = onClose
     connection.delegate = self
   }
 
-  func start() { connection.resumeReading() }
+  func start() {
+    timer = connection.loop.schedule(after: AdminServer.requestTimeout) { [weak self] in
+      self?.connection.close()
+    }
+    connection.resumeReading()
+  }
 
   func connection(_ connection: Connection, didRead bytes: [UInt8]) {
     guard !answered else { return }
@@ -47,13 +72,16 @@ final class AdminSession: ConnectionDelegate, @unchecked Sendable {
         if case .request(let head) = event { return answer(head) }
       }
     } catch {
-      respond(status: error.status, reason: "Bad Request", type: "text/plain", body: "\(error.reason)\n")
+      respond(status: error.status, reason: "Bad Request", type: "text/plain", body: "\(PrintableText.escaped(error.reason))\n")
     }
   }
 
   func connectionDidReadEOF(_ connection: Connection) { connection.close() }
   func connectionDidDrain(_ connection: Connection) {}
-  func connectionDidClose(_ connection: Connection, error: SocketError?) {}
+  func connectionDidClose(_ connection: Connection, error: SocketError?) {
+    timer?.cancel()
+    onClose()
+  }
 
   private func answer(_ head: HTTPRequestHead) {
     guard head.method == "GET" || head.method == "HEAD", case .origin(let target) = head.target else {
@@ -71,7 +99,7 @@ final class AdminSession: ConnectionDelegate, @unchecked Sendable {
       let cache = context.trustEngine.cache
       let gauges = ProxyMetrics.Gauges(
         cacheHits: cache.hits, cacheMisses: cache.misses, cacheEntries: cache.count,
-        openConnections: context.openConnections.load(ordering: .relaxed),
+        openConnections: context.admission.open.load(ordering: .relaxed),
         generation: context.snapshot.generation,
         draining: context.isDraining)
       respond(

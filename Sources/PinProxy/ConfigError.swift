@@ -11,7 +11,26 @@ public struct ConfigError: Error, Equatable, CustomStringConvertible, Sendable {
 }
 
 /// All the problems found in one configuration; `pinproxy check` prints each.
+/// At most `listed` of them are kept (a file that repeats one mistake
+/// thousands of times would otherwise log thousands of lines per reload);
+/// a last line counts the rest.
 public struct ConfigErrors: Error, CustomStringConvertible, Sendable {
+  public static let listed = 50
   public let errors: [ConfigError]
+
+  public init(errors: [ConfigError]) {
+    guard errors.count > ConfigErrors.listed + 1 else {
+      self.errors = errors
+      return
+    }
+    let file = errors.first?.file ?? ""
+    self.errors =
+      Array(errors.prefix(ConfigErrors.listed)) + [
+        ConfigError(
+          file: file, line: 0, column: 0, key: "",
+          message: "\(errors.count - ConfigErrors.listed) more errors not listed")
+      ]
+  }
+
   public var description: String { errors.map(\.description).joined(separator: "\n") }
 }

@@ -118,19 +118,37 @@ struct ConfigMapping {
   }
 }
 
-/// Collects the errors of one file.
+/// Collects the errors of one file, at most `limit` of them: a file with a
+/// repeated mistake must not produce a log line per repetition.
 final class ConfigReader {
   let file: String
+  let limit: Int
   private(set) var errors: [ConfigError] = []
+  private var suppressed = 0
 
-  init(file: String) { self.file = file }
+  init(file: String, limit: Int = 50) {
+    self.file = file
+    self.limit = limit
+  }
 
   func record(_ node: ConfigNode, _ message: String) {
-    errors.append(
-      ConfigError(file: file, line: node.line, column: node.column, key: node.path, message: message))
+    record(line: node.line, column: node.column, key: node.path, message)
   }
 
   func record(line: Int, column: Int, key: String, _ message: String) {
+    guard errors.count < limit else {
+      suppressed += 1
+      return
+    }
     errors.append(ConfigError(file: file, line: line, column: column, key: key, message: message))
+  }
+
+  /// The errors kept, and one more line counting those left out.
+  var reportedErrors: [ConfigError] {
+    guard suppressed > 0 else { return errors }
+    return errors + [
+      ConfigError(
+        file: file, line: 0, column: 0, key: "", message: "\(suppressed) more errors not listed")
+    ]
   }
 }

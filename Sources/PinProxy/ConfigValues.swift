@@ -21,17 +21,29 @@ public enum ConfigValues {
     return HostPort(host: host, port: port)
   }
 
-  /// `30s`, `5m`, `12h`, `7d`, or plain seconds; nil when malformed or not positive.
+  /// The longest timeout a configuration may set. Longer values have no use
+  /// and, multiplied into nanoseconds, would overflow the clock arithmetic.
+  public static let maximumDuration: Double = 7 * 86_400
+
+  /// `30s`, `1.5m`, `12h`, `7d`, or plain seconds: digits with an optional
+  /// fraction and unit. nil when malformed, not positive or over seven days.
+  /// Exponents, signs, hex floats, `inf` and `nan` are refused by the syntax.
   static func duration(_ text: String) -> Double? {
-    let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
-    var number = Substring(text)
+    let units: [UInt8: Double] = [0x73: 1, 0x6d: 60, 0x68: 3600, 0x64: 86_400]
+    var digits = Array(text.utf8)
     var scale = 1.0
-    if let last = text.last, let unit = units[last] {
-      number = number.dropLast()
+    if let last = digits.last, let unit = units[last] {
+      digits.removeLast()
       scale = unit
     }
-    guard let value = Double(number), value > 0, value.isFinite else { return nil }
-    return value * scale
+    let dots = digits.filter { $0 == 0x2e }.count
+    guard !digits.isEmpty, digits.count <= 12, dots <= 1, digits.first != 0x2e, digits.last != 0x2e,
+      digits.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2e }),
+      let value = Double(String(decoding: digits, as: UTF8.self))
+    else { return nil }
+    let seconds = value * scale
+    guard seconds > 0, seconds <= maximumDuration else { return nil }
+    return seconds
   }
 
   /// Resolves a config-relative path against the config file's directory.

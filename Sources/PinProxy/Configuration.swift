@@ -60,6 +60,10 @@ public struct TimeoutsConfig: Sendable, Equatable {
 
 public struct LimitsConfig: Sendable, Equatable {
   public var maxConnections = 4096
+  /// Open connections from one client address; keeps one client from
+  /// holding every slot. Loopback clients share one address, so under
+  /// pressure the idle and slowest connections are also closed first.
+  public var maxConnectionsPerClient = 1024
   public var maxHeaderBytes = 64 * 1024
   public var maxHeaderCount = 100
   public var maxURILength = 8 * 1024
@@ -105,7 +109,9 @@ public struct ListenerConfig: Sendable {
   public var upstream: HostPort?
   public var downstreamTLS = false
   /// Ports CONNECT may reach; anything else is refused (no open relay).
-  public var allowedConnectPorts: [Int] = [443]
+  /// Ports a client may reach through this listener, by CONNECT or by an
+  /// absolute-form URL alike (the URL's port, before any `connectTo`).
+  public var allowedConnectPorts: [Int] = [443, 80]
 }
 
 public struct DownstreamTLSConfig: Sendable {

@@ -13,7 +13,7 @@ extension ConfigurationParser {
     for (key, path) in fields {
       guard let value = mapping[key], let text = value.string else { continue }
       guard let seconds = ConfigValues.duration(text) else {
-        value.error("\"\(text)\" is not a duration such as 30s, 5m, 12h or 7d")
+        value.error("\"\(text)\" is not a duration from 0 to 7d exclusive of 0, such as 30s, 5m, 12h or 7d")
         continue
       }
       timeouts[keyPath: path] = seconds
@@ -25,6 +25,7 @@ extension ConfigurationParser {
     var limits = LimitsConfig()
     let fields: [(String, WritableKeyPath<LimitsConfig, Int>, ClosedRange<Int>)] = [
       ("maxConnections", \.maxConnections, 1...1_000_000),
+      ("maxConnectionsPerClient", \.maxConnectionsPerClient, 1...1_000_000),
       ("maxHeaderBytes", \.maxHeaderBytes, 1024...1 << 20),
       ("maxHeaderCount", \.maxHeaderCount, 8...10_000), ("maxURILength", \.maxURILength, 64...1 << 20),
       ("maxIdlePerUpstream", \.maxIdlePerUpstream, 0...10_000),

@@ -39,7 +39,7 @@ public enum ConfigurationParser {
     } catch {
       all += error.errors
     }
-    return all.sorted { ($0.line, $0.column) < ($1.line, $1.column) }
+    return ConfigErrors(errors: all.sorted { ($0.line, $0.column) < ($1.line, $1.column) }).errors
   }
 
   public static func parse(_ text: String, file: String) throws(ConfigErrors) -> Configuration {
@@ -54,6 +54,9 @@ public enum ConfigurationParser {
   public static func parseCollecting(_ text: String, file: String) -> (Configuration?, [ConfigError]) {
     let reader = ConfigReader(file: file)
     var configuration = Configuration(file: file)
+    guard text.utf8.count <= maximumFileBytes else {
+      return (nil, [ConfigError(file: file, line: 0, column: 0, key: "", message: "larger than \(maximumFileBytes) bytes")])
+    }
     let root: Node?
     do {
       root = try Yams.compose(yaml: text)
@@ -63,9 +66,46 @@ public enum ConfigurationParser {
       return (nil, [ConfigError(file: file, line: 0, column: 0, key: "", message: "\(error)")])
     }
     if let root {
+      // Aliases share storage, so a small file can describe a huge tree
+      // ("billion laughs"); walking it key by key would take minutes.
+      guard nodeCount(root, budget: maximumNodes) <= maximumNodes else {
+        return (
+          nil,
+          [
+            ConfigError(
+              file: file, line: 0, column: 0, key: "",
+              message: "more than \(maximumNodes) YAML nodes once aliases are expanded")
+          ]
+        )
+      }
       parseRoot(ConfigNode(node: root, path: "", reader: reader), into: &configuration)
     }
-    return (configuration, reader.errors)
+    return (configuration, reader.reportedErrors)
+  }
+
+  /// A real configuration is a few kilobytes; these bound the work one
+  /// reload can cost.
+  static let maximumFileBytes = 4 << 20
+  static let maximumNodes = 100_000
+
+  /// Nodes in the tree with aliases expanded, counting stops past `budget`.
+  static func nodeCount(_ node: Node, budget: Int) -> Int {
+    var count = 0
+    var stack = [node]
+    while let next = stack.popLast() {
+      count += 1
+      if count > budget { return count }
+      switch next {
+      case .scalar, .alias: break
+      case .sequence(let sequence): stack.append(contentsOf: sequence)
+      case .mapping(let mapping):
+        for (key, value) in mapping {
+          stack.append(key)
+          stack.append(value)
+        }
+      }
+    }
+    return count
   }
 
   static let rootKeys: Set = [

@@ -13,14 +13,7 @@ extension ForwardSession {
     guard let host = TrustHost(rawHost) else {
       return fail(.badRequest("\"\(rawHost)\" is not a valid host"), head)
     }
-    guard listener.allowedConnectPorts.contains(port) else {
-      return fail(
-        ProxyFailure(
-          status: 403, code: .deniedByPolicy,
-          reason:
-            "CONNECT to port \(port) is not allowed (allowedConnectPorts: \(listener.allowedConnectPorts))"),
-        head)
-    }
+    if let refusal = portRefusal(port) { return fail(refusal, head) }
     let listedPassthrough = snapshot.passthrough[listener.name]?.contains(host) ?? false
     let route = UpstreamRoute(host: host, snapshot: snapshot)
     guard listedPassthrough || route != nil else {
@@ -31,7 +24,8 @@ extension ForwardSession {
         head)
     }
     if listedPassthrough || !listener.intercept {
-      return beginPassthrough(head, host: host, port: port)
+      let named = listedPassthrough || route?.namedExplicitly == true
+      return beginPassthrough(head, host: host, port: port, namedExplicitly: named)
     }
     guard let route, let interception = snapshot.interception[listener.name] else {
       return fail(
@@ -73,7 +67,17 @@ extension ForwardSession {
       early: early, timeout: snapshot.timeouts.tlsHandshake)
   }
 
-  private func beginPassthrough(_ head: HTTPRequestHead, host: TrustHost, port: Int) {
+  /// One port policy for every way of reaching an upstream: the listener's
+  /// `allowedConnectPorts` governs CONNECT and absolute-form URLs alike, on
+  /// the port the client named (a `connectTo` mapping does not change it).
+  func portRefusal(_ port: Int) -> ProxyFailure? {
+    guard !listener.allowedConnectPorts.contains(port) else { return nil }
+    return ProxyFailure(
+      status: 403, code: .deniedByPolicy,
+      reason: "port \(port) is not allowed (allowedConnectPorts: \(listener.allowedConnectPorts))")
+  }
+
+  private func beginPassthrough(_ head: HTTPRequestHead, host: TrustHost, port: Int, namedExplicitly: Bool) {
     context.logger.log(
       .info, "passthrough",
       ["client": client.peer, "target": "\(host):\(port)", "pinning": "none (spliced, not intercepted)"])
@@ -81,7 +85,7 @@ extension ForwardSession {
       host: host, port: port, tls: false, policy: PolicyIdentity(generation: snapshot.generation, rule: -2))
     let dialer = context.dialer(for: snapshot)
     let placeholder = Exchange(
-      request: head, key: key, route: UpstreamRoute.plain(host), path: "", client: client.peer)
+      request: head, key: key, route: UpstreamRoute.plain(host, namedExplicitly: namedExplicitly), path: "", client: client.peer)
     state = .connecting(placeholder)
     dialer.open(key, route: placeholder.route, on: loop) { [weak self] result in
       guard let self, case .connecting(let current) = self.state, current === placeholder else {

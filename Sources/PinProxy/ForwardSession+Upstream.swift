@@ -126,6 +126,7 @@ extension ForwardSession: UpstreamDelegate {
       return client.closeAfterFlush()
     }
     state = .awaitingRequest
+    awaitingSince = DispatchTime.now().uptimeNanoseconds
     armHeadTimer(idle: true)
     parseNextRequest()
   }

@@ -44,6 +44,9 @@ final class ForwardSession: ConnectionDelegate, ClientChannelDelegate, Drainable
   var headTimerIsIdle = false
   var servedRequests = 0
   var clientFinishedSending = false
+  /// When the session last started waiting for a request (uptime ns), to
+  /// pick the longest waiting under overload.
+  var awaitingSince = DispatchTime.now().uptimeNanoseconds
 
   var loop: EventLoop { connection.loop }
   var pool: UpstreamPool { context.pool(for: loop) }
@@ -120,16 +123,9 @@ final class ForwardSession: ConnectionDelegate, ClientChannelDelegate, Drainable
   func clientDidClose() {
     headTimer?.cancel()
     context.registry(for: loop).remove(self)
-    switch state {
-    case .connecting(let exchange), .exchanging(let exchange):
-      // Mid-exchange: the upstream connection is in an unknown state, never pooled.
-      exchange.upstream?.close()
-    case .splicing(let upstream):
-      upstream.close()
-    default: break
-    }
+    releaseUpstream()
     state = .closing
-    context.openConnections.subtract(1, ordering: .relaxed)
+    context.admission.release(client: connection.peer)
   }
 
   // MARK: Handling parsed events
@@ -209,6 +205,8 @@ final class ForwardSession: ConnectionDelegate, ClientChannelDelegate, Drainable
     // A plain http:// request goes over TLS unless its rule allows insecure loads.
     let tls = scheme == "https" || !route.allowsInsecureHTTPLoads
     let port = explicitPort ?? (tls ? 443 : 80)
+    // Inside an intercepted CONNECT the port was checked on the CONNECT line.
+    if connectTarget == nil, let refusal = portRefusal(port) { return fail(refusal, head) }
     let key = UpstreamKey(host: host, port: port, tls: tls, policy: route.identity)
     let exchange = Exchange(request: head, key: key, route: route, path: path, client: client.peer)
     exchange.closeAfterResponse = !head.keepAlive || clientFinishedSending
@@ -261,12 +259,13 @@ final class ForwardSession: ConnectionDelegate, ClientChannelDelegate, Drainable
   /// Answers with the failure, logs it, and closes after flushing.
   func fail(_ failure: ProxyFailure, _ request: HTTPRequestHead?, exchange: Exchange? = nil) {
     if let upstream = exchange?.upstream { upstream.close() }
+    releaseUpstream()
     let host = exchange.map { $0.key.description } ?? request.map { String($0.rawTarget.prefix(200)) } ?? "-"
     let rule = exchange?.route.ruleName ?? "-"
     let fields: KeyValuePairs<String, String> = [
       "client": client.peer, "method": request?.method ?? "-", "target": host, "rule": rule,
       "status": String(failure.status),
-      "code": failure.code.rawValue, "reason": failure.reason, "chain": failure.chain ?? "-",
+      "code": failure.code.rawValue, "reason": failure.reason, "detail": failure.detail ?? "-", "chain": failure.chain ?? "-",
     ]
     context.logger.log(failure.status >= 500 ? .warning : .info, "refused", fields)
     context.metrics.increment("pinproxy_refusals_total", [failure.code.rawValue, rule])
@@ -278,6 +277,19 @@ final class ForwardSession: ConnectionDelegate, ClientChannelDelegate, Drainable
     client.closeAfterFlush()
   }
 
+  /// Idle keep-alive connections go first under overload, then the ones
+  /// still sending (or not yet sending) a head; never one mid-exchange.
+  var evictionCandidate: EvictionCandidate? {
+    guard case .awaitingRequest = state else { return nil }
+    let idle = servedRequests > 0 && parser.isIdle && pending.isEmpty
+    return EvictionCandidate(tier: idle ? .idleKeepAlive : .unfinishedHead, since: awaitingSince)
+  }
+
+  func evict() {
+    context.logger.log(.debug, "evicted", ["client": client.peer, "reason": "connection limit reached"])
+    closeNow()
+  }
+
   /// Graceful shutdown: an idle connection closes now; one with an exchange
   /// in flight finishes it and then closes (see `finishExchange`).
   func drain() {
@@ -286,8 +298,24 @@ final class ForwardSession: ConnectionDelegate, ClientChannelDelegate, Drainable
 
   func closeNow() {
     headTimer?.cancel()
+    releaseUpstream()
     state = .closing
     client.close()
+  }
+
+  /// Closes the upstream connection of an exchange or splice in progress:
+  /// mid-exchange its state is unknown, so it is never pooled. Every path
+  /// that leaves such a state calls this before changing `state`.
+  func releaseUpstream() {
+    switch state {
+    case .connecting(let exchange), .exchanging(let exchange):
+      exchange.responseTimer?.cancel()
+      exchange.upstream?.close()
+      exchange.upstream = nil
+    case .splicing(let upstream):
+      upstream.close()
+    case .awaitingRequest, .closing: break
+    }
   }
 }
 

@@ -15,7 +15,8 @@ final class ProxyContext: Sendable {
   private let pools: [ObjectIdentifier: UpstreamPool]
   private let registries: [ObjectIdentifier: SessionRegistry]
   let group: EventLoopGroup
-  let openConnections = Atomic<Int>(0)
+  /// Connection counts and limits (process-wide and per client address).
+  let admission = ConnectionAdmission()
   /// Set once on SIGTERM/SIGINT: responses say `Connection: close`, idle
   /// connections are closed, /healthz answers 503.
   let draining = Atomic<Bool>(false)

@@ -10,20 +10,35 @@ public struct ProxyFailure: Error, Sendable {
   public let code: FailureCode
   public let reason: String
   public var chain: String?
+  /// What only the operator's log gets: the OS or OpenSSL error behind a
+  /// failed dial or handshake. Kept out of the response so that a client
+  /// cannot use the proxy to tell closed ports from plain-text or TLS ones.
+  public var detail: String?
 
-  public init(status: Int, code: FailureCode, reason: String, chain: String? = nil) {
+  public init(status: Int, code: FailureCode, reason: String, chain: String? = nil, detail: String? = nil) {
     self.status = status
     self.code = code
     self.reason = reason
     self.chain = chain
+    self.detail = detail
   }
 
   static func refused(_ failure: TrustFailure, presented: [X509Certificate]) -> ProxyFailure {
     ProxyFailure(status: 502, code: failure.code, reason: failure.reason, chain: describe(presented))
   }
 
-  static func unreachable(_ reason: String) -> ProxyFailure {
-    ProxyFailure(status: 502, code: .upstreamUnreachable, reason: reason)
+  static func unreachable(_ reason: String, detail: String? = nil) -> ProxyFailure {
+    ProxyFailure(status: 502, code: .upstreamUnreachable, reason: reason, detail: detail)
+  }
+
+  /// A dial that failed: the response names the target only.
+  static func cannotConnect(_ target: String, detail: String) -> ProxyFailure {
+    .unreachable("cannot connect to \(target)", detail: detail)
+  }
+
+  /// A TLS handshake that failed: the response names the code and target only.
+  static func handshake(_ code: FailureCode, _ target: String, detail: String) -> ProxyFailure {
+    ProxyFailure(status: 502, code: code, reason: "TLS handshake with \(target) failed", detail: detail)
   }
 
   static func timeout(_ reason: String) -> ProxyFailure {
@@ -45,7 +60,7 @@ public struct ProxyFailure: Error, Sendable {
   /// The response the client gets: plain text naming the code and reason,
   /// and the `Pinproxy-Error` header.
   func response(closing: Bool = true) -> [UInt8] {
-    let body = Array("pinproxy: \(code.rawValue): \(reason)\n".utf8)
+    let body = Array("pinproxy: \(code.rawValue): \(PrintableText.escaped(reason))\n".utf8)
     var headers = HTTPHeaders([
       ("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", String(body.count)),
       ("Pinproxy-Error", code.rawValue), ("Cache-Control", "no-store"),

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import PinHTTP
 
 /// The proxy's event log, through swift-log: one line per event with an
 /// event name and key=value fields. Callers never pass a key, a passphrase
@@ -56,7 +57,8 @@ public final class ProxyLogger: Sendable {
 
 /// A swift-log handler writing one line per event to standard error: text
 /// (`TIME LEVEL EVENT key=value …`, values quoted when they hold spaces) or a
-/// JSON object per line. Field order is kept as logged.
+/// JSON object per line. Fields are sorted by key (metadata is a dictionary);
+/// every value is escaped by `PrintableText` first.
 public struct LineLogHandler: LogHandler {
   public enum Format: String, Sendable, CaseIterable { case text, json }
 
@@ -74,18 +76,20 @@ public struct LineLogHandler: LogHandler {
 
   public func log(event: LogEvent) {
     let time = Date().formatted(.iso8601)
+    let message = PrintableText.escaped("\(event.message)")
     let fields = (event.metadata ?? [:]).merging(metadata) { explicit, _ in explicit }
-    // Metadata is a dictionary: sort for stable lines.
-    let ordered = fields.sorted { $0.key < $1.key }.map { ($0.key, "\($0.value)") }
+    // Metadata is a dictionary: sort for stable lines. Values may hold what
+    // a client sent: escaped in both formats (`PrintableText`).
+    let ordered = fields.sorted { $0.key < $1.key }.map { ($0.key, PrintableText.escaped("\($0.value)")) }
     let line: String
     switch format {
     case .text:
       line =
-        "\(time) \(Self.levelName(event.level)) \(event.message)"
+        "\(time) \(Self.levelName(event.level)) \(message)"
         + ordered.map { " \($0.0)=\(Self.quote($0.1))" }.joined() + "\n"
     case .json:
       var object: [String: String] = [
-        "time": time, "level": Self.levelName(event.level), "event": "\(event.message)",
+        "time": time, "level": Self.levelName(event.level), "event": message,
       ]
       for (key, value) in ordered where object[key] == nil { object[key] = value }
       let data =
@@ -104,11 +108,12 @@ public struct LineLogHandler: LogHandler {
     }
   }
 
+  /// Quotes a value (already escaped by `PrintableText`, so it holds no
+  /// control characters and every backslash is doubled) when it has spaces,
+  /// quotes or `=`.
   static func quote(_ value: String) -> String {
     let plain = !value.isEmpty && value.allSatisfy { !$0.isWhitespace && $0 != "\"" && $0 != "=" }
     if plain { return value }
-    return "\""
-      + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
-      .replacingOccurrences(of: "\n", with: "\\n") + "\""
+    return "\"" + value.replacingOccurrences(of: "\"", with: "\\\"") + "\""
   }
 }

@@ -90,5 +90,7 @@ final class ProxyMetrics: Sendable {
 final class SharedCount: Sendable {
   private let count = Atomic<Int>(0)
   func add(_ delta: Int) { count.add(delta, ordering: .relaxed) }
+  /// Adds `delta` and returns the new value.
+  func adding(_ delta: Int) -> Int { count.add(delta, ordering: .relaxed).newValue }
   var value: Int { count.load(ordering: .relaxed) }
 }

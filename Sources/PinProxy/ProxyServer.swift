@@ -3,6 +3,7 @@ import PinEventLoop
 import PinHTTP
 import PinTLS
 import PinTrust
+import Synchronization
 
 /// The running proxy: one `Listener` per configured listener, sessions spread
 /// over the loops, and the shared context.
@@ -34,7 +35,9 @@ public final class ProxyServer: Sendable {
       }
       let context = self.context
       do {
-        let listener = try Listener(address: address, group: group) { fd, peer, loop in
+        let listener = try Listener(
+          address: address, group: group, onExhausted: ProxyServer.exhaustionLogger(logger, config.name)
+        ) { fd, peer, loop in
           ProxyServer.accept(fd: fd, peer: peer, loop: loop, config: config, context: context)
         }
         bound.append((config, listener))
@@ -70,7 +73,7 @@ public final class ProxyServer: Sendable {
 
   public var generation: UInt64 { context.snapshot.generation }
   public var isDraining: Bool { context.isDraining }
-  public var openConnections: Int { context.openConnections.load(ordering: .relaxed) }
+  public var openConnections: Int { context.admission.open.load(ordering: .relaxed) }
 
   /// Reads and compiles `file` off the event loops and, if every part of it
   /// is good, swaps it in atomically for new connections (open ones keep the
@@ -117,22 +120,41 @@ public final class ProxyServer: Sendable {
     let end = Date().addingTimeInterval(deadline)
     let context = self.context
     @Sendable func poll() {
-      let open = context.openConnections.load(ordering: .relaxed)
+      let open = context.admission.open.load(ordering: .relaxed)
       if open <= 0 || Date() >= end { return completion(max(0, open)) }
       DispatchQueue.global().asyncAfter(deadline: .now() + 0.05) { poll() }
     }
     DispatchQueue.global().async { poll() }
   }
 
+  /// Logs that a listener stopped accepting for lack of descriptors, at
+  /// most once a second per listener (it backs off ten times a second).
+  static func exhaustionLogger(_ logger: ProxyLogger, _ listener: String) -> @Sendable (String) -> Void {
+    let last = Atomic<Int>(0)
+    return { reason in
+      let now = Int(DispatchTime.now().uptimeNanoseconds / 1_000_000_000)
+      guard last.exchange(now, ordering: .relaxed) != now else { return }
+      logger.log(
+        .error, "accept-paused",
+        ["listener": listener, "reason": reason, "note": "out of file descriptors; retrying in 100 ms"])
+    }
+  }
+
   static func accept(fd: Int32, peer: String, loop: EventLoop, config: ListenerConfig, context: ProxyContext)
   {
     let connection = Connection(fd: fd, peer: peer, loop: loop)
-    let limit = context.snapshot.limits.maxConnections
-    if context.openConnections.add(1, ordering: .relaxed).newValue > limit {
-      context.openConnections.subtract(1, ordering: .relaxed)
-      context.logger.log(.warning, "connection-limit", ["client": peer, "limit": String(limit)])
-      let failure = ProxyFailure(
-        status: 503, code: .upstreamUnreachable, reason: "connection limit \(limit) reached")
+    let limits = context.snapshot.limits
+    let registry = context.registry(for: loop)
+    let decision = context.admission.admit(client: peer, limits: limits) { registry.evictOne() }
+    guard decision == .admitted else {
+      let reason: String
+      switch decision {
+      case .clientLimit(let limit): reason = "connection limit per client address \(limit) reached"
+      case .processLimit(let limit): reason = "connection limit \(limit) reached"
+      case .admitted: reason = ""
+      }
+      context.logger.log(.warning, "connection-limit", ["client": peer, "reason": reason])
+      let failure = ProxyFailure(status: 503, code: .upstreamUnreachable, reason: reason)
       connection.write(config.mode == .forward ? failure.response() : [])
       connection.closeAfterFlush()
       return
@@ -141,7 +163,10 @@ public final class ProxyServer: Sendable {
     case .forward:
       ForwardSession(connection: connection, context: context, listener: config).start()
     case .tunnel:
-      guard let upstream = config.upstream else { return connection.close() }
+      guard let upstream = config.upstream else {
+        context.admission.release(client: peer)
+        return connection.close()
+      }
       TunnelSession(connection: connection, context: context, listener: config, target: upstream).start()
     }
   }

@@ -19,6 +19,10 @@ public final class RuntimeSnapshot: Sendable {
   public let interception: [String: InterceptionContext]
   /// Each forward listener's passthrough hosts, compiled once (by name).
   let passthrough: [String: PassthroughList]
+  /// `connectTo`, indexed by the logical host and port.
+  let connectTo: [ConnectToKey: HostPort]
+  /// What `defaults` may not reach (loopback, link-local, own listeners).
+  let internalAddresses: InternalAddresses
 
   init(
     configuration: Configuration, trust: TrustSnapshot, ruleContexts: [TLSClientContext],
@@ -30,6 +34,16 @@ public final class RuntimeSnapshot: Sendable {
       passthrough[listener.name] = PassthroughList(listener.passthrough)
     }
     self.passthrough = passthrough
+    var connectTo: [ConnectToKey: HostPort] = [:]
+    // The first mapping of a host and port wins, as the list reads.
+    for rule in configuration.connectTo {
+      guard let host = TrustHost(rule.from.host) else { continue }
+      let key = ConnectToKey(host: host, port: rule.from.port)
+      if connectTo[key] == nil { connectTo[key] = rule.to }
+    }
+    self.connectTo = connectTo
+    internalAddresses = InternalAddresses(
+      listening: configuration.listeners.map(\.address) + (configuration.admin.map { [$0.address] } ?? []))
     self.configuration = configuration
     self.trust = trust
     self.ruleContexts = ruleContexts
@@ -44,14 +58,13 @@ public final class RuntimeSnapshot: Sendable {
 
   public var generation: UInt64 { trust.generation }
 
-  /// Where to actually connect for `host:port` (curl's --connect-to semantics).
-  public func connectAddress(host: TrustHost, port: Int) -> HostPort {
-    for rule in configuration.connectTo {
-      if TrustHost(rule.from.host) == host && rule.from.port == port { return rule.to }
-    }
+  /// Where to actually connect for `host:port` (curl's --connect-to
+  /// semantics), and whether a `connectTo` mapping chose it.
+  public func connectAddress(host: TrustHost, port: Int) -> (address: HostPort, mapped: Bool) {
+    if let mapped = connectTo[ConnectToKey(host: host, port: port)] { return (mapped, true) }
     var name = host.description
     if name.hasPrefix("[") { name = String(name.dropFirst().dropLast()) }
-    return HostPort(host: name, port: port)
+    return (HostPort(host: name, port: port), false)
   }
 
   /// Listeners that terminate client TLS and so need the local CA.
@@ -163,6 +176,11 @@ public final class RuntimeSnapshot: Sendable {
   }
 }
 
+struct ConnectToKey: Hashable, Sendable {
+  let host: TrustHost
+  let port: Int
+}
+
 /// What governs one upstream host: the policy, its TLS context and the
 /// transport rules, resolved from the snapshot.
 public struct UpstreamRoute: Sendable {
@@ -173,6 +191,10 @@ public struct UpstreamRoute: Sendable {
   public let context: TLSClientContext?
   public let allowsInsecureHTTPLoads: Bool
   public let checksKeyStrength: Bool
+  /// Whether configuration named this host explicitly (a domain rule, a
+  /// passthrough entry, a tunnel's upstream). Only then may it resolve to a
+  /// loopback, link-local or own-listener address (`InternalAddresses`).
+  public var namedExplicitly: Bool
 
   /// nil when the host is denied by policy.
   public init?(host: TrustHost, snapshot: RuntimeSnapshot) {
@@ -183,11 +205,13 @@ public struct UpstreamRoute: Sendable {
       self.policy = policy
       context = snapshot.ruleContexts[index]
       allowsInsecureHTTPLoads = domain.allowsInsecureHTTPLoads
+      namedExplicitly = true
     case .defaults(let policy):
       ruleName = "defaults"
       self.policy = policy
       context = snapshot.defaultContext
       allowsInsecureHTTPLoads = false
+      namedExplicitly = false
     case .denied:
       return nil
     }
@@ -195,18 +219,21 @@ public struct UpstreamRoute: Sendable {
     checksKeyStrength = !(self.policy?.policy.allowInvalidCertificates ?? false)
   }
 
-  private init(plainHost: TrustHost) {
+  private init(plainHost: TrustHost, namedExplicitly: Bool) {
     host = plainHost
     ruleName = "passthrough"
     policy = nil
     context = nil
     allowsInsecureHTTPLoads = true
     checksKeyStrength = false
+    self.namedExplicitly = namedExplicitly
   }
 
   /// The policy identity keying pools, sessions and the fingerprint cache.
   public var identity: PolicyIdentity { policy?.identity ?? PolicyIdentity(generation: 0, rule: -2) }
 
   /// A raw TCP route: the client does its own TLS end to end (passthrough).
-  static func plain(_ host: TrustHost) -> UpstreamRoute { UpstreamRoute(plainHost: host) }
+  static func plain(_ host: TrustHost, namedExplicitly: Bool) -> UpstreamRoute {
+    UpstreamRoute(plainHost: host, namedExplicitly: namedExplicitly)
+  }
 }

@@ -4,6 +4,11 @@ import PinEventLoop
 protocol DrainableSession: AnyObject {
   /// Close now if idle; otherwise finish the exchange in flight and close.
   func drain()
+  /// How expendable this connection is under overload; nil when it is
+  /// mid-exchange and must not be cut.
+  var evictionCandidate: EvictionCandidate? { get }
+  /// Closes the connection to make room for a new one.
+  func evict()
 }
 
 /// The live sessions of one loop, so a shutdown can reach the idle ones.
@@ -20,4 +25,17 @@ final class SessionRegistry: @unchecked Sendable {
   }
 
   var count: Int { sessions.count }
+
+  /// Closes the most expendable session of this loop; false when none may go.
+  /// A linear scan: it runs only at the connection limit.
+  func evictOne() -> Bool {
+    var best: (EvictionCandidate, any DrainableSession)?
+    for entry in sessions.values {
+      guard let session = entry.session, let candidate = session.evictionCandidate else { continue }
+      if best == nil || candidate < best!.0 { best = (candidate, session) }
+    }
+    guard let (_, victim) = best else { return false }
+    victim.evict()
+    return true
+  }
 }

@@ -14,6 +14,11 @@ final class TunnelSession: ConnectionDelegate, ClientChannelDelegate, UpstreamDe
   @unchecked Sendable
 {
   enum State {
+    /// Nothing from the client yet: no upstream connection is opened until
+    /// the client speaks, within `timeouts.clientHeader`. Otherwise every
+    /// idle connection to the listener would cost an upstream TLS handshake
+    /// and hold an upstream connection (an amplifier against the upstream).
+    case awaitingClient(LoopTimer)
     case connecting
     case splicing(UpstreamConnection)
     case closed
@@ -26,7 +31,10 @@ final class TunnelSession: ConnectionDelegate, ClientChannelDelegate, UpstreamDe
   let context: ProxyContext
   let snapshot: RuntimeSnapshot
   let target: HostPort
-  var state = State.connecting
+  var state = State.closed
+  /// The route the first client bytes are sent under.
+  var route: UpstreamRoute?
+  let accepted = DispatchTime.now().uptimeNanoseconds
   var clientDone = false
   var upstreamDone = false
   var lastActivity = Date()
@@ -52,12 +60,23 @@ final class TunnelSession: ConnectionDelegate, ClientChannelDelegate, UpstreamDe
     guard let host = TrustHost(target.host) else {
       return refuse(.badRequest("\(target.host) is not a valid host"))
     }
-    guard let route = UpstreamRoute(host: host, snapshot: snapshot) else {
+    guard var route = UpstreamRoute(host: host, snapshot: snapshot) else {
       return refuse(
         ProxyFailure(
           status: 403, code: .deniedByPolicy,
           reason: "no domain rule matches \(host) and defaults.action is deny"))
     }
+    // The operator named this upstream in the listener itself.
+    route.namedExplicitly = true
+    self.route = route
+    let seconds = snapshot.timeouts.clientHeader
+    state = .awaitingClient(
+      loop.schedule(after: seconds) { [weak self] in
+        guard let self, case .awaitingClient = self.state else { return }
+        self.context.logger.log(
+          .info, "tunnel-closed", ["client": self.connection.peer, "reason": "client sent nothing within \(seconds) s"])
+        self.closeAll()
+      })
     if listener.downstreamTLS {
       guard let interception = snapshot.interception[listener.name] else {
         return refuse(
@@ -76,6 +95,15 @@ final class TunnelSession: ConnectionDelegate, ClientChannelDelegate, UpstreamDe
           ProxyFailure(status: 502, code: .handshakeFailed, reason: "cannot serve TLS for \(host): \(error)"))
       }
     }
+    client.resumeReading()
+  }
+
+  /// The client spoke: open the upstream connection.
+  private func dial() {
+    guard let route else { return closeAll() }
+    if case .awaitingClient(let timer) = state { timer.cancel() }
+    state = .connecting
+    let host = route.host
     let key = UpstreamKey(host: host, port: target.port, tls: true, policy: route.identity)
     let dialer = context.dialer(for: snapshot)
     dialer.open(key, route: route, on: loop) { [weak self] result in
@@ -110,7 +138,7 @@ final class TunnelSession: ConnectionDelegate, ClientChannelDelegate, UpstreamDe
       .warning, "refused",
       [
         "client": client.peer, "target": target.description, "rule": rule, "code": failure.code.rawValue,
-        "reason": failure.reason, "chain": failure.chain ?? "-",
+        "reason": failure.reason, "detail": failure.detail ?? "-", "chain": failure.chain ?? "-",
       ])
     closeAll()
   }
@@ -127,6 +155,7 @@ final class TunnelSession: ConnectionDelegate, ClientChannelDelegate, UpstreamDe
 
   private func closeAll() {
     idleTimer?.cancel()
+    if case .awaitingClient(let timer) = state { timer.cancel() }
     if case .splicing(let upstream) = state { upstream.close() }
     state = .closed
     client.close()
@@ -146,6 +175,9 @@ final class TunnelSession: ConnectionDelegate, ClientChannelDelegate, UpstreamDe
   func clientDidRead(_ bytes: [UInt8]) {
     lastActivity = Date()
     switch state {
+    case .awaitingClient:
+      early += bytes
+      dial()
     case .connecting:
       early += bytes
       if early.count > 256 * 1024 { client.pauseReading() }
@@ -157,6 +189,7 @@ final class TunnelSession: ConnectionDelegate, ClientChannelDelegate, UpstreamDe
   }
 
   func clientDidReadEOF() {
+    if case .awaitingClient = state { return closeAll() }
     clientDone = true
     if case .splicing(let upstream) = state { upstream.finishSending() }
     finishIfBothDone()
@@ -168,14 +201,25 @@ final class TunnelSession: ConnectionDelegate, ClientChannelDelegate, UpstreamDe
 
   /// A tunnel carries a protocol the proxy cannot see into: it keeps going
   /// until the drain deadline ends the process.
-  func drain() {}
+  func drain() {
+    if case .awaitingClient = state { closeAll() }
+  }
+
+  /// Only a tunnel whose client has not spoken yet may be cut under overload.
+  var evictionCandidate: EvictionCandidate? {
+    guard case .awaitingClient = state else { return nil }
+    return EvictionCandidate(tier: .unfinishedHead, since: accepted)
+  }
+
+  func evict() { closeAll() }
 
   func clientDidClose() {
     context.registry(for: loop).remove(self)
     idleTimer?.cancel()
+    if case .awaitingClient(let timer) = state { timer.cancel() }
     if case .splicing(let upstream) = state { upstream.close() }
     state = .closed
-    context.openConnections.subtract(1, ordering: .relaxed)
+    context.admission.release(client: connection.peer)
   }
 
   // MARK: Upstream side

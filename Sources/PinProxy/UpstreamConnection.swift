@@ -103,9 +103,7 @@ final class UpstreamConnection: ConnectionDelegate, @unchecked Sendable {
     } catch {
       let code = HandshakeDiagnosis.code(
         for: error, engine: engine, requiresForwardSecrecy: route.context?.requiresForwardSecrecy ?? true)
-      failHandshake(
-        ProxyFailure(
-          status: 502, code: code, reason: "TLS handshake with \(key) failed: \(error.description)"))
+      failHandshake(.handshake(code, key.description, detail: error.description))
     }
   }
 
@@ -280,7 +278,8 @@ final class UpstreamConnection: ConnectionDelegate, @unchecked Sendable {
   static func failure(afterHandshake error: TLSEngine.Failure, key: UpstreamKey) -> ProxyFailure {
     if error.isAlertFromPeer {
       return ProxyFailure(
-        status: 502, code: .handshakeFailed, reason: "\(key) refused the TLS session: \(error.description)")
+        status: 502, code: .handshakeFailed, reason: "\(key) refused the TLS session",
+        detail: error.description)
     }
     return .unreachable("TLS error from \(key): \(error.description)")
   }
@@ -288,9 +287,7 @@ final class UpstreamConnection: ConnectionDelegate, @unchecked Sendable {
   func connectionDidReadEOF(_ connection: Connection) {
     if case .handshaking = state {
       return failHandshake(
-        ProxyFailure(
-          status: 502, code: .handshakeFailed, reason: "\(key) closed the connection during the TLS handshake"
-        ))
+        .handshake(.handshakeFailed, key.description, detail: "the server closed the connection during the handshake"))
     }
     endOfStream()
   }
@@ -299,7 +296,7 @@ final class UpstreamConnection: ConnectionDelegate, @unchecked Sendable {
 
   func connectionDidClose(_ connection: Connection, error: SocketError?) {
     if case .handshaking = state {
-      return failHandshake(.unreachable("connection to \(key) failed: \(error?.description ?? "closed")"))
+      return failHandshake(.cannotConnect(key.description, detail: error?.description ?? "closed"))
     }
     guard isOpenOrReady else { return }
     state = .closed

@@ -18,19 +18,40 @@ struct UpstreamDialer {
     _ completion: @escaping (Result<UpstreamConnection, ProxyFailure>) -> Void
   ) {
     loop.preconditionInLoop()
-    let target = snapshot.connectAddress(host: key.host, port: key.port)
+    let (target, mapped) = snapshot.connectAddress(host: key.host, port: key.port)
     let timeouts = snapshot.timeouts
+    let guardsInternal = !route.namedExplicitly && !mapped
+    let internalAddresses = snapshot.internalAddresses
     nonisolated(unsafe) let completion = completion
     Resolver.resolve(host: target.host, port: target.port, on: loop) { resolved in
       switch resolved {
       case .failure(let error):
-        completion(.failure(.unreachable(error.description)))
+        completion(.failure(.cannotConnect(key.description, detail: error.description)))
       case .success(let addresses):
+        // Judged on the resolved addresses, so a name that resolves to
+        // 127.0.0.1 is refused like the literal.
+        if guardsInternal {
+          for address in addresses {
+            guard let ip = IPAddress(bytes: address.addressBytes),
+              let refusal = internalAddresses.refusal(ip, port: address.port)
+            else { continue }
+            return completion(
+              .failure(
+                ProxyFailure(
+                  status: 403, code: .deniedByPolicy,
+                  reason: "\(key) is reached only through a domain rule that names it",
+                  detail: refusal)))
+          }
+        }
         Connector.connect(to: addresses, on: loop, timeout: timeouts.upstreamConnect) { connected in
           switch connected {
-          case .failure(.timedOut(let reason)): completion(.failure(.timeout(reason)))
+          case .failure(.timedOut(let reason)):
+            var failure = ProxyFailure.timeout(
+              "no connection to \(key) within \(timeouts.upstreamConnect) s")
+            failure.detail = reason
+            completion(.failure(failure))
           case .failure(.refused(let reason)):
-            completion(.failure(.unreachable("cannot connect to \(key): \(reason)")))
+            completion(.failure(.cannotConnect(key.description, detail: reason)))
           case .success(let fd):
             self.handshake(fd: fd, peer: target.description, key: key, route: route, loop: loop, completion)
           }

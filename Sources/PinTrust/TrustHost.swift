@@ -22,6 +22,13 @@ public enum TrustHost: Sendable, Hashable, CustomStringConvertible {
       self = .ip(address)
       return
     }
+    if NumericHost.endsInNumber(Substring(text)) {
+      guard let bytes = NumericHost.ipv4(Substring(text)), let address = IPAddress(bytes: bytes) else {
+        return nil
+      }
+      self = .ip(address)
+      return
+    }
     guard let name = TrustHost.normalizedDNSName(text) else { return nil }
     self = .dns(name)
   }

@@ -145,20 +145,57 @@ final class ForwardLifecycleTests: ProxyTestCase {
     XCTAssertLessThan(Date().timeIntervalSince(started), 5)
   }
 
-  func testConnectionsBeyondTheLimitGet503() throws {
+  func testConnectionsBeyondTheLimitGet503WhenEveryOneIsMidExchange() throws {
     let port = try startProxy(
       map: ["httpbin.org": try origin()], domains: "  - {domain: httpbin.org, anchors: [test]}",
       extra: "limits: {maxConnections: 2}")
-    // Two idle connections hold both places.
+    // Two slow exchanges in flight hold both places; neither may be cut.
+    let slow = try (0..<2).map { _ in
+      try BackgroundCommand(
+        "/usr/bin/curl", ["-s", "-x", "http://127.0.0.1:\(port)", "http://httpbin.org/slow/3"])
+    }
+    usleep(700_000)
+    let refused = try get("http://httpbin.org/hello", through: port)
+    XCTAssertEqual(refused.status, 503, refused.text)
+    XCTAssertEqual(refused.pinproxyError, "upstream-unreachable")
+    for command in slow { XCTAssertEqual(command.finish().1, "slow\n") }
+    XCTAssertEqual(try get("http://httpbin.org/hello", through: port).status, 200)
+  }
+
+  /// A client that opens slots and sends nothing (or half a head) cannot keep
+  /// others out: at the limit the longest-waiting such connection is closed.
+  func testIdleAndSlowConnectionsAreClosedFirstAtTheLimit() throws {
+    let port = try startProxy(
+      map: ["httpbin.org": try origin()], domains: "  - {domain: httpbin.org, anchors: [test]}",
+      extra: "limits: {maxConnections: 20}")
     var held: [Int32] = []
-    for _ in 0..<2 { held.append(try XCTUnwrap(Loopback.connect(port: port))) }
     defer { held.forEach { close($0) } }
+    for index in 0..<40 {
+      guard let fd = Loopback.connect(port: port) else { continue }
+      if index % 2 == 0 { Loopback.send(fd, "GET http://httpbin.org/hello HTTP/1.1\r\nHo") }
+      held.append(fd)
+    }
+    usleep(300_000)
+    for _ in 0..<10 {
+      let result = try get("http://httpbin.org/hello", through: port)
+      XCTAssertEqual(result.status, 200, result.text)
+    }
+  }
+
+  func testOneClientAddressCannotTakeMoreThanItsShare() throws {
+    let port = try startProxy(
+      map: ["httpbin.org": try origin()], domains: "  - {domain: httpbin.org, anchors: [test]}",
+      extra: "limits: {maxConnections: 100, maxConnectionsPerClient: 3}")
+    var held: [Int32] = []
+    defer { held.forEach { close($0) } }
+    for _ in 0..<3 { held.append(try XCTUnwrap(Loopback.connect(port: port))) }
     usleep(200_000)
     let refused = try get("http://httpbin.org/hello", through: port)
     XCTAssertEqual(refused.status, 503, refused.text)
+    XCTAssertTrue(refused.text.contains("per client address"), refused.text)
     held.forEach { close($0) }
     held = []
-    usleep(200_000)
+    usleep(300_000)
     XCTAssertEqual(try get("http://httpbin.org/hello", through: port).status, 200)
   }
 }

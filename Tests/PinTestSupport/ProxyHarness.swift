@@ -247,6 +247,17 @@ public enum ChildProcessLauncher {
   {
     try ChildProcess(Subprocess.pinproxyPath, arguments, captureStandardError: true, environment: environment)
   }
+
+  /// A Python fixture script, its standard output captured.
+  public static func python(_ script: String, _ arguments: [String]) throws -> ChildProcess {
+    try ChildProcess("/usr/bin/env", ["python3", script] + arguments, captureStandardError: false)
+  }
+
+  /// `pinproxy` started by `/bin/sh` after `prelude` (e.g. `ulimit -n 64`).
+  public static func pinproxy(after prelude: String, _ arguments: [String]) throws -> ChildProcess {
+    let quoted = ([Subprocess.pinproxyPath] + arguments).map { "'\($0)'" }.joined(separator: " ")
+    return try ChildProcess("/bin/sh", ["-c", "\(prelude); exec \(quoted)"], captureStandardError: true)
+  }
 }
 
 /// A command running in the background whose outcome the test collects later.

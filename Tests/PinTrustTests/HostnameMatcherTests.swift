@@ -88,9 +88,22 @@ final class TrustHostTests: XCTestCase {
     XCTAssertEqual(IPAddress("fe80::")?.description, "fe80::")
   }
 
+  /// The spellings resolvers accept (inet_aton) name the address they resolve
+  /// to, so every decision is about the address actually connected to.
+  func testLegacyNumericSpellingsNameTheAddressTheResolverUses() {
+    for (spelling, address) in [
+      ("2130706433", "127.0.0.1"), ("0x7f000001", "127.0.0.1"), ("0x7F.1", "127.0.0.1"), ("127.1", "127.0.0.1"),
+      ("0177.0.0.1", "127.0.0.1"), ("010.0.0.1", "8.0.0.1"), ("192.168.1", "192.168.0.1"), ("0x7f.0.0.0x1", "127.0.0.1"),
+      ("127.0.0.1.", "127.0.0.1"),
+    ] {
+      XCTAssertEqual(TrustHost(spelling), .ip(IPAddress(address)!), spelling)
+    }
+  }
+
   func testMalformedHostsAreRefused() {
     for bad in [
-      "", ".", "a..b", "exa mple.com", "192.168.1", "010.0.0.1", "1.2.3.256", "[example.com]", "a/b",
+      "", ".", "a..b", "exa mple.com", "1.2.3.256", "[example.com]", "a/b", "1.2.3.4.5", "4294967296",
+      "1.2.65536", "09.1.1.1",
       "[1.2.3.4]", "1:2:3:4:5:6:7:8:9", "12345::", "example.123", String(repeating: "a", count: 64) + ".com",
       "*.example.com",
     ] {

@@ -1,0 +1,82 @@
+import Foundation
+import PinEventLoop
+import Synchronization
+
+/// Decides whether a new client connection may open, and keeps the counts.
+///
+/// Two limits: `limits.maxConnections` for the process and
+/// `limits.maxConnectionsPerClient` for one client address. At the process
+/// limit a new connection is not simply refused — that would let one client
+/// that opens slots and trickles nothing keep everyone else out. Instead the
+/// loop that accepted it closes the connection it can best spare (see
+/// `EvictionCandidate`), as HAProxy and Envoy do under overload, and only
+/// refuses (503) when every connection on that loop is mid-exchange.
+final class ConnectionAdmission: Sendable {
+  private let perClient = Mutex<[String: Int]>([:])
+  let open = Atomic<Int>(0)
+
+  enum Decision: Equatable {
+    case admitted
+    case clientLimit(Int)
+    case processLimit(Int)
+  }
+
+  /// Counts the connection in, or says which limit refused it. Runs on the
+  /// accepting loop; `evict` closes a spare connection of that loop.
+  func admit(client: String, limits: LimitsConfig, evict: () -> Bool) -> Decision {
+    let address = ConnectionAdmission.address(of: client)
+    let admittedForClient = perClient.withLock { counts in
+      let count = counts[address, default: 0]
+      guard count < limits.maxConnectionsPerClient else { return false }
+      counts[address] = count + 1
+      return true
+    }
+    guard admittedForClient else { return .clientLimit(limits.maxConnectionsPerClient) }
+    if open.add(1, ordering: .relaxed).newValue > limits.maxConnections {
+      // The victim's close releases its own count once its socket is closed.
+      if evict() { return .admitted }
+      open.subtract(1, ordering: .relaxed)
+      release(client: client, countedOpen: false)
+      return .processLimit(limits.maxConnections)
+    }
+    return .admitted
+  }
+
+  /// A connection admitted by `admit` closed.
+  func release(client: String, countedOpen: Bool = true) {
+    if countedOpen { open.subtract(1, ordering: .relaxed) }
+    let address = ConnectionAdmission.address(of: client)
+    perClient.withLock { counts in
+      let count = counts[address, default: 1] - 1
+      counts[address] = count > 0 ? count : nil
+    }
+  }
+
+  /// The address part of `host:port` or `[v6]:port`.
+  static func address(of peer: String) -> String {
+    if peer.hasPrefix("["), let close = peer.firstIndex(of: "]") { return String(peer[...close]) }
+    if let colon = peer.lastIndex(of: ":") { return String(peer[..<colon]) }
+    return peer
+  }
+}
+
+/// How expendable an open client connection is when the process is at its
+/// connection limit. Lower `tier` goes first; within a tier, the longest
+/// waiting (`since`, uptime nanoseconds) goes first.
+struct EvictionCandidate: Comparable {
+  enum Tier: Int, Comparable {
+    /// Between requests on a keep-alive connection: the client loses nothing.
+    case idleKeepAlive = 0
+    /// Has sent part of a request head (or nothing yet): the slow ones.
+    case unfinishedHead = 1
+
+    static func < (lhs: Tier, rhs: Tier) -> Bool { lhs.rawValue < rhs.rawValue }
+  }
+
+  let tier: Tier
+  let since: UInt64
+
+  static func < (lhs: EvictionCandidate, rhs: EvictionCandidate) -> Bool {
+    (lhs.tier, lhs.since) < (rhs.tier, rhs.since)
+  }
+}
