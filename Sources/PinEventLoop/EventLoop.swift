@@ -109,6 +109,18 @@ public final class EventLoopGroup: Sendable {
 
   public init(count: Int = ProcessInfo.processInfo.activeProcessorCount) {
     loops = (0..<max(1, count)).map { EventLoop(name: "\($0)") }
+    EventLoopGroup.armDispatchTimers()
+  }
+
+  /// libdispatch creates the timerfd behind its timers the first time one is
+  /// armed. Were that first time a moment when the process is out of file
+  /// descriptors (a connection flood), creation fails and no timer of the
+  /// process fires again: header timeouts, and the accept backoff that would
+  /// end the flood, would all stop. So one timer is armed and fired at start.
+  static func armDispatchTimers() {
+    let fired = DispatchSemaphore(value: 0)
+    DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(1)) { fired.signal() }
+    _ = fired.wait(timeout: .now() + 2)
   }
 
   public func next() -> EventLoop { loops[counter.increment() % loops.count] }

@@ -123,3 +123,31 @@ public enum Resolver {
     public var description: String { "cannot resolve \(host): \(detail)" }
   }
 }
+
+extension SocketAddress {
+  /// The addresses of this machine's network interfaces (4 or 16 bytes each).
+  public static func localInterfaceAddresses() -> [[UInt8]] {
+    var list: UnsafeMutablePointer<ifaddrs>?
+    guard getifaddrs(&list) == 0, let first = list else { return [] }
+    defer { freeifaddrs(list) }
+    var result: [[UInt8]] = []
+    var cursor: UnsafeMutablePointer<ifaddrs>? = first
+    while let entry = cursor {
+      if let address = entry.pointee.ifa_addr {
+        switch Int32(address.pointee.sa_family) {
+        case AF_INET:
+          address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+            result.append(withUnsafeBytes(of: $0.pointee.sin_addr) { Array($0) })
+          }
+        case AF_INET6:
+          address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+            result.append(withUnsafeBytes(of: $0.pointee.sin6_addr) { Array($0) })
+          }
+        default: break
+        }
+      }
+      cursor = entry.pointee.ifa_next
+    }
+    return result
+  }
+}

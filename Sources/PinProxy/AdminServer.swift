@@ -10,7 +10,8 @@ import Synchronization
 ///
 /// Bounded so that it can never starve the data path of descriptors: at most
 /// `maximumConnections` open at once (more are closed on accept), and each
-/// must deliver its request and be answered within `requestTimeout`.
+/// must deliver its request and be answered within `requestTimeout` (or
+/// `timeouts.clientHeader` when that is shorter).
 final class AdminServer: Sendable {
   static let maximumConnections = 16
   static let requestTimeout = 10.0
@@ -59,7 +60,8 @@ final class AdminSession: ConnectionDelegate, @unchecked Sendable {
   }
 
   func start() {
-    timer = connection.loop.schedule(after: AdminServer.requestTimeout) { [weak self] in
+    let seconds = min(AdminServer.requestTimeout, context.snapshot.timeouts.clientHeader)
+    timer = connection.loop.schedule(after: seconds) { [weak self] in
       self?.connection.close()
     }
     connection.resumeReading()

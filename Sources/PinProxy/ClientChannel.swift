@@ -142,18 +142,24 @@ final class TLSServerChannel: ConnectionDelegate, ClientChannel, @unchecked Send
   func connection(_ connection: Connection, didRead bytes: [UInt8]) {
     engine.receive(bytes)
     if case .handshaking(let timer) = state {
+      let progress: TLSEngine.Progress
       do {
-        let progress = try engine.handshake()
-        flush()
-        guard progress == .complete else { return }
+        progress = try engine.handshake()
       } catch {
         flush()
         return refuse("client TLS handshake failed: \(error.description)")
       }
-      timer.cancel()
+      // The name is known once the ClientHello is read: refuse before the
+      // server's flight (and the minted leaf) is sent.
       if let name = engine.requestedServerName, TrustHost(name) != expectedHost {
-        return refuse("client asked for \(name) (SNI) inside a CONNECT to \(expectedHost)")
+        timer.cancel()
+        state = .closed
+        onRefused("client asked for \(name) (SNI) inside a CONNECT to \(expectedHost)")
+        return connection.close()
       }
+      flush()
+      guard progress == .complete else { return }
+      timer.cancel()
       state = .open
     }
     guard case .open = state else { return }

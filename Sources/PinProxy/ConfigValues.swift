@@ -26,9 +26,9 @@ public enum ConfigValues {
   public static let maximumDuration: Double = 7 * 86_400
 
   /// `30s`, `1.5m`, `12h`, `7d`, or plain seconds: digits with an optional
-  /// fraction and unit. nil when malformed, not positive or over seven days.
+  /// fraction and unit. nil when malformed, not positive or over `maximum`.
   /// Exponents, signs, hex floats, `inf` and `nan` are refused by the syntax.
-  static func duration(_ text: String) -> Double? {
+  static func duration(_ text: String, maximum: Double = maximumDuration) -> Double? {
     let units: [UInt8: Double] = [0x73: 1, 0x6d: 60, 0x68: 3600, 0x64: 86_400]
     var digits = Array(text.utf8)
     var scale = 1.0
@@ -37,12 +37,12 @@ public enum ConfigValues {
       scale = unit
     }
     let dots = digits.filter { $0 == 0x2e }.count
-    guard !digits.isEmpty, digits.count <= 12, dots <= 1, digits.first != 0x2e, digits.last != 0x2e,
+    guard !digits.isEmpty, digits.count <= 15, dots <= 1, digits.first != 0x2e, digits.last != 0x2e,
       digits.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2e }),
       let value = Double(String(decoding: digits, as: UTF8.self))
     else { return nil }
     let seconds = value * scale
-    guard seconds > 0, seconds <= maximumDuration else { return nil }
+    guard seconds > 0, seconds <= maximum else { return nil }
     return seconds
   }
 

@@ -13,7 +13,7 @@ extension ConfigurationParser {
     for (key, path) in fields {
       guard let value = mapping[key], let text = value.string else { continue }
       guard let seconds = ConfigValues.duration(text) else {
-        value.error("\"\(text)\" is not a duration from 0 to 7d exclusive of 0, such as 30s, 5m, 12h or 7d")
+        value.error("\"\(text)\" is not a duration above 0 and up to 7d, such as 30s, 5m, 12h or 7d")
         continue
       }
       timeouts[keyPath: path] = seconds

@@ -111,8 +111,9 @@ extension ConfigurationParser {
       ("expirationUpdateThreshold", { (value: Double) in config.expirationUpdateThreshold = value }),
     ] {
       guard let durationNode = mapping[key], let text = durationNode.string else { continue }
-      guard let seconds = ConfigValues.duration(text) else {
-        durationNode.error("\"\(text)\" is not a duration such as 30s, 5m, 12h or 7d")
+      // Pin-list schedules run in days; a year bounds them (and the arithmetic).
+      guard let seconds = ConfigValues.duration(text, maximum: 365 * 86_400) else {
+        durationNode.error("\"\(text)\" is not a duration up to 365d, such as 30s, 5m, 12h or 14d")
         continue
       }
       apply(seconds)

@@ -1,4 +1,5 @@
 import Foundation
+import PinTrust
 import PinEventLoop
 import Synchronization
 
@@ -12,7 +13,7 @@ import Synchronization
 /// `EvictionCandidate`), as HAProxy and Envoy do under overload, and only
 /// refuses (503) when every connection on that loop is mid-exchange.
 final class ConnectionAdmission: Sendable {
-  private let perClient = Mutex<[String: Int]>([:])
+  private let perClient = Locked<[String: Int]>([:])
   let open = Atomic<Int>(0)
 
   enum Decision: Equatable {
@@ -52,11 +53,20 @@ final class ConnectionAdmission: Sendable {
     }
   }
 
-  /// The address part of `host:port` or `[v6]:port`.
+  /// The client a connection counts against, from `host:port` or
+  /// `[v6]:port`: the IPv4 address; all of 127.0.0.0/8 as one (any local
+  /// process can bind any of those); an IPv6 /64 (one host usually owns a
+  /// whole /64 and can pick any address in it).
   static func address(of peer: String) -> String {
-    if peer.hasPrefix("["), let close = peer.firstIndex(of: "]") { return String(peer[...close]) }
-    if let colon = peer.lastIndex(of: ":") { return String(peer[..<colon]) }
-    return peer
+    if peer.hasPrefix("["), let close = peer.firstIndex(of: "]") {
+      let text = String(peer[peer.index(after: peer.startIndex)..<close])
+      guard let address = IPAddress(text) else { return text }
+      let bytes = InternalAddresses.unmapped(address.bytes)
+      if bytes.count == 4 { return bytes[0] == 127 ? "127.0.0.0/8" : IPAddress(bytes: bytes)!.description }
+      return IPAddress(bytes: Array(bytes.prefix(8)) + Array(repeating: 0, count: 8))!.description + "/64"
+    }
+    let host = peer.lastIndex(of: ":").map { String(peer[..<$0]) } ?? peer
+    return host.hasPrefix("127.") ? "127.0.0.0/8" : host
   }
 }
 
@@ -69,12 +79,17 @@ struct EvictionCandidate: Comparable {
     case idleKeepAlive = 0
     /// Has sent part of a request head (or nothing yet): the slow ones.
     case unfinishedHead = 1
+    /// A raw CONNECT tunnel silent both ways for `idleSpliceSeconds`.
+    case idleSplice = 2
 
     static func < (lhs: Tier, rhs: Tier) -> Bool { lhs.rawValue < rhs.rawValue }
   }
 
   let tier: Tier
   let since: UInt64
+
+  /// How long a raw tunnel must have been silent before it may be cut.
+  static let idleSpliceSeconds = 30.0
 
   static func < (lhs: EvictionCandidate, rhs: EvictionCandidate) -> Bool {
     (lhs.tier, lhs.since) < (rhs.tier, rhs.since)

@@ -24,7 +24,7 @@ extension ForwardSession {
         head)
     }
     if listedPassthrough || !listener.intercept {
-      let named = listedPassthrough || route?.namedExplicitly == true
+      let named = (snapshot.passthrough[listener.name]?.names(host) ?? false) || route?.namedExplicitly == true
       return beginPassthrough(head, host: host, port: port, namedExplicitly: named)
     }
     guard let route, let interception = snapshot.interception[listener.name] else {
@@ -97,7 +97,10 @@ extension ForwardSession {
       case .success(let upstream):
         upstream.mode = .raw
         upstream.delegate = self
-        self.state = .splicing(upstream)
+        let idle = IdleWatch(loop: self.loop, limit: self.snapshot.timeouts.tunnelIdle) { [weak self] in
+          self?.closeNow()
+        }
+        self.state = .splicing(upstream, idle)
         self.client.write(Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8))
         let early = self.parser.takeLeftover()
         if !early.isEmpty { upstream.send(early) }

@@ -147,26 +147,28 @@ extension ForwardSession: UpstreamDelegate {
   }
 
   func upstreamDidDrain(_ upstream: UpstreamConnection) {
-    if case .splicing(let current) = state, current === upstream { return client.resumeReading() }
+    if case .splicing(let current, _) = state, current === upstream { return client.resumeReading() }
     guard case .exchanging(let exchange) = state, exchange.upstream === upstream else { return }
     process()
   }
 
   func upstream(_ upstream: UpstreamConnection, didReceiveRaw bytes: [UInt8]) {
-    guard case .splicing(let current) = state, current === upstream else { return upstream.close() }
+    guard case .splicing(let current, let idle) = state, current === upstream else { return upstream.close() }
+    idle.touch()
     client.write(bytes)
     if client.isAboveHighWatermark { upstream.pauseReading() }
   }
 
   func upstreamDidFinishSending(_ upstream: UpstreamConnection) {
-    guard case .splicing(let current) = state, current === upstream else { return }
+    guard case .splicing(let current, _) = state, current === upstream else { return }
     upstreamSplicedDone = true
     client.shutdownOutput()
     finishSpliceIfDone()
   }
 
   func upstreamDidClose(_ upstream: UpstreamConnection, failure: ProxyFailure?) {
-    if case .splicing(let current) = state, current === upstream {
+    if case .splicing(let current, let idle) = state, current === upstream {
+      idle.cancel()
       state = .closing
       return client.closeAfterFlush()
     }

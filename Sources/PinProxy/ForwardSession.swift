@@ -18,8 +18,9 @@ final class ForwardSession: ConnectionDelegate, ClientChannelDelegate, Drainable
     case connecting(Exchange)
     /// Request and response are flowing.
     case exchanging(Exchange)
-    /// A CONNECT to a passthrough host: raw bytes both ways, no interception.
-    case splicing(UpstreamConnection)
+    /// A CONNECT to a passthrough host: raw bytes both ways, no interception,
+    /// closed after `timeouts.tunnelIdle` of silence both ways.
+    case splicing(UpstreamConnection, IdleWatch)
     /// The last bytes are being flushed; nothing more is read.
     case closing
   }
@@ -78,7 +79,8 @@ final class ForwardSession: ConnectionDelegate, ClientChannelDelegate, Drainable
   func clientDidRead(_ bytes: [UInt8]) {
     loop.preconditionInLoop()
     if case .closing = state { return }
-    if case .splicing(let upstream) = state {
+    if case .splicing(let upstream, let idle) = state {
+      idle.touch()
       upstream.send(bytes)
       if upstream.isAboveHighWatermark { client.pauseReading() }
       return
@@ -97,7 +99,7 @@ final class ForwardSession: ConnectionDelegate, ClientChannelDelegate, Drainable
   func clientDidReadEOF() {
     loop.preconditionInLoop()
     clientFinishedSending = true
-    if case .splicing(let upstream) = state {
+    if case .splicing(let upstream, _) = state {
       clientSplicedDone = true
       upstream.finishSending()
       return finishSpliceIfDone()
@@ -117,7 +119,7 @@ final class ForwardSession: ConnectionDelegate, ClientChannelDelegate, Drainable
 
   func clientDidDrain() {
     if case .exchanging(let exchange) = state { exchange.upstream?.resumeReading() }
-    if case .splicing(let upstream) = state { upstream.resumeReading() }
+    if case .splicing(let upstream, _) = state { upstream.resumeReading() }
   }
 
   func clientDidClose() {
@@ -157,8 +159,9 @@ final class ForwardSession: ConnectionDelegate, ClientChannelDelegate, Drainable
     if case .exchanging(let exchange) = state, exchange.upstream?.isAboveHighWatermark == true { return }
     if case .closing = state { return }
     // The next request waits unparsed until this exchange is done: stop
-    // reading rather than buffer what a pipelining client sends ahead.
-    if parser.isPaused && parser.hasBufferedInput { return client.pauseReading() }
+    // reading rather than buffer what a pipelining client sends ahead. After
+    // a CONNECT head, bytes wait for the tunnel the same way.
+    if (parser.isPaused && parser.hasBufferedInput) || parser.isUpgraded { return client.pauseReading() }
     client.resumeReading()
   }
 
@@ -167,8 +170,12 @@ final class ForwardSession: ConnectionDelegate, ClientChannelDelegate, Drainable
     do {
       pending += try parser.resume()
     } catch {
+      // The client half-closed after part of a pipelined request: nothing can complete it.
+      if error.kind == .truncated { return closeNow() }
       return refuseMalformed(error)
     }
+    // Part of the next head is already here: it gets the header timeout, not the idle one.
+    if case .awaitingRequest = state, !parser.isIdle || !pending.isEmpty { armHeadTimer(idle: false) }
     process()
   }
 
@@ -280,6 +287,11 @@ final class ForwardSession: ConnectionDelegate, ClientChannelDelegate, Drainable
   /// Idle keep-alive connections go first under overload, then the ones
   /// still sending (or not yet sending) a head; never one mid-exchange.
   var evictionCandidate: EvictionCandidate? {
+    if case .splicing(_, let idle) = state {
+      // A raw tunnel nobody has used for a while; the client can reconnect.
+      guard idle.idleSeconds >= EvictionCandidate.idleSpliceSeconds else { return nil }
+      return EvictionCandidate(tier: .idleSplice, since: idle.lastActivity)
+    }
     guard case .awaitingRequest = state else { return nil }
     let idle = servedRequests > 0 && parser.isIdle && pending.isEmpty
     return EvictionCandidate(tier: idle ? .idleKeepAlive : .unfinishedHead, since: awaitingSince)
@@ -312,7 +324,8 @@ final class ForwardSession: ConnectionDelegate, ClientChannelDelegate, Drainable
       exchange.responseTimer?.cancel()
       exchange.upstream?.close()
       exchange.upstream = nil
-    case .splicing(let upstream):
+    case .splicing(let upstream, let idle):
+      idle.cancel()
       upstream.close()
     case .awaitingRequest, .closing: break
     }

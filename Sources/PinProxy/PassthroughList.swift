@@ -20,4 +20,7 @@ struct PassthroughList: Sendable {
   }
 
   func contains(_ host: TrustHost) -> Bool { table.lookup(host) != nil }
+
+  /// Listed by its own name, not only through a `*.domain` entry above it.
+  func names(_ host: TrustHost) -> Bool { table.lookup(host)?.domain == host }
 }

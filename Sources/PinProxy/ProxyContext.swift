@@ -7,7 +7,7 @@ import Synchronization
 /// the trust engine (and its fingerprint cache), TLS sessions, one upstream
 /// pool per loop, the logger and the connection count.
 final class ProxyContext: Sendable {
-  private let current: Mutex<RuntimeSnapshot>
+  private let current: Locked<RuntimeSnapshot>
   let trustEngine: TrustEngine
   let sessions = TLSSessionCache()
   let logger: ProxyLogger
@@ -22,7 +22,7 @@ final class ProxyContext: Sendable {
   let draining = Atomic<Bool>(false)
 
   init(snapshot: RuntimeSnapshot, group: EventLoopGroup, logger: ProxyLogger) {
-    current = Mutex(snapshot)
+    current = Locked(snapshot)
     trustEngine = TrustEngine(cache: FingerprintCache())
     self.logger = logger
     var pools: [ObjectIdentifier: UpstreamPool] = [:]

@@ -1,4 +1,5 @@
 import Foundation
+import PinTrust
 import Synchronization
 
 /// The proxy's counters and gauges, rendered in the Prometheus text format
@@ -6,7 +7,7 @@ import Synchronization
 /// a dozen series with fixed names and labels are easier to keep exactly
 /// right by hand than through a bootstrap and a translation layer.
 final class ProxyMetrics: Sendable {
-  private let counters = Mutex<[String: [[String]: Int]]>([:])
+  private let counters = Locked<[String: [[String]: Int]]>([:])
   let idlePooledConnections = SharedCount()
   let mintedCertificates = SharedCount()
   let startTime = Date()

@@ -1,4 +1,5 @@
 import Foundation
+import PinEventLoop
 import PinHTTP
 import PinTLS
 import PinTrust
@@ -43,7 +44,8 @@ public final class RuntimeSnapshot: Sendable {
     }
     self.connectTo = connectTo
     internalAddresses = InternalAddresses(
-      listening: configuration.listeners.map(\.address) + (configuration.admin.map { [$0.address] } ?? []))
+      listening: configuration.listeners.map(\.address) + (configuration.admin.map { [$0.address] } ?? []),
+      local: SocketAddress.localInterfaceAddresses())
     self.configuration = configuration
     self.trust = trust
     self.ruleContexts = ruleContexts
@@ -191,8 +193,8 @@ public struct UpstreamRoute: Sendable {
   public let context: TLSClientContext?
   public let allowsInsecureHTTPLoads: Bool
   public let checksKeyStrength: Bool
-  /// Whether configuration named this host explicitly (a domain rule, a
-  /// passthrough entry, a tunnel's upstream). Only then may it resolve to a
+  /// Whether configuration named this host explicitly (a domain rule or a
+  /// passthrough entry for exactly this name, a tunnel's upstream). Only then may it resolve to a
   /// loopback, link-local or own-listener address (`InternalAddresses`).
   public var namedExplicitly: Bool
 
@@ -205,7 +207,9 @@ public struct UpstreamRoute: Sendable {
       self.policy = policy
       context = snapshot.ruleContexts[index]
       allowsInsecureHTTPLoads = domain.allowsInsecureHTTPLoads
-      namedExplicitly = true
+      // A rule reached through includesSubdomains names the parent, not this
+      // host, whose DNS may belong to someone else.
+      namedExplicitly = domain.domain == host
     case .defaults(let policy):
       ruleName = "defaults"
       self.policy = policy

@@ -14,11 +14,6 @@ final class TunnelSession: ConnectionDelegate, ClientChannelDelegate, UpstreamDe
   @unchecked Sendable
 {
   enum State {
-    /// Nothing from the client yet: no upstream connection is opened until
-    /// the client speaks, within `timeouts.clientHeader`. Otherwise every
-    /// idle connection to the listener would cost an upstream TLS handshake
-    /// and hold an upstream connection (an amplifier against the upstream).
-    case awaitingClient(LoopTimer)
     case connecting
     case splicing(UpstreamConnection)
     case closed
@@ -31,14 +26,18 @@ final class TunnelSession: ConnectionDelegate, ClientChannelDelegate, UpstreamDe
   let context: ProxyContext
   let snapshot: RuntimeSnapshot
   let target: HostPort
-  var state = State.closed
-  /// The route the first client bytes are sent under.
-  var route: UpstreamRoute?
+  var state = State.connecting
+  /// Until the client's first byte: a silent client may hold the tunnel (and
+  /// its upstream connection) only for `timeouts.clientHeader`, not for
+  /// `tunnelIdle`, and is the first to go when connections run out. The
+  /// upstream is still dialled at once, as HAProxy and stunnel do, so that
+  /// protocols where the server speaks first (SMTP, IMAP) work.
+  var firstByteTimer: LoopTimer?
+  var clientSpoke = false
   let accepted = DispatchTime.now().uptimeNanoseconds
   var clientDone = false
   var upstreamDone = false
-  var lastActivity = Date()
-  var idleTimer: LoopTimer?
+  var idle: IdleWatch?
   /// Client bytes that arrived before the upstream was ready.
   var early: [UInt8] = []
 
@@ -68,15 +67,13 @@ final class TunnelSession: ConnectionDelegate, ClientChannelDelegate, UpstreamDe
     }
     // The operator named this upstream in the listener itself.
     route.namedExplicitly = true
-    self.route = route
     let seconds = snapshot.timeouts.clientHeader
-    state = .awaitingClient(
-      loop.schedule(after: seconds) { [weak self] in
-        guard let self, case .awaitingClient = self.state else { return }
-        self.context.logger.log(
-          .info, "tunnel-closed", ["client": self.connection.peer, "reason": "client sent nothing within \(seconds) s"])
-        self.closeAll()
-      })
+    firstByteTimer = loop.schedule(after: seconds) { [weak self] in
+      guard let self, !self.clientSpoke else { return }
+      self.context.logger.log(
+        .info, "tunnel-closed", ["client": self.connection.peer, "reason": "client sent nothing within \(seconds) s"])
+      self.closeAll()
+    }
     if listener.downstreamTLS {
       guard let interception = snapshot.interception[listener.name] else {
         return refuse(
@@ -95,15 +92,6 @@ final class TunnelSession: ConnectionDelegate, ClientChannelDelegate, UpstreamDe
           ProxyFailure(status: 502, code: .handshakeFailed, reason: "cannot serve TLS for \(host): \(error)"))
       }
     }
-    client.resumeReading()
-  }
-
-  /// The client spoke: open the upstream connection.
-  private func dial() {
-    guard let route else { return closeAll() }
-    if case .awaitingClient(let timer) = state { timer.cancel() }
-    state = .connecting
-    let host = route.host
     let key = UpstreamKey(host: host, port: target.port, tls: true, policy: route.identity)
     let dialer = context.dialer(for: snapshot)
     dialer.open(key, route: route, on: loop) { [weak self] result in
@@ -116,7 +104,7 @@ final class TunnelSession: ConnectionDelegate, ClientChannelDelegate, UpstreamDe
       case .success(let upstream): self.splice(upstream)
       }
     }
-    armIdleTimer(after: snapshot.timeouts.tunnelIdle)
+    idle = IdleWatch(loop: loop, limit: snapshot.timeouts.tunnelIdle) { [weak self] in self?.closeAll() }
   }
 
   private func splice(_ upstream: UpstreamConnection) {
@@ -143,19 +131,9 @@ final class TunnelSession: ConnectionDelegate, ClientChannelDelegate, UpstreamDe
     closeAll()
   }
 
-  private func armIdleTimer(after seconds: Double) {
-    idleTimer = loop.schedule(after: seconds) { [weak self] in
-      guard let self else { return }
-      let idle = Date().timeIntervalSince(self.lastActivity)
-      let limit = self.snapshot.timeouts.tunnelIdle
-      if idle >= limit { return self.closeAll() }
-      self.armIdleTimer(after: limit - idle)
-    }
-  }
-
   private func closeAll() {
-    idleTimer?.cancel()
-    if case .awaitingClient(let timer) = state { timer.cancel() }
+    idle?.cancel()
+    firstByteTimer?.cancel()
     if case .splicing(let upstream) = state { upstream.close() }
     state = .closed
     client.close()
@@ -173,11 +151,12 @@ final class TunnelSession: ConnectionDelegate, ClientChannelDelegate, UpstreamDe
   func connectionDidClose(_ connection: Connection, error: SocketError?) { clientDidClose() }
 
   func clientDidRead(_ bytes: [UInt8]) {
-    lastActivity = Date()
+    idle?.touch()
+    if !clientSpoke {
+      clientSpoke = true
+      firstByteTimer?.cancel()
+    }
     switch state {
-    case .awaitingClient:
-      early += bytes
-      dial()
     case .connecting:
       early += bytes
       if early.count > 256 * 1024 { client.pauseReading() }
@@ -189,7 +168,6 @@ final class TunnelSession: ConnectionDelegate, ClientChannelDelegate, UpstreamDe
   }
 
   func clientDidReadEOF() {
-    if case .awaitingClient = state { return closeAll() }
     clientDone = true
     if case .splicing(let upstream) = state { upstream.finishSending() }
     finishIfBothDone()
@@ -202,12 +180,13 @@ final class TunnelSession: ConnectionDelegate, ClientChannelDelegate, UpstreamDe
   /// A tunnel carries a protocol the proxy cannot see into: it keeps going
   /// until the drain deadline ends the process.
   func drain() {
-    if case .awaitingClient = state { closeAll() }
+    if !clientSpoke { closeAll() }
   }
 
   /// Only a tunnel whose client has not spoken yet may be cut under overload.
   var evictionCandidate: EvictionCandidate? {
-    guard case .awaitingClient = state else { return nil }
+    if clientSpoke { return nil }
+    if case .closed = state { return nil }
     return EvictionCandidate(tier: .unfinishedHead, since: accepted)
   }
 
@@ -215,8 +194,8 @@ final class TunnelSession: ConnectionDelegate, ClientChannelDelegate, UpstreamDe
 
   func clientDidClose() {
     context.registry(for: loop).remove(self)
-    idleTimer?.cancel()
-    if case .awaitingClient(let timer) = state { timer.cancel() }
+    idle?.cancel()
+    firstByteTimer?.cancel()
     if case .splicing(let upstream) = state { upstream.close() }
     state = .closed
     context.admission.release(client: connection.peer)
@@ -225,7 +204,7 @@ final class TunnelSession: ConnectionDelegate, ClientChannelDelegate, UpstreamDe
   // MARK: Upstream side
 
   func upstream(_ upstream: UpstreamConnection, didReceiveRaw bytes: [UInt8]) {
-    lastActivity = Date()
+    idle?.touch()
     client.write(bytes)
     if client.isAboveHighWatermark { upstream.pauseReading() }
   }

@@ -157,7 +157,7 @@ final class UpstreamConnection: ConnectionDelegate, @unchecked Sendable {
       do {
         try engine.write(bytes)
       } catch {
-        return abort(.unreachable("TLS write to \(key) failed: \(error.description)"))
+        return abort(.unreachable("TLS write to \(key) failed", detail: error.description))
       }
       flushTLS()
     } else {
@@ -230,7 +230,7 @@ final class UpstreamConnection: ConnectionDelegate, @unchecked Sendable {
           delegate?.upstreamDidClose(self, failure: nil)
         }
       } catch {
-        abort(.unreachable("malformed response from \(key): \(error.reason)"))
+        abort(.unreachable("malformed response from \(key)", detail: error.reason))
       }
     }
   }
@@ -281,7 +281,7 @@ final class UpstreamConnection: ConnectionDelegate, @unchecked Sendable {
         status: 502, code: .handshakeFailed, reason: "\(key) refused the TLS session",
         detail: error.description)
     }
-    return .unreachable("TLS error from \(key): \(error.description)")
+    return .unreachable("TLS error from \(key)", detail: error.description)
   }
 
   func connectionDidReadEOF(_ connection: Connection) {
@@ -301,7 +301,7 @@ final class UpstreamConnection: ConnectionDelegate, @unchecked Sendable {
     guard isOpenOrReady else { return }
     state = .closed
     delegate?.upstreamDidClose(
-      self, failure: error.map { .unreachable("connection to \(key) failed: \($0)") })
+      self, failure: error.map { .unreachable("connection to \(key) failed", detail: $0.description) })
   }
 
   private var isOpenOrReady: Bool { if case .ready = state { return true } else { return false } }

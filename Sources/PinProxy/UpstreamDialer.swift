@@ -32,9 +32,11 @@ struct UpstreamDialer {
         // 127.0.0.1 is refused like the literal.
         if guardsInternal {
           for address in addresses {
-            guard let ip = IPAddress(bytes: address.addressBytes),
-              let refusal = internalAddresses.refusal(ip, port: address.port)
-            else { continue }
+            // An address that cannot be judged is refused, not let through.
+            let refusal =
+              IPAddress(bytes: address.addressBytes).map { internalAddresses.refusal($0, port: address.port) }
+              ?? "\(address) is not an IP address"
+            guard let refusal else { continue }
             return completion(
               .failure(
                 ProxyFailure(

@@ -3,7 +3,6 @@ import PinEventLoop
 import PinHTTP
 import PinTLS
 import PinTrust
-import Synchronization
 
 /// Identifies interchangeable upstream connections: same host and port, same
 /// scheme, same rule of the same configuration generation. A connection is
@@ -20,7 +19,7 @@ struct UpstreamKey: Hashable, Sendable, CustomStringConvertible {
 /// TLS sessions for resumption, keyed like connections so a session is never
 /// resumed under another host, port or policy generation. Shared by all loops.
 final class TLSSessionCache: Sendable {
-  private let sessions = Mutex<[UpstreamKey: TLSSession]>([:])
+  private let sessions = Locked<[UpstreamKey: TLSSession]>([:])
   private let capacity: Int
 
   init(capacity: Int = 4096) { self.capacity = capacity }

@@ -1,6 +1,5 @@
 import Foundation
 import PinTrust
-import Synchronization
 
 /// Named anchor sets (`system` built in) and the stores compiled from their
 /// unions. One store per distinct union, built the first time a policy asks
@@ -9,7 +8,7 @@ public final class AnchorSetRegistry: Sendable {
   private let sets: [String: [X509Certificate]]
   /// Certificates that stand in for `system` (tests, `--anchors`); nil = the OS store.
   private let systemOverride: [X509Certificate]?
-  private let stores = Mutex<[[String]: AnchorStore]>([:])
+  private let stores = Locked<[[String]: AnchorStore]>([:])
 
   public struct UnknownAnchorSet: Error, CustomStringConvertible {
     public let name: String

@@ -1,7 +1,6 @@
 import COpenSSL
 import Foundation
 import PinTrust
-import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -19,7 +18,7 @@ public final class LocalCA: Sendable {
   /// One key for every minted leaf, generated at start: minting then costs a
   /// signature, not a key generation.
   let leafKey: PrivateKey
-  private let minted: Mutex<MintCache>
+  private let minted: Locked<MintCache>
   public let leafValidity: TimeInterval
 
   public static let certificateFile = "ca.pem"
@@ -44,7 +43,7 @@ public final class LocalCA: Sendable {
     } catch {
       throw Failure(description: error.description)
     }
-    minted = Mutex(MintCache(capacity: cacheSize))
+    minted = Locked(MintCache(capacity: cacheSize))
     guard X509_check_private_key(certificate.pointer, key.pointer) == 1 else {
       OpenSSLErrorQueue.clear()
       throw Failure(description: "the CA key does not belong to the CA certificate")

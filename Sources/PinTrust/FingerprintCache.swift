@@ -14,7 +14,7 @@ import Synchronization
 ///   them on reload.
 /// - Bounded: each shard holds `capacity / shards` entries, evicted by CLOCK
 ///   (second chance), so a hit only sets a flag.
-/// - Thread-safe: sharded by key hash, one `Mutex` per shard. A hit performs
+/// - Thread-safe: sharded by key hash, one `Locked` per shard. A hit performs
 ///   no heap allocation (the benchmark checks it).
 public final class FingerprintCache: Sendable {
   public struct Key: Sendable, Hashable {
@@ -108,8 +108,8 @@ public struct PolicyIdentity: Sendable, Hashable, CustomStringConvertible {
 }
 
 private final class Shard: Sendable {
-  let state: Mutex<ShardState>
-  init(capacity: Int) { state = Mutex(ShardState(capacity: capacity)) }
+  let state: Locked<ShardState>
+  init(capacity: Int) { state = Locked(ShardState(capacity: capacity)) }
 }
 
 private struct ShardState {

@@ -97,6 +97,9 @@ final class ConnectionTests: XCTestCase {
     XCTAssertEqual(fcntl(client.fd, F_GETFD), -1, "the fd is closed after close")
   }
 
+  /// Independent of the kernel's buffer sysctls (loopback may autotune to
+  /// 32 MiB): both sockets get small fixed buffers, and the writer sends
+  /// several times what the kernel actually granted.
   func testHighWatermarkThenDrainWhenTheReaderCatchesUp() throws {
     let group = EventLoopGroup(count: 2)
     let server = Recorder()
@@ -104,27 +107,45 @@ final class ConnectionTests: XCTestCase {
     let accepted = DispatchSemaphore(value: 0)
     let (listener, client, recorder) = try makePair(group: group, serverDelegate: server) { connection in
       connection.pauseReading()  // a slow reader: nothing is read until resumed
+      ConnectionTests.setBuffer(connection.fd, SO_RCVBUF, 64 * 1024)
       serverConnection = connection
       accepted.signal()
     }
     defer { listener.close() }
+    XCTAssertEqual(accepted.wait(timeout: .now() + 5), .success)
+    let reader = try XCTUnwrap(serverConnection)
     let aboveHigh = DispatchSemaphore(value: 0)
     nonisolated(unsafe) var wasAbove = false
+    nonisolated(unsafe) var total = 0
     client.loop.execute {
+      ConnectionTests.setBuffer(client.fd, SO_SNDBUF, 64 * 1024)
+      let granted = ConnectionTests.buffer(client.fd, SO_SNDBUF) + ConnectionTests.buffer(reader.fd, SO_RCVBUF)
       client.highWatermark = 64 * 1024
       client.lowWatermark = 16 * 1024
-      for _ in 0..<64 { client.write([UInt8](repeating: 1, count: 64 * 1024)) }
+      let chunks = max(16, 4 * granted / (64 * 1024) + 4)
+      for _ in 0..<chunks { client.write([UInt8](repeating: 1, count: 64 * 1024)) }
+      total = chunks * 64 * 1024
       wasAbove = client.isAboveHighWatermark
       aboveHigh.signal()
     }
     aboveHigh.wait()
-    XCTAssertTrue(wasAbove, "4 MiB to a reader that reads nothing must exceed the kernel buffers")
+    XCTAssertTrue(wasAbove, "\(total) bytes to a reader that reads nothing must exceed the socket buffers")
     XCTAssertEqual(recorder.drains, 0)
-    XCTAssertEqual(accepted.wait(timeout: .now() + 5), .success)
-    let reader = try XCTUnwrap(serverConnection)
     reader.loop.execute { reader.resumeReading() }
     XCTAssertTrue(recorder.wait { $0.drains == 1 })
-    XCTAssertTrue(server.wait { $0.received.count == 64 * 64 * 1024 })
+    XCTAssertTrue(server.wait { $0.received.count == total })
+  }
+
+  static func setBuffer(_ fd: Int32, _ option: Int32, _ size: Int32) {
+    var value = size
+    setsockopt(fd, SOL_SOCKET, option, &value, socklen_t(MemoryLayout<Int32>.size))
+  }
+
+  static func buffer(_ fd: Int32, _ option: Int32) -> Int {
+    var value: Int32 = 0
+    var length = socklen_t(MemoryLayout<Int32>.size)
+    getsockopt(fd, SOL_SOCKET, option, &value, &length)
+    return Int(value)
   }
 
   func testConnectToAClosedPortFailsFast() {

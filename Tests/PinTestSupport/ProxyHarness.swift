@@ -69,6 +69,7 @@ public final class ChildProcess: @unchecked Sendable {
   }
 
   public func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+  public var pid: Int32 { process.processIdentifier }
   public func waitForExit() { process.waitUntilExit() }
   public var exitStatus: Int32 { process.terminationStatus }
   public var isRunning: Bool { process.isRunning }

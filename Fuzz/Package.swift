@@ -1,0 +1,27 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// libFuzzer targets over pinproxy's parsers. Built only with the fuzzer
+// sanitizer (Fuzz/run.sh): each executable defines LLVMFuzzerTestOneInput
+// and libFuzzer supplies main.
+let package = Package(
+  name: "pinproxy-fuzz",
+  dependencies: [.package(name: "pinproxy", path: "..")],
+  targets: [
+    .target(name: "FuzzSupport"),
+    .executableTarget(
+      name: "FuzzRequestParser", dependencies: ["FuzzSupport", .product(name: "PinHTTP", package: "pinproxy")]),
+    .executableTarget(
+      name: "FuzzResponseParser", dependencies: ["FuzzSupport", .product(name: "PinHTTP", package: "pinproxy")]),
+    .executableTarget(
+      name: "FuzzForwardedHead", dependencies: ["FuzzSupport", .product(name: "PinHTTP", package: "pinproxy")]),
+    .executableTarget(
+      name: "FuzzConfig", dependencies: ["FuzzSupport", .product(name: "PinProxy", package: "pinproxy")]),
+    .executableTarget(
+      name: "FuzzCertificate",
+      dependencies: [
+        "FuzzSupport", .product(name: "PinTLS", package: "pinproxy"), .product(name: "PinTrust", package: "pinproxy"),
+      ]),
+  ],
+  swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,22 @@
+import FuzzSupport
+import PinTLS
+import PinTrust
+
+/// Bytes as a certificate file (PEM or DER): parse, then extract everything
+/// the trust engine reads (names, SANs, key, digests, dates).
+func fuzzCertificate(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+  let bytes = inputBytes(data, size)
+  guard let certificates = try? CertificateFile.parse(bytes) else { return 0 }
+  for certificate in certificates {
+    let value = certificate.value()
+    precondition(value.spkiPin.hasPrefix("sha256/"))
+    precondition(!certificate.der.isEmpty)
+    _ = PresentedChain([certificate.der])
+  }
+  return 0
+}
+
+@_cdecl("FuzzCertificate_main")
+func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> CInt {
+  runFuzzer(argc, argv) { data, size in fuzzCertificate(data, size) }
+}

@@ -1,0 +1,25 @@
+/// Starts libFuzzer from a SwiftPM executable. SwiftPM links an executable's
+/// entry point as `<Target>_main`, so each target defines that symbol and
+/// hands libFuzzer its callback here (libFuzzer's own `main` is not used).
+@_silgen_name("LLVMFuzzerRunDriver")
+func llvmFuzzerRunDriver(
+  _ argc: UnsafeMutablePointer<CInt>,
+  _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+  _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
+) -> CInt
+
+public typealias FuzzCallback = @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
+
+public func runFuzzer(
+  _ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>, _ callback: FuzzCallback
+) -> CInt {
+  var count = argc
+  var vector: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = argv
+  return llvmFuzzerRunDriver(&count, &vector, callback)
+}
+
+/// The input as an array; libFuzzer passes no pointer for an empty input.
+public func inputBytes(_ data: UnsafePointer<UInt8>?, _ size: Int) -> [UInt8] {
+  guard let data, size > 0 else { return [] }
+  return Array(UnsafeBufferPointer(start: data, count: size))
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (fuzzer + address sanitizers) and runs each
+# for SECONDS (default 60) on its committed corpus (Fuzz/Corpus/TARGET).
+# New inputs go to a scratch directory, not into the committed corpus; with
+# --merge they are merged (minimised) into it afterwards.
+#   Fuzz/run.sh [--merge] [SECONDS] [TARGET ...]
+set -euo pipefail
+cd "$(dirname "$0")"
+merge=0
+if [ "${1:-}" = "--merge" ]; then merge=1; shift; fi
+seconds=${1:-60}
+[ $# -gt 0 ] && shift
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(FuzzRequestParser FuzzResponseParser FuzzForwardedHead FuzzConfig FuzzCertificate)
+scratch=../.build-fuzz
+swift build -c release --scratch-path "$scratch" \
+  -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library -Xswiftc -use-ld=lld
+bin=$(swift build -c release --scratch-path "$scratch" --show-bin-path -Xswiftc -use-ld=lld)
+status=0
+for target in "${targets[@]}"; do
+  mkdir -p "Corpus/$target"
+  work=$(mktemp -d)
+  echo "== $target: ${seconds}s"
+  if ! "$bin/$target" "$work" "Corpus/$target" -max_total_time="$seconds" -max_len=8192 -timeout=10 \
+    -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$work/" 2>"$work/log"; then
+    status=1
+    echo "FAILED: $target"; tail -40 "$work/log"
+    ls "$work"/crash-* "$work"/timeout-* "$work"/oom-* 2>/dev/null || true
+  else
+    grep -E "^stat::number_of_executed_units|^stat::new_units_added|^#[0-9]+.*DONE" "$work/log" || tail -3 "$work/log"
+    if [ $merge = 1 ]; then
+      "$bin/$target" -merge=1 "Corpus/$target" "$work" -max_len=8192 2>/dev/null || true
+    fi
+  fi
+  rm -rf "$work"
+done
+exit $status
