@@ -1,7 +1,7 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
-// Dependencies point one way (DESIGN.md): PinTrust ← PinTLS ← PinProxy ← pinproxy.
+// Dependencies point one way (docs/ARCHITECTURE.md): PinTrust ← PinTLS ← PinProxy ← pinproxy.
 // PinTrust is pure Swift: it never sees an OpenSSL pointer.
 let package = Package(
   name: "pinproxy",

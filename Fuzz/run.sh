@@ -17,6 +17,8 @@ swift build -c release --scratch-path "$scratch" \
   -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library -Xswiftc -use-ld=lld
 bin=$(swift build -c release --scratch-path "$scratch" --show-bin-path -Xswiftc -use-ld=lld)
 status=0
+# Swift's crash backtracer can hang under ASan; libFuzzer prints the stack.
+export SWIFT_BACKTRACE=enable=no
 for target in "${targets[@]}"; do
   mkdir -p "Corpus/$target"
   work=$(mktemp -d)
@@ -24,8 +26,12 @@ for target in "${targets[@]}"; do
   if ! "$bin/$target" "$work" "Corpus/$target" -max_total_time="$seconds" -max_len=8192 -timeout=10 \
     -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$work/" 2>"$work/log"; then
     status=1
-    echo "FAILED: $target"; tail -40 "$work/log"
-    ls "$work"/crash-* "$work"/timeout-* "$work"/oom-* 2>/dev/null || true
+    echo "FAILED: $target"
+    grep -E "ERROR:|SUMMARY:|Fatal error|precondition|#[0-9]+ 0x.* in .*(Pin|Fuzz|main)" "$work/log" | head -40
+    mkdir -p ../.build-fuzz/artifacts
+    cp "$work"/crash-* "$work"/timeout-* "$work"/oom-* ../.build-fuzz/artifacts/ 2>/dev/null || true
+    echo "the failing input is kept in .build-fuzz/artifacts/ (reproduce: $bin/$target FILE)"
+    ls ../.build-fuzz/artifacts/ | tail -3
   else
     grep -E "^stat::number_of_executed_units|^stat::new_units_added|^#[0-9]+.*DONE" "$work/log" || tail -3 "$work/log"
     if [ $merge = 1 ]; then

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: unit tests of each module, the AFSecurityPolicy scenarios,
-# and end-to-end tests that run the real pinproxy binary against openssl.
+# end-to-end tests that run the real pinproxy binary against openssl, curl and
+# Python clients; then the sanitizer builds (scripts/sanitizers.sh) and a
+# short run of every fuzz target (Fuzz/run.sh). The last line counts them all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -16,5 +18,19 @@ rm -f "$log"
 if [ -z "$summary" ]; then echo "no XCTest summary found" >&2; exit 1; fi
 total=$(echo "$summary" | sed -E 's/.*Executed ([0-9]+) tests?.*/\1/')
 failed=$(echo "$summary" | sed -E 's/.*with ([0-9]+) failures?.*/\1/')
-echo "$((total - failed)) passed, $failed failed"
+passed=$((total - failed))
+
+# Each sanitizer check and each fuzz target counts as one more test.
+sanitizer_log=$(mktemp)
+scripts/sanitizers.sh 2>&1 | tee "$sanitizer_log" || status=1
+passed=$((passed + $(grep -cE "^sanitizers: .*(clean|no growth)" "$sanitizer_log" || true)))
+failed=$((failed + $(grep -cE "^sanitizers: .*FAILED" "$sanitizer_log" || true)))
+rm -f "$sanitizer_log"
+fuzz_log=$(mktemp)
+Fuzz/run.sh "${FUZZ_SECONDS:-30}" 2>&1 | tee "$fuzz_log" || status=1
+passed=$((passed + $(grep -c "^stat::number_of_executed_units" "$fuzz_log" || true)))
+failed=$((failed + $(grep -c "^FAILED: " "$fuzz_log" || true)))
+rm -f "$fuzz_log"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ] || status=1
 exit "$status"

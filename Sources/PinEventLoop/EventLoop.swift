@@ -30,7 +30,8 @@ public final class EventLoop: Sendable {
   static func deadline(after seconds: Double, now: UInt64 = DispatchTime.now().uptimeNanoseconds) -> UInt64 {
     let nanoseconds = seconds * 1e9
     let delay: UInt64 =
-      nanoseconds.isNaN || nanoseconds <= 0 ? 0 : nanoseconds >= 9.2e18 ? UInt64(Int64.max) : UInt64(nanoseconds)
+      nanoseconds.isNaN || nanoseconds <= 0
+      ? 0 : nanoseconds >= 9.2e18 ? UInt64(Int64.max) : UInt64(nanoseconds)
     let (sum, overflow) = now.addingReportingOverflow(delay)
     return overflow ? UInt64.max : sum
   }

@@ -96,7 +96,9 @@ public enum ForwardedHead {
   /// The trailer fields that may be passed on.
   public static func trailers(_ trailers: HTTPHeaders) -> HTTPHeaders {
     var kept = trailers
-    kept.filter { field in !prohibitedInTrailers.contains(String(decoding: field.nameBytes.map(ASCII.lower), as: UTF8.self)) }
+    kept.filter { field in
+      !prohibitedInTrailers.contains(String(decoding: field.nameBytes.map(ASCII.lower), as: UTF8.self))
+    }
     return kept
   }
 
@@ -110,7 +112,8 @@ public enum ForwardedHead {
       named.insert(token)
     }
     var kept = headers
-    kept.filter { field in !named.contains(String(decoding: field.nameBytes.map(ASCII.lower), as: UTF8.self)) }
+    kept.filter { field in !named.contains(String(decoding: field.nameBytes.map(ASCII.lower), as: UTF8.self))
+    }
     return kept
   }
 }

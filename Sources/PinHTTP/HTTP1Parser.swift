@@ -168,7 +168,8 @@ public struct HTTP1Parser: Sendable {
       let start = consumed
       guard
         let head = try HTTP1Grammar.section(
-          buffer, &consumed, resumeAt: max(scanned, start), limit: limits.maxHeaderBytes, what: "header section")
+          buffer, &consumed, resumeAt: max(scanned, start), limit: limits.maxHeaderBytes,
+          what: "header section")
       else {
         scanned = max(start, buffer.count - 3)
         return false

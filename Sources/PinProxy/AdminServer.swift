@@ -27,7 +27,8 @@ final class AdminServer: Sendable {
     let open = self.open
     do {
       listener = try Listener(
-        address: socketAddress, group: group, onExhausted: ProxyServer.exhaustionLogger(context.logger, "admin")
+        address: socketAddress, group: group,
+        onExhausted: ProxyServer.exhaustionLogger(context.logger, "admin")
       ) { fd, peer, loop in
         let connection = Connection(fd: fd, peer: peer, loop: loop)
         guard open.adding(1) <= AdminServer.maximumConnections else {
@@ -74,7 +75,9 @@ final class AdminSession: ConnectionDelegate, @unchecked Sendable {
         if case .request(let head) = event { return answer(head) }
       }
     } catch {
-      respond(status: error.status, reason: "Bad Request", type: "text/plain", body: "\(PrintableText.escaped(error.reason))\n")
+      respond(
+        status: error.status, reason: "Bad Request", type: "text/plain",
+        body: "\(PrintableText.escaped(error.reason))\n")
     }
   }
 

@@ -55,7 +55,13 @@ public enum ConfigurationParser {
     let reader = ConfigReader(file: file)
     var configuration = Configuration(file: file)
     guard text.utf8.count <= maximumFileBytes else {
-      return (nil, [ConfigError(file: file, line: 0, column: 0, key: "", message: "larger than \(maximumFileBytes) bytes")])
+      return (
+        nil,
+        [
+          ConfigError(
+            file: file, line: 0, column: 0, key: "", message: "larger than \(maximumFileBytes) bytes")
+        ]
+      )
     }
     let root: Node?
     do {

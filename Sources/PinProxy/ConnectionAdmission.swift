@@ -1,6 +1,6 @@
 import Foundation
-import PinTrust
 import PinEventLoop
+import PinTrust
 import Synchronization
 
 /// Decides whether a new client connection may open, and keeps the counts.

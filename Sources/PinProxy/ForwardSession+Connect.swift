@@ -24,7 +24,8 @@ extension ForwardSession {
         head)
     }
     if listedPassthrough || !listener.intercept {
-      let named = (snapshot.passthrough[listener.name]?.names(host) ?? false) || route?.namedExplicitly == true
+      let named =
+        (snapshot.passthrough[listener.name]?.names(host) ?? false) || route?.namedExplicitly == true
       return beginPassthrough(head, host: host, port: port, namedExplicitly: named)
     }
     guard let route, let interception = snapshot.interception[listener.name] else {
@@ -85,7 +86,8 @@ extension ForwardSession {
       host: host, port: port, tls: false, policy: PolicyIdentity(generation: snapshot.generation, rule: -2))
     let dialer = context.dialer(for: snapshot)
     let placeholder = Exchange(
-      request: head, key: key, route: UpstreamRoute.plain(host, namedExplicitly: namedExplicitly), path: "", client: client.peer)
+      request: head, key: key, route: UpstreamRoute.plain(host, namedExplicitly: namedExplicitly), path: "",
+      client: client.peer)
     state = .connecting(placeholder)
     dialer.open(key, route: placeholder.route, on: loop) { [weak self] result in
       guard let self, case .connecting(let current) = self.state, current === placeholder else {

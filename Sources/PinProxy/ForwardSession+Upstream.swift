@@ -97,7 +97,8 @@ extension ForwardSession: UpstreamDelegate {
     exchange.upstreamKeepsAlive = head.keepAlive
     if context.isDraining { exchange.closeAfterResponse = true }
     let (bytes, framing) = ForwardedHead.response(
-      head, clientVersion: exchange.request.version, closing: exchange.closeAfterResponse, via: "1.1 pinproxy")
+      head, clientVersion: exchange.request.version, closing: exchange.closeAfterResponse, via: "1.1 pinproxy"
+    )
     exchange.responseChunked = framing == .chunked
     if framing == .untilClose { exchange.closeAfterResponse = true }
     client.write(bytes)

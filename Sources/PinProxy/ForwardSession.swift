@@ -272,7 +272,8 @@ final class ForwardSession: ConnectionDelegate, ClientChannelDelegate, Drainable
     let fields: KeyValuePairs<String, String> = [
       "client": client.peer, "method": request?.method ?? "-", "target": host, "rule": rule,
       "status": String(failure.status),
-      "code": failure.code.rawValue, "reason": failure.reason, "detail": failure.detail ?? "-", "chain": failure.chain ?? "-",
+      "code": failure.code.rawValue, "reason": failure.reason, "detail": failure.detail ?? "-",
+      "chain": failure.chain ?? "-",
     ]
     context.logger.log(failure.status >= 500 ? .warning : .info, "refused", fields)
     context.metrics.increment("pinproxy_refusals_total", [failure.code.rawValue, rule])

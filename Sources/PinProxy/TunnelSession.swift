@@ -71,7 +71,8 @@ final class TunnelSession: ConnectionDelegate, ClientChannelDelegate, UpstreamDe
     firstByteTimer = loop.schedule(after: seconds) { [weak self] in
       guard let self, !self.clientSpoke else { return }
       self.context.logger.log(
-        .info, "tunnel-closed", ["client": self.connection.peer, "reason": "client sent nothing within \(seconds) s"])
+        .info, "tunnel-closed",
+        ["client": self.connection.peer, "reason": "client sent nothing within \(seconds) s"])
       self.closeAll()
     }
     if listener.downstreamTLS {

@@ -287,7 +287,8 @@ final class UpstreamConnection: ConnectionDelegate, @unchecked Sendable {
   func connectionDidReadEOF(_ connection: Connection) {
     if case .handshaking = state {
       return failHandshake(
-        .handshake(.handshakeFailed, key.description, detail: "the server closed the connection during the handshake"))
+        .handshake(
+          .handshakeFailed, key.description, detail: "the server closed the connection during the handshake"))
     }
     endOfStream()
   }

@@ -13,7 +13,8 @@ public final class Locked<Value>: @unchecked Sendable {
 
   public init(_ value: Value) { self.value = value }
 
-  public func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure)
+  public func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result)
+    throws(Failure)
     -> Result
   {
     lock.lock()

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 
-/// The `pinproxy` command. Exit codes follow DESIGN.md: 0 success, 1 a
+/// The `pinproxy` command. Exit codes follow docs/ARCHITECTURE.md: 0 success, 1 a
 /// rejected evaluation, 2 a usage or input error (ArgumentParser's own
 /// validation code, 64, is mapped to 2).
 @main

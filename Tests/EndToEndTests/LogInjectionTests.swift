@@ -6,13 +6,17 @@ import XCTest
 /// body escaped: ESC, BEL, OSC, CR, C1 controls, NEL, U+2028 and RLO each
 /// show as a visible escape, never as the raw character.
 final class LogInjectionTests: ProxyTestCase {
-  static let hostile = ["\u{1B}[31m", "\u{07}", "\u{1B}]0;owned\u{07}", "\u{85}", "\u{9B}", "\u{2028}", "\u{202E}"]
+  static let hostile = [
+    "\u{1B}[31m", "\u{07}", "\u{1B}]0;owned\u{07}", "\u{85}", "\u{9B}", "\u{2028}", "\u{202E}",
+  ]
 
   func sendHostileContentLength(to port: Int) throws -> String {
     // Inside a field value only obs-text may carry them: send the UTF-8 bytes.
-    let value = "1" + LogInjectionTests.hostile.filter { $0.unicodeScalars.allSatisfy { $0.value >= 0x80 } }.joined()
+    let value =
+      "1" + LogInjectionTests.hostile.filter { $0.unicodeScalars.allSatisfy { $0.value >= 0x80 } }.joined()
     let response = try RawHTTP.exchange(
-      port: port, "POST http://httpbin.org/echo HTTP/1.1\r\nHost: httpbin.org\r\nContent-Length: \(value)\r\n\r\n")
+      port: port,
+      "POST http://httpbin.org/echo HTTP/1.1\r\nHost: httpbin.org\r\nContent-Length: \(value)\r\n\r\n")
     return response
   }
 
@@ -20,16 +24,20 @@ final class LogInjectionTests: ProxyTestCase {
     for scalar in text.unicodeScalars where scalar != "\n" && scalar != "\r" {
       let value = scalar.value
       let raw = value < 0x20 || (0x7F...0x9F).contains(value) || value == 0x2028 || value == 0x202E
-      XCTAssertFalse(raw, "raw U+\(String(value, radix: 16)) in \(text.debugDescription)", file: file, line: line)
+      XCTAssertFalse(
+        raw, "raw U+\(String(value, radix: 16)) in \(text.debugDescription)", file: file, line: line)
     }
   }
 
   func testTheRefusalBodyAndTextLogAreEscaped() throws {
-    let port = try startProxy(map: ["httpbin.org": try origin()], domains: "  - {domain: httpbin.org, anchors: [test]}")
+    let port = try startProxy(
+      map: ["httpbin.org": try origin()], domains: "  - {domain: httpbin.org, anchors: [test]}")
     let response = try sendHostileContentLength(to: port)
     XCTAssertTrue(response.hasPrefix("HTTP/1.1 400 "), response)
     assertNoRawControls(response)
-    XCTAssertTrue(response.contains("\\u{2028}") && response.contains("\\u{202E}") && response.contains("\\u{85}"), response)
+    XCTAssertTrue(
+      response.contains("\\u{2028}") && response.contains("\\u{202E}") && response.contains("\\u{85}"),
+      response)
     XCTAssertTrue(proxy!.child.wait(for: "invalid Content-Length"), proxy!.log)
     assertNoRawControls(proxy!.log)
     XCTAssertTrue(proxy!.log.contains("\\u{2028}"), proxy!.log)

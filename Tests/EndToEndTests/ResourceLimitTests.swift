@@ -7,7 +7,8 @@ import XCTest
 /// daemon. Each scenario runs the real binary.
 final class ResourceLimitTests: ProxyTestCase {
   func testAnOversizedTimeoutIsAConfigErrorNotACrash() throws {
-    let file = try TemporaryFile("timeouts:\n  clientHeader: 1e12s\n  idleKeepAlive: 18446744073s\n  drain: 8d\n")
+    let file = try TemporaryFile(
+      "timeouts:\n  clientHeader: 1e12s\n  idleKeepAlive: 18446744073s\n  drain: 8d\n")
     defer { file.remove() }
     let result = try Subprocess.run(Subprocess.pinproxyPath, ["check", "--config", file.path])
     XCTAssertEqual(result.status, 2, result.stdout + result.stderr)
@@ -19,7 +20,8 @@ final class ResourceLimitTests: ProxyTestCase {
 
   func testAReloadWithAnOversizedTimeoutKeepsServing() throws {
     let origin = try origin()
-    let port = try startProxy(map: ["httpbin.org": origin], domains: "  - {domain: httpbin.org, anchors: [test]}")
+    let port = try startProxy(
+      map: ["httpbin.org": origin], domains: "  - {domain: httpbin.org, anchors: [test]}")
     let config = try String(contentsOfFile: proxy!.configFile, encoding: .utf8)
     try Data((config + "\ntimeouts: {idleKeepAlive: 18446744073s}\n").utf8).write(
       to: URL(fileURLWithPath: proxy!.configFile))
@@ -81,12 +83,14 @@ final class ResourceLimitTests: ProxyTestCase {
         - {domain: httpbin.org, anchors: [test]}
       """
     let port = try OpenSSLServer.freePort()
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("emfile-\(UUID().uuidString)")
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+      "emfile-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: directory) }
     let file = directory.appendingPathComponent("pinproxy.yaml").path
     try Data(
-      ("stateDirectory: \"\(directory.path)/state\"\n" + config.replacingOccurrences(of: "{port:forward}", with: String(port))).utf8
+      ("stateDirectory: \"\(directory.path)/state\"\n"
+        + config.replacingOccurrences(of: "{port:forward}", with: String(port))).utf8
     ).write(to: URL(fileURLWithPath: file))
     let child = try ChildProcessLauncher.pinproxy(after: "ulimit -n 64", ["run", "--config", file])
     defer { child.stop() }
@@ -115,7 +119,8 @@ final class ResourceLimitTests: ProxyTestCase {
     let port = try startProxy(
       map: ["httpbin.org": origin], domains: "  - {domain: httpbin.org, anchors: [test]}",
       extra: "logging: {access: false}")
-    let request = "GET http://httpbin.org/slow/5 HTTP/1.1\r\nHost: httpbin.org\r\n\r\n"
+    let request =
+      "GET http://httpbin.org/slow/5 HTTP/1.1\r\nHost: httpbin.org\r\n\r\n"
       + String(repeating: "GET http://httpbin.org/hello HTTP/1.1\r\nHost: a\r\n\r\n", count: 1300)
     let before = proxy!.child.residentKilobytes
     var held: [Int32] = []

@@ -14,11 +14,15 @@ final class SmugglingCorpusTests: XCTestCase {
   var originLog = ""
 
   override func setUpWithError() throws {
-    originLog = FileManager.default.temporaryDirectory.appendingPathComponent("recording-\(UUID().uuidString).log").path
+    originLog =
+      FileManager.default.temporaryDirectory.appendingPathComponent("recording-\(UUID().uuidString).log").path
     FileManager.default.createFile(atPath: originLog, contents: Data())
     origin = try ChildProcessLauncher.python(
       Fixtures.directory + "/recording_origin.py",
-      ["--cert", Fixtures.path("httpbin-chain.pem"), "--key", Fixtures.path("httpbin.key"), "--log", originLog])
+      [
+        "--cert", Fixtures.path("httpbin-chain.pem"), "--key", Fixtures.path("httpbin.key"), "--log",
+        originLog,
+      ])
     guard origin.wait(for: "READY "),
       let line = origin.currentOutput.split(separator: "\n").first(where: { $0.hasPrefix("READY") }),
       let originPort = Int(line.split(separator: " ")[1])
@@ -52,12 +56,14 @@ final class SmugglingCorpusTests: XCTestCase {
   }
 
   func run(path: String, extra: [String] = []) throws -> [ShapeResult] {
-    let output = FileManager.default.temporaryDirectory.appendingPathComponent("corpus-\(UUID().uuidString).json")
+    let output = FileManager.default.temporaryDirectory.appendingPathComponent(
+      "corpus-\(UUID().uuidString).json")
     defer { try? FileManager.default.removeItem(at: output) }
     let result = try Subprocess.run(
       "/usr/bin/env",
       [
-        "python3", Fixtures.directory + "/smuggling_corpus.py", "--proxy-port", String(proxy.ports["forward"]!),
+        "python3", Fixtures.directory + "/smuggling_corpus.py", "--proxy-port",
+        String(proxy.ports["forward"]!),
         "--origin-log", originLog, "--path", path, "--json", output.path,
       ] + extra)
     let data = try Data(contentsOf: output)

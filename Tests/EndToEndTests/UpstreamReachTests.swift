@@ -55,7 +55,10 @@ final class UpstreamReachTests: ProxyTestCase {
       """
     proxy = try ProxyProcess(config: config, listeners: ["forward"])
     let proxyPort = proxy!.ports["forward"]!
-    for host in ["127.0.0.1", "0x7f000001", "2130706433", "127.1", "0177.0.0.1", "[::1]", "[::ffff:127.0.0.1]", "localhost"] {
+    for host in [
+      "127.0.0.1", "0x7f000001", "2130706433", "127.1", "0177.0.0.1", "[::1]", "[::ffff:127.0.0.1]",
+      "localhost",
+    ] {
       let result = try absolute("https://\(host):\(origin.port)/hello", through: proxyPort)
       XCTAssertEqual(result.status, 403, "\(host): \(result.text)")
       XCTAssertEqual(result.code, "denied-by-policy", host)
@@ -96,7 +99,9 @@ final class UpstreamReachTests: ProxyTestCase {
     var one: Int32 = 1
     setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
     _ = withUnsafePointer(to: &address) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+      }
     }
     listen(listener, 8)
     let port = try startProxy(
@@ -118,10 +123,12 @@ final class UpstreamReachTests: ProxyTestCase {
     answering.start()
     let closedResult = try get("http://closed.httpbin.org/hello", through: port)
     assertRefused(closedResult, 502, "upstream-unreachable")
-    XCTAssertEqual(closedResult.text, "pinproxy: upstream-unreachable: cannot connect to closed.httpbin.org:443\n")
+    XCTAssertEqual(
+      closedResult.text, "pinproxy: upstream-unreachable: cannot connect to closed.httpbin.org:443\n")
     let plainResult = try get("http://plain.httpbin.org/hello", through: port)
     XCTAssertEqual(plainResult.status, 502, plainResult.text)
-    XCTAssertFalse(plainResult.text.contains("wrong version") || plainResult.text.contains("secret"), plainResult.text)
+    XCTAssertFalse(
+      plainResult.text.contains("wrong version") || plainResult.text.contains("secret"), plainResult.text)
     XCTAssertTrue(proxy!.child.wait(for: "Connection refused"), proxy!.log)
   }
 

@@ -119,7 +119,8 @@ final class ConnectionTests: XCTestCase {
     nonisolated(unsafe) var total = 0
     client.loop.execute {
       ConnectionTests.setBuffer(client.fd, SO_SNDBUF, 64 * 1024)
-      let granted = ConnectionTests.buffer(client.fd, SO_SNDBUF) + ConnectionTests.buffer(reader.fd, SO_RCVBUF)
+      let granted =
+        ConnectionTests.buffer(client.fd, SO_SNDBUF) + ConnectionTests.buffer(reader.fd, SO_RCVBUF)
       client.highWatermark = 64 * 1024
       client.lowWatermark = 16 * 1024
       let chunks = max(16, 4 * granted / (64 * 1024) + 4)

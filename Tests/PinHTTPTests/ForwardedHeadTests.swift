@@ -38,12 +38,16 @@ final class ForwardedHeadTests: XCTestCase {
         + "Keep-Alive: timeout=5\r\nProxy-Authorization: Basic abc\r\nTE: trailers\r\nUpgrade: h2c\r\n"
         + "Proxy-Connection: keep-alive\r\nAccept: */*\r\nTrailer: X\r\n\r\n")
     let wire = ForwardedHead.request(head, target: "/", authority: "a", via: "1.1 pinproxy")
-    XCTAssertEqual(String(decoding: wire, as: UTF8.self), "GET / HTTP/1.1\r\nHost: a\r\nAccept: */*\r\nVia: 1.1 pinproxy\r\n\r\n")
+    XCTAssertEqual(
+      String(decoding: wire, as: UTF8.self),
+      "GET / HTTP/1.1\r\nHost: a\r\nAccept: */*\r\nVia: 1.1 pinproxy\r\n\r\n")
   }
 
   func testConnectionCannotNameTheFramingAway() throws {
     let smuggled = "GET /smuggled HTTP/1.1\r\nHost: origin.test\r\n\r\n"
-    for connection in ["Connection: Content-Length", "Proxy-Connection: Content-Length", "Connection: close, Content-Length"] {
+    for connection in [
+      "Connection: Content-Length", "Proxy-Connection: Content-Length", "Connection: close, Content-Length",
+    ] {
       let (head, body) = try forwarded(
         "POST http://origin.test/a HTTP/1.1\r\nHost: origin.test\r\n\(connection)\r\n"
           + "Content-Length: \(smuggled.utf8.count)\r\n\r\n\(smuggled)")

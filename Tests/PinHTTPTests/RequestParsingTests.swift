@@ -123,7 +123,9 @@ final class RequestParsingTests: XCTestCase {
     for value in ["gzip", "gzip, chunked", "chunked, chunked", "chunked, gzip", "identity", "xchunked"] {
       refused("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: \(value)\r\n\r\n0\r\n\r\n")
     }
-    refused("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
+    refused(
+      "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+    )
   }
 
   func testBadChunkSizesAreRefused() {
@@ -168,8 +170,10 @@ final class RequestParsingTests: XCTestCase {
     refused(
       "GET / HTTP/1.1\r\nHost: a\r\nX-Big: \(String(repeating: "a", count: 300))\r\n\r\n", .headersTooLarge,
       limits: limits)
-    refused("GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 2\r\nC: 3\r\nD: 4\r\n\r\n", .headersTooLarge, limits: limits)
-    refused("GET /\(String(repeating: "a", count: 40)) HTTP/1.1\r\nHost: a\r\n\r\n", .uriTooLong, limits: limits)
+    refused(
+      "GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 2\r\nC: 3\r\nD: 4\r\n\r\n", .headersTooLarge, limits: limits)
+    refused(
+      "GET /\(String(repeating: "a", count: 40)) HTTP/1.1\r\nHost: a\r\n\r\n", .uriTooLong, limits: limits)
   }
 
   func testTruncatedMessageIsAnErrorAtClose() {

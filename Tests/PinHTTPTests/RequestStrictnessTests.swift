@@ -50,7 +50,8 @@ final class RequestStrictnessTests: XCTestCase {
   }
 
   func testTheFramingDecisionIsOnTheHead() throws {
-    XCTAssertEqual(try firstHead("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3, 3\r\n\r\nabc").framing, .length(3))
+    XCTAssertEqual(
+      try firstHead("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3, 3\r\n\r\nabc").framing, .length(3))
     XCTAssertEqual(
       try firstHead("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n").framing, .chunked)
     XCTAssertEqual(try firstHead("GET / HTTP/1.1\r\nHost: a\r\n\r\n").framing, .none)

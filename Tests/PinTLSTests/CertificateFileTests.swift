@@ -58,7 +58,7 @@ final class CertificateFileTests: XCTestCase {
     XCTAssertThrowsError(try CertificateFile.load(damaged.path))
   }
 
-  /// The reference computation from trust-semantics.md §4, run through the real openssl CLI.
+  /// The pin computation the README gives, run through the real openssl CLI.
   func openSSLPin(_ path: String) throws -> String {
     let script =
       "openssl x509 -in '\(path)' -pubkey -noout | openssl pkey -pubin -outform der"

@@ -92,8 +92,10 @@ final class TrustHostTests: XCTestCase {
   /// to, so every decision is about the address actually connected to.
   func testLegacyNumericSpellingsNameTheAddressTheResolverUses() {
     for (spelling, address) in [
-      ("2130706433", "127.0.0.1"), ("0x7f000001", "127.0.0.1"), ("0x7F.1", "127.0.0.1"), ("127.1", "127.0.0.1"),
-      ("0177.0.0.1", "127.0.0.1"), ("010.0.0.1", "8.0.0.1"), ("192.168.1", "192.168.0.1"), ("0x7f.0.0.0x1", "127.0.0.1"),
+      ("2130706433", "127.0.0.1"), ("0x7f000001", "127.0.0.1"), ("0x7F.1", "127.0.0.1"),
+      ("127.1", "127.0.0.1"),
+      ("0177.0.0.1", "127.0.0.1"), ("010.0.0.1", "8.0.0.1"), ("192.168.1", "192.168.0.1"),
+      ("0x7f.0.0.0x1", "127.0.0.1"),
       ("127.0.0.1.", "127.0.0.1"),
     ] {
       XCTAssertEqual(TrustHost(spelling), .ip(IPAddress(address)!), spelling)

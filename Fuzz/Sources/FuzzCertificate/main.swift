@@ -9,8 +9,8 @@ func fuzzCertificate(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
   guard let certificates = try? CertificateFile.parse(bytes) else { return 0 }
   for certificate in certificates {
     let value = certificate.value()
-    precondition(value.spkiPin.hasPrefix("sha256/"))
-    precondition(!certificate.der.isEmpty)
+    require(value.spkiPin.hasPrefix("sha256/"))
+    require(!certificate.der.isEmpty)
     _ = PresentedChain([certificate.der])
   }
   return 0

@@ -7,8 +7,8 @@ import PinProxy
 func fuzzConfig(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
   let text = String(decoding: inputBytes(data, size), as: UTF8.self)
   let (_, errors) = ConfigurationParser.parseCollecting(text, file: "fuzz.yaml")
-  precondition(errors.count <= ConfigErrors.listed + 1, "\(errors.count) errors listed")
-  for error in errors { precondition(error.file == "fuzz.yaml") }
+  require(errors.count <= ConfigErrors.listed + 1, "\(errors.count) errors listed")
+  for error in errors { require(error.file == "fuzz.yaml") }
   return 0
 }
 

@@ -12,7 +12,7 @@ func fuzzRequestParser(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
   let limits = HTTPLimits(maxHeaderBytes: 4096, maxHeaderCount: 32, maxURILength: 1024)
   let whole = FuzzDriver.parse([input], limits: limits)
   let split = FuzzDriver.parse([Array(input[..<cut]), Array(input[cut...])], limits: limits)
-  precondition(whole == split, "a split feed parsed differently")
+  require(whole == split, "a split feed parsed differently")
   return 0
 }
 

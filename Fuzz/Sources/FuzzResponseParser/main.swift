@@ -10,7 +10,7 @@ func fuzzResponseParser(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
   let input = Array(bytes.dropFirst())
   let whole = parse([input], method: method)
   let pieces = input.count <= 512 ? input.map { [$0] } : [input]
-  precondition(whole == parse(pieces, method: method), "a byte-at-a-time feed parsed differently")
+  require(whole == parse(pieces, method: method), "a byte-at-a-time feed parsed differently")
   return 0
 }
 
@@ -21,7 +21,8 @@ enum Outcome: Equatable {
 
 func parse(_ pieces: [[UInt8]], method: String) -> Outcome {
   var parser = HTTP1Parser(
-    role: .response, limits: HTTPLimits(maxHeaderBytes: 4096, maxHeaderCount: 32), pausesBetweenMessages: true)
+    role: .response, limits: HTTPLimits(maxHeaderBytes: 4096, maxHeaderCount: 32), pausesBetweenMessages: true
+  )
   parser.expectResponse(to: method)
   var events: [HTTP1Parser.Event] = []
   do {

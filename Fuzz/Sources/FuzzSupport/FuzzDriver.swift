@@ -23,3 +23,15 @@ public func inputBytes(_ data: UnsafePointer<UInt8>?, _ size: Int) -> [UInt8] {
   guard let data, size > 0 else { return [] }
   return Array(UnsafeBufferPointer(start: data, count: size))
 }
+
+/// A property of the target: on failure the message is printed (release
+/// builds drop `precondition` messages) and libFuzzer keeps the input.
+public func require(
+  _ condition: @autoclosure () -> Bool, _ message: @autoclosure () -> String = "", line: UInt = #line
+) {
+  if !condition() { fatalError("property failed: \(message())", line: line) }
+}
+
+public func requireFailure(_ message: String, line: UInt = #line) -> Never {
+  fatalError("property failed: \(message)", line: line)
+}

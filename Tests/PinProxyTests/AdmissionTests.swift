@@ -1,0 +1,65 @@
+import PinTrust
+import XCTest
+
+@testable import PinProxy
+
+/// Connection admission: who counts as one client, and who goes first when
+/// the process is at its limit.
+final class AdmissionTests: XCTestCase {
+  func testClientAddressKeys() {
+    XCTAssertEqual(ConnectionAdmission.address(of: "192.0.2.7:5555"), "192.0.2.7")
+    XCTAssertEqual(ConnectionAdmission.address(of: "127.0.0.1:5555"), "127.0.0.0/8")
+    XCTAssertEqual(ConnectionAdmission.address(of: "127.9.8.7:1"), "127.0.0.0/8")
+    XCTAssertEqual(ConnectionAdmission.address(of: "[2001:db8::1]:443"), "2001:db8::/64")
+    XCTAssertEqual(ConnectionAdmission.address(of: "[2001:db8::ffff:1]:443"), "2001:db8::/64")
+    XCTAssertEqual(ConnectionAdmission.address(of: "[::ffff:192.0.2.7]:443"), "192.0.2.7")
+  }
+
+  func testPerClientAndProcessLimits() {
+    let admission = ConnectionAdmission()
+    var limits = LimitsConfig()
+    limits.maxConnections = 3
+    limits.maxConnectionsPerClient = 2
+    XCTAssertEqual(admission.admit(client: "192.0.2.1:1", limits: limits) { false }, .admitted)
+    XCTAssertEqual(admission.admit(client: "192.0.2.1:2", limits: limits) { false }, .admitted)
+    XCTAssertEqual(admission.admit(client: "192.0.2.1:3", limits: limits) { false }, .clientLimit(2))
+    XCTAssertEqual(admission.admit(client: "192.0.2.2:1", limits: limits) { false }, .admitted)
+    XCTAssertEqual(admission.admit(client: "192.0.2.3:1", limits: limits) { false }, .processLimit(3))
+    var evicted = 0
+    XCTAssertEqual(
+      admission.admit(client: "192.0.2.3:2", limits: limits) {
+        evicted += 1
+        return true
+      }, .admitted)
+    XCTAssertEqual(evicted, 1)
+    admission.release(client: "192.0.2.1:1")
+    XCTAssertEqual(admission.admit(client: "192.0.2.1:4", limits: limits) { true }, .admitted)
+  }
+
+  func testEvictionOrder() {
+    let idleOld = EvictionCandidate(tier: .idleKeepAlive, since: 10)
+    let idleNew = EvictionCandidate(tier: .idleKeepAlive, since: 20)
+    let slowHead = EvictionCandidate(tier: .unfinishedHead, since: 1)
+    let silentSplice = EvictionCandidate(tier: .idleSplice, since: 0)
+    XCTAssertEqual(
+      [silentSplice, slowHead, idleNew, idleOld].sorted(), [idleOld, idleNew, slowHead, silentSplice])
+  }
+
+  func testInternalAddresses() {
+    let guarded = InternalAddresses(
+      listening: [HostPort(host: "0.0.0.0", port: 3128)], local: [[192, 0, 2, 50]])
+    func refused(_ text: String, _ port: Int = 443) -> Bool {
+      guarded.refusal(IPAddress(text)!, port: port) != nil
+    }
+    for text in [
+      "127.0.0.1", "127.255.0.9", "::1", "::ffff:127.0.0.1", "::127.0.0.1", "64:ff9b::7f00:1",
+      "169.254.169.254", "fe80::1", "0.0.0.0", "::", "192.0.2.50",
+    ] {
+      XCTAssertTrue(refused(text), text)
+    }
+    XCTAssertTrue(refused("192.0.2.99", 3128), "any address on the listener's port when it binds 0.0.0.0")
+    for text in ["192.0.2.99", "8.8.8.8", "2001:db8::1", "2001:db8::2"] {
+      XCTAssertFalse(refused(text), text)
+    }
+  }
+}

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Sanitizer builds, each in its own scratch directory:
+#  1. AddressSanitizer: the unit tests (leak detection off here: XCTest and
+#     the runtime keep objects alive until exit; leaks are judged in 2).
+#  2. LeakSanitizer on the real daemon: the same end-to-end workload run for
+#     SMALL and LARGE rounds (scripts/sanitizer-workload.py). A leak per
+#     request grows with the rounds; what the runtime keeps until exit does
+#     not. Fails when the larger run leaked more than SLACK bytes beyond the
+#     smaller one, or ASan reported any memory error.
+#  3. ThreadSanitizer: the unit tests, then the same workload on the daemon;
+#     any report fails.
+# Prints one line per check and exits non-zero if one failed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+units="PinTrustTests|PinHTTPTests|PinEventLoopTests|PinTLSTests|AFSecurityPolicyTests|PinProxyTests"
+small=${SANITIZER_SMALL_ROUNDS:-5}
+large=${SANITIZER_LARGE_ROUNDS:-40}
+slack=${SANITIZER_LEAK_SLACK:-4096}
+failed=0
+report() { echo "sanitizers: $1"; }
+
+swift build --build-tests --sanitize=address --scratch-path .build-asan
+if ASAN_OPTIONS=detect_leaks=0 swift test --skip-build --sanitize=address --scratch-path .build-asan \
+  --disable-swift-testing --filter "$units" >.build-asan/unit.log 2>&1; then
+  report "address: unit tests clean ($(grep -E 'Executed [0-9]+ tests' .build-asan/unit.log | tail -1 | sed 's/^[[:space:]]*//'))"
+else
+  failed=1
+  report "address: unit tests FAILED"; grep -E "ERROR: AddressSanitizer|error:" -A20 .build-asan/unit.log | head -60
+fi
+
+field() { python3 -c "import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])" "$1" "$2"; }
+first=$(python3 scripts/sanitizer-workload.py --binary .build-asan/debug/pinproxy --rounds "$small")
+second=$(python3 scripts/sanitizer-workload.py --binary .build-asan/debug/pinproxy --rounds "$large")
+leak_small=$(field "$first" leaked_bytes)
+leak_large=$(field "$second" leaked_bytes)
+errors=$(($(field "$first" asan_errors) + $(field "$second" asan_errors)))
+requests=$(field "$second" requests)
+if [ "$errors" -eq 0 ] && [ $((leak_large - leak_small)) -le "$slack" ]; then
+  report "leak: $(field "$first" requests) requests left $leak_small bytes at exit, $requests requests left $leak_large (no growth per request)"
+else
+  failed=1
+  report "leak: FAILED ($leak_small bytes after $(field "$first" requests) requests, $leak_large after $requests; $errors ASan errors)"
+  grep -E "ERROR: |Direct leak" -A12 "$(field "$second" log)" | head -80
+fi
+
+swift build --build-tests --sanitize=thread --scratch-path .build-tsan
+if swift test --skip-build --sanitize=thread --scratch-path .build-tsan --disable-swift-testing --filter "$units" \
+  >.build-tsan/unit.log 2>&1 && ! grep -q "WARNING: ThreadSanitizer" .build-tsan/unit.log; then
+  report "thread: unit tests clean ($(grep -E 'Executed [0-9]+ tests' .build-tsan/unit.log | tail -1 | sed 's/^[[:space:]]*//'))"
+else
+  failed=1
+  report "thread: unit tests FAILED"; grep -E "WARNING: ThreadSanitizer|error:" -A24 .build-tsan/unit.log | head -80
+fi
+workload=$(python3 scripts/sanitizer-workload.py --binary .build-tsan/debug/pinproxy --rounds "$small")
+if [ "$(field "$workload" tsan_warnings)" -eq 0 ]; then
+  report "thread: daemon workload clean ($(field "$workload" requests) requests)"
+else
+  failed=1
+  report "thread: daemon workload FAILED"; grep -A30 "WARNING: ThreadSanitizer" "$(field "$workload" log)" | head -80
+fi
+exit $failed
