@@ -114,9 +114,14 @@ public final class ProxyServer: Sendable {
 
   /// Graceful shutdown: stop accepting, close idle connections, let exchanges
   /// in flight finish until `deadline` seconds, then call `completion` (off the loops).
-  public func drain(deadline: Double, completion: @escaping @Sendable (_ remaining: Int) -> Void) {
+  /// `stopped` runs once the listeners are closed and idle connections are
+  /// being closed, before any waiting.
+  public func drain(
+    deadline: Double, stopped: () -> Void = {}, completion: @escaping @Sendable (_ remaining: Int) -> Void
+  ) {
     stop()
     context.beginDraining()
+    stopped()
     let end = Date().addingTimeInterval(deadline)
     let context = self.context
     @Sendable func poll() {

@@ -39,14 +39,7 @@ struct RunCommand: ParsableCommand {
       printError("pinproxy: \(error.description)")
       throw ExitCode(1)
     }
-    for (name, address) in server.boundAddresses {
-      logger.log(.info, "listening", ["listener": name, "address": address])
-    }
-    if let admin = server.adminAddress {
-      logger.log(.info, "listening", ["listener": "admin", "address": admin])
-    }
     let notifier = SystemdNotifier()
-    notifier.ready(status: "serving \(server.boundAddresses.count) listeners, configuration generation 1")
     let control = DispatchQueue(label: "pinproxy.control")
     let drainDeadline = snapshot.timeouts.drain
     let configFile = config
@@ -78,19 +71,29 @@ struct RunCommand: ParsableCommand {
     for signalNumber in [SIGTERM, SIGINT] {
       installSignal(signalNumber, on: control) {
         guard !server.isDraining else { return }
-        logger.log(
-          .info, "draining",
-          [
-            "signal": String(signalNumber), "deadline_s": String(drainDeadline),
-            "open": String(server.openConnections),
-          ])
         notifier.stopping(status: "draining")
-        server.drain(deadline: drainDeadline) { remaining in
+        let open = server.openConnections
+        // Logged once the listeners are closed: whoever reads "draining" can
+        // rely on new connections being refused.
+        server.drain(deadline: drainDeadline) {
+          logger.log(
+            .info, "draining",
+            ["signal": String(signalNumber), "deadline_s": String(drainDeadline), "open": String(open)])
+        } completion: { remaining in
           logger.log(.info, "stopped", ["unfinished_connections": String(remaining)])
           Foundation.exit(0)
         }
       }
     }
+    // Announced only now that the signals are handled: a SIGHUP or SIGTERM
+    // sent on seeing "listening" (or READY=1) must not meet the default action.
+    for (name, address) in server.boundAddresses {
+      logger.log(.info, "listening", ["listener": name, "address": address])
+    }
+    if let admin = server.adminAddress {
+      logger.log(.info, "listening", ["listener": "admin", "address": admin])
+    }
+    notifier.ready(status: "serving \(server.boundAddresses.count) listeners, configuration generation 1")
     dispatchMain()
   }
 }

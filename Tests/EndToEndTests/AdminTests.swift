@@ -112,7 +112,7 @@ final class AdminTests: ProxyTestCase {
     let slow = try BackgroundCommand(
       "/usr/bin/curl",
       ["-s", "-x", "http://127.0.0.1:\(proxy!.ports["forward"]!)", "http://httpbin.org/slow/3"])
-    usleep(500_000)
+    XCTAssertTrue(origins[0].waitForRequest("GET /slow/3"), "the slow request must be in flight")
     proxy!.child.signal(SIGTERM)
     XCTAssertTrue(proxy!.child.wait(for: "draining"), proxy!.log)
     let health = try admin("/healthz")
@@ -127,8 +127,12 @@ final class AdminTests: ProxyTestCase {
     XCTAssertEqual(value(try parsedMetrics(), "pinproxy_upstream_pool_idle_connections{}"), 1)
     proxy!.child.signal(SIGHUP)
     XCTAssertTrue(proxy!.child.wait(for: "reload-ok"), proxy!.log)
-    usleep(200_000)
-    let after = try parsedMetrics()
+    // Pools retire on their own loops, asynchronously: poll for it.
+    var after = try parsedMetrics()
+    for _ in 0..<50 where value(after, "pinproxy_upstream_pool_idle_connections{}") != 0 {
+      usleep(100_000)
+      after = try parsedMetrics()
+    }
     XCTAssertEqual(
       value(after, "pinproxy_upstream_pool_idle_connections{}"), 0,
       "the old generation's connection is closed")

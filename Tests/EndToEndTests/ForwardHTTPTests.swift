@@ -146,15 +146,16 @@ final class ForwardLifecycleTests: ProxyTestCase {
   }
 
   func testConnectionsBeyondTheLimitGet503WhenEveryOneIsMidExchange() throws {
+    let origin = try origin()
     let port = try startProxy(
-      map: ["httpbin.org": try origin()], domains: "  - {domain: httpbin.org, anchors: [test]}",
+      map: ["httpbin.org": origin], domains: "  - {domain: httpbin.org, anchors: [test]}",
       extra: "limits: {maxConnections: 2}")
     // Two slow exchanges in flight hold both places; neither may be cut.
     let slow = try (0..<2).map { _ in
       try BackgroundCommand(
-        "/usr/bin/curl", ["-s", "-x", "http://127.0.0.1:\(port)", "http://httpbin.org/slow/3"])
+        "/usr/bin/curl", ["-s", "-x", "http://127.0.0.1:\(port)", "http://httpbin.org/slow/6"])
     }
-    usleep(700_000)
+    XCTAssertTrue(origin.waitForRequest("GET /slow/6", count: 2), "both slow requests must be in flight")
     let refused = try get("http://httpbin.org/hello", through: port)
     XCTAssertEqual(refused.status, 503, refused.text)
     XCTAssertEqual(refused.pinproxyError, "upstream-unreachable")

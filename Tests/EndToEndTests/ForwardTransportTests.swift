@@ -56,8 +56,8 @@ final class ForwardTransportTests: ProxyTestCase {
       map: ["slow.httpbin.org": try origin()], domains: "  - {domain: slow.httpbin.org, anchors: [test]}",
       extra: "timeouts: {upstreamResponse: 1s}")
     let started = Date()
-    assertRefused(try get("http://slow.httpbin.org/slow/4", through: port), 504, "upstream-timeout")
-    XCTAssertLessThan(Date().timeIntervalSince(started), 3.5, "the client must not wait for the slow origin")
+    assertRefused(try get("http://slow.httpbin.org/slow/30", through: port), 504, "upstream-timeout")
+    XCTAssertLessThan(Date().timeIntervalSince(started), 15, "the client must not wait for the slow origin")
   }
 
   func testUnreachableUpstreamIs502() throws {

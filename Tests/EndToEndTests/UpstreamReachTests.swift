@@ -147,13 +147,14 @@ final class UpstreamReachTests: ProxyTestCase {
         - {domain: httpbin.org, anchors: [test]}
       """
     proxy = try ProxyProcess(config: config, listeners: ["tunnel"])
-    let fd = try XCTUnwrap(Loopback.connect(port: proxy!.ports["tunnel"]!, receiveTimeout: 5))
-    defer { close(fd) }
     let started = Date()
+    let fd = try XCTUnwrap(Loopback.connect(port: proxy!.ports["tunnel"]!, receiveTimeout: 60))
+    defer { close(fd) }
     XCTAssertEqual(Loopback.readAll(fd), "")
     let waited = Date().timeIntervalSince(started)
     XCTAssertGreaterThan(waited, 0.5)
-    XCTAssertLessThan(waited, 4, "a silent tunnel client was held for \(waited) s")
+    // Far below tunnelIdle (300 s); generous for a loaded machine.
+    XCTAssertLessThan(waited, 30, "a silent tunnel client was held for \(waited) s")
     XCTAssertTrue(proxy!.child.wait(for: "client sent nothing within 1.0 s"), proxy!.log)
   }
 }

@@ -98,6 +98,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 class Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver's default backlog of 5 drops connections when tests open
+    # dozens at once (the kernel then retries SYNs after 1, 3, 7 s).
+    request_queue_size = 1024
 
     def get_request(self):
         sock, address = self.socket.accept()

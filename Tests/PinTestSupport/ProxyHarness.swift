@@ -33,12 +33,21 @@ public final class ChildProcess: @unchecked Sendable {
 
   public var currentOutput: String { lock.withLock { log } }
 
+  /// After the process exited: everything it wrote, including what the
+  /// readability handler had not delivered yet.
+  func drainedOutput() -> String {
+    output.fileHandleForReading.readabilityHandler = nil
+    let rest = output.fileHandleForReading.readDataToEndOfFile()
+    lock.withLock { log += String(decoding: rest, as: UTF8.self) }
+    return currentOutput
+  }
+
   /// Waits until the output contains `text`.
   public func wait(for text: String, timeout: Double = 10) -> Bool {
     let deadline = Date().addingTimeInterval(timeout)
     while Date() < deadline {
       if currentOutput.contains(text) { return true }
-      if !process.isRunning { return currentOutput.contains(text) }
+      if !process.isRunning { return drainedOutput().contains(text) }
       usleep(10_000)
     }
     return false
@@ -113,6 +122,18 @@ public final class Origin {
       let port = Int(line.split(separator: " ")[1])
     else { throw HarnessError("origin did not start: \(child.currentOutput)") }
     self.port = port
+  }
+
+  /// Waits until the origin has received `count` requests with this request
+  /// line (it logs each as it starts): synchronisation without a guessed sleep.
+  @discardableResult
+  public func waitForRequest(_ line: String, count: Int = 1, timeout: Double = 15) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+      if requests.filter({ $0 == line }).count >= count { return true }
+      usleep(20_000)
+    }
+    return false
   }
 
   /// Request lines the origin received.
