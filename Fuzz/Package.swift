@@ -8,7 +8,7 @@ let package = Package(
   name: "pinproxy-fuzz",
   dependencies: [.package(name: "pinproxy", path: "..")],
   targets: [
-    .target(name: "FuzzSupport"),
+    .target(name: "FuzzSupport", dependencies: [.product(name: "PinHTTP", package: "pinproxy")]),
     .executableTarget(
       name: "FuzzRequestParser", dependencies: ["FuzzSupport", .product(name: "PinHTTP", package: "pinproxy")]),
     .executableTarget(

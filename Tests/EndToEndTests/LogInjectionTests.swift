@@ -45,16 +45,7 @@ final class LogInjectionTests: ProxyTestCase {
 
   func testTheJSONLogIsEscaped() throws {
     let origin = try origin()
-    let config = """
-      logging: {format: json}
-      listeners:
-        - {name: forward, address: "127.0.0.1:{port:forward}", mode: forward}
-      connectTo: ["httpbin.org:443:127.0.0.1:\(origin.port)"]
-      anchorSets:
-        test: {files: ["\(Fixtures.path("root-a.pem"))"]}
-      domains:
-        - {domain: httpbin.org, anchors: [test]}
-      """
+    let config = httpbinConfig(origin, top: "logging: {format: json}")
     proxy = try ProxyProcess(config: config, listeners: ["forward"])
     _ = try sendHostileContentLength(to: proxy!.ports["forward"]!)
     XCTAssertTrue(proxy!.child.wait(for: "invalid Content-Length"), proxy!.log)
@@ -70,15 +61,7 @@ final class LogInjectionTests: ProxyTestCase {
   /// a hand-built ClientHello carries ESC and BEL in the server name.
   func testAHostileSNIIsEscapedInTheLog() throws {
     let origin = try origin()
-    let config = """
-      listeners:
-        - {name: forward, address: "127.0.0.1:{port:forward}", mode: forward}
-      connectTo: ["httpbin.org:443:127.0.0.1:\(origin.port)"]
-      anchorSets:
-        test: {files: ["\(Fixtures.path("root-a.pem"))"]}
-      domains:
-        - {domain: httpbin.org, anchors: [test]}
-      """
+    let config = httpbinConfig(origin)
     proxy = try ProxyProcess(config: config, listeners: ["forward"])
     let script = """
       import socket, ssl, sys

@@ -56,7 +56,8 @@ final class OperationsTests: ProxyTestCase {
     proxy!.child.signal(SIGHUP)
     XCTAssertTrue(proxy!.child.wait(for: "reload-failed"), proxy!.log)
     // Each error is its own line after reload-failed: wait for each.
-    XCTAssertTrue(proxy!.child.wait(for: "domains[1].pinningMode: \\\"sideways\\\" is not one of"), proxy!.log)
+    XCTAssertTrue(
+      proxy!.child.wait(for: "domains[1].pinningMode: \\\"sideways\\\" is not one of"), proxy!.log)
     XCTAssertTrue(proxy!.child.wait(for: "domains[1].colour: unknown key"), proxy!.log)
     XCTAssertEqual(try get("/hello").status, 200, "still serving the old configuration")
   }

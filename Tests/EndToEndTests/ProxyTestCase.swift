@@ -43,6 +43,24 @@ class ProxyTestCase: XCTestCase {
     return process.ports["forward"]!
   }
 
+  static let forwardListener = #"  - {name: forward, address: "127.0.0.1:{port:forward}", mode: forward}"#
+
+  /// A configuration text: `top` first, then the listeners (one forward
+  /// listener unless given), httpbin.org mapped to `origin`, the test root as
+  /// anchor set `test`, and one rule for httpbin.org.
+  func httpbinConfig(_ origin: Origin, top: String = "", listeners: String = forwardListener) -> String {
+    """
+    \(top)
+    listeners:
+    \(listeners)
+    connectTo: ["httpbin.org:443:127.0.0.1:\(origin.port)"]
+    anchorSets:
+      test: {files: ["\(Fixtures.path("root-a.pem"))"]}
+    domains:
+      - {domain: httpbin.org, anchors: [test]}
+    """
+  }
+
   func get(_ url: String, through port: Int, _ extra: [String] = []) throws -> CurlResult {
     try Curl.run(["-x", "http://127.0.0.1:\(port)", url] + extra)
   }

@@ -35,17 +35,8 @@ final class ResourceLimitTests: ProxyTestCase {
   /// the header timeout; neither the data path nor /healthz starves.
   func testIdleAdminConnectionsAreCappedAndTimedOut() throws {
     let origin = try origin()
-    let config = """
-      admin: {address: "127.0.0.1:{port:admin}"}
-      timeouts: {clientHeader: 1s}
-      listeners:
-        - {name: forward, address: "127.0.0.1:{port:forward}", mode: forward}
-      connectTo: ["httpbin.org:443:127.0.0.1:\(origin.port)"]
-      anchorSets:
-        test: {files: ["\(Fixtures.path("root-a.pem"))"]}
-      domains:
-        - {domain: httpbin.org, anchors: [test]}
-      """
+    let config = httpbinConfig(
+      origin, top: #"admin: {address: "127.0.0.1:{port:admin}"}"# + "\ntimeouts: {clientHeader: 1s}")
     proxy = try ProxyProcess(config: config, listeners: ["forward", "admin"])
     let adminPort = proxy!.ports["admin"]!
     var idle: [Int32] = []
@@ -75,16 +66,7 @@ final class ResourceLimitTests: ProxyTestCase {
   func testRunningOutOfDescriptorsDoesNotSpin() throws {
     let origin = try origin()
     // One loop, so 64 descriptors are enough whatever the core count.
-    let config = """
-      eventLoops: 1
-      listeners:
-        - {name: forward, address: "127.0.0.1:{port:forward}", mode: forward}
-      connectTo: ["httpbin.org:443:127.0.0.1:\(origin.port)"]
-      anchorSets:
-        test: {files: ["\(Fixtures.path("root-a.pem"))"]}
-      domains:
-        - {domain: httpbin.org, anchors: [test]}
-      """
+    let config = httpbinConfig(origin, top: "eventLoops: 1")
     let port = try OpenSSLServer.freePort()
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
       "emfile-\(UUID().uuidString)")

@@ -136,16 +136,10 @@ final class UpstreamReachTests: ProxyTestCase {
   /// header timeout, not for tunnelIdle.
   func testASilentTunnelClientIsClosedAfterTheHeaderTimeout() throws {
     let origin = try origin()
-    let config = """
-      timeouts: {clientHeader: 1s, tunnelIdle: 300s}
+    let config = httpbinConfig(
+      origin, top: "timeouts: {clientHeader: 1s, tunnelIdle: 300s}",
       listeners:
-        - {name: tunnel, address: "127.0.0.1:{port:tunnel}", mode: tunnel, upstream: "httpbin.org:443"}
-      connectTo: ["httpbin.org:443:127.0.0.1:\(origin.port)"]
-      anchorSets:
-        test: {files: ["\(Fixtures.path("root-a.pem"))"]}
-      domains:
-        - {domain: httpbin.org, anchors: [test]}
-      """
+        #"  - {name: tunnel, address: "127.0.0.1:{port:tunnel}", mode: tunnel, upstream: "httpbin.org:443"}"#)
     proxy = try ProxyProcess(config: config, listeners: ["tunnel"])
     let started = Date()
     let fd = try XCTUnwrap(Loopback.connect(port: proxy!.ports["tunnel"]!, receiveTimeout: 60))

@@ -44,23 +44,7 @@ enum FuzzDriver {
     } catch {
       return .failed(error.kind)
     }
-    return .events(merge(events))
-  }
-
-  /// Body pieces joined: where the bytes were cut is not an outcome.
-  static func merge(_ events: [HTTP1Parser.Event]) -> [HTTP1Parser.Event] {
-    var merged: [HTTP1Parser.Event] = []
-    for event in events {
-      if case .body(let bytes) = event {
-        if bytes.isEmpty { continue }
-        if case .body(let previous)? = merged.last {
-          merged[merged.count - 1] = .body(previous + bytes)
-          continue
-        }
-      }
-      merged.append(event)
-    }
-    return merged
+    return .events(mergedBodies(events))
   }
 }
 

@@ -31,18 +31,7 @@ func parse(_ pieces: [[UInt8]], method: String) -> Outcome {
   } catch {
     return .failed(error.kind)
   }
-  var merged: [HTTP1Parser.Event] = []
-  for event in events {
-    if case .body(let bytes) = event {
-      if bytes.isEmpty { continue }
-      if case .body(let previous)? = merged.last {
-        merged[merged.count - 1] = .body(previous + bytes)
-        continue
-      }
-    }
-    merged.append(event)
-  }
-  return .events(merged)
+  return .events(mergedBodies(events))
 }
 
 @_cdecl("FuzzResponseParser_main")

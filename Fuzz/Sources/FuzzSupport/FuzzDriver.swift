@@ -1,3 +1,5 @@
+import PinHTTP
+
 /// Starts libFuzzer from a SwiftPM executable. SwiftPM links an executable's
 /// entry point as `<Target>_main`, so each target defines that symbol and
 /// hands libFuzzer its callback here (libFuzzer's own `main` is not used).
@@ -34,4 +36,21 @@ public func require(
 
 public func requireFailure(_ message: String, line: UInt = #line) -> Never {
   fatalError("property failed: \(message)", line: line)
+}
+
+/// Body pieces joined and empty ones dropped: where the input was cut is not
+/// an outcome, so split and whole feeds compare equal.
+public func mergedBodies(_ events: [HTTP1Parser.Event]) -> [HTTP1Parser.Event] {
+  var merged: [HTTP1Parser.Event] = []
+  for event in events {
+    if case .body(let bytes) = event {
+      if bytes.isEmpty { continue }
+      if case .body(let previous)? = merged.last {
+        merged[merged.count - 1] = .body(previous + bytes)
+        continue
+      }
+    }
+    merged.append(event)
+  }
+  return merged
 }
