@@ -49,7 +49,7 @@ final class LogInjectionTests: ProxyTestCase {
     proxy = try ProxyProcess(config: config, listeners: ["forward"])
     _ = try sendHostileContentLength(to: proxy!.ports["forward"]!)
     XCTAssertTrue(proxy!.child.wait(for: "invalid Content-Length"), proxy!.log)
-    for line in proxy!.log.split(separator: "\n") where line.contains("Content-Length") {
+    for line in proxy!.completeLogLines where line.contains("Content-Length") {
       let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
       let reason = try XCTUnwrap(object?["reason"] as? String)
       assertNoRawControls(reason)

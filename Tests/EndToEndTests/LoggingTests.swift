@@ -30,7 +30,7 @@ final class LoggingTests: ProxyTestCase {
       try Curl.run(["-x", "http://127.0.0.1:\(port)", "http://pinned.httpbin.org/hello"]).status, 502)
     XCTAssertTrue(proxy!.child.wait(for: "\"event\":\"refused\""), proxy!.log)
 
-    let lines = proxy!.log.split(separator: "\n").map(String.init)
+    let lines = proxy!.completeLogLines
     var events: [[String: String]] = []
     for line in lines {
       guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String] else {

@@ -192,6 +192,13 @@ public final class ProxyProcess {
 
   public var log: String { child.currentOutput }
 
+  /// The log's complete lines: a line still being written is left out.
+  public var completeLogLines: [String] {
+    let text = child.currentOutput
+    guard let end = text.lastIndex(of: "\n") else { return [] }
+    return text[..<end].split(separator: "\n").map(String.init)
+  }
+
   /// Replaces the configuration file (same `{port:NAME}` placeholders) for a reload.
   public func rewrite(config: String) throws {
     var text = config

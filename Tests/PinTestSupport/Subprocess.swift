@@ -124,6 +124,10 @@ public enum Loopback {
   /// A connected socket, or nil; the caller closes it.
   public static func connect(port: Int, receiveTimeout: Int = 10) -> Int32? {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    // On Linux SO_SNDTIMEO also bounds connect(): a full backlog must fail
+    // the test, not hang it for the kernel's SYN retries.
+    var connectLimit = timeval(tv_sec: 10, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &connectLimit, socklen_t(MemoryLayout<timeval>.size))
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_port = in_port_t(UInt16(port).bigEndian)
