@@ -21,7 +21,7 @@ public enum ForwardedHead {
   /// Fields a trailer section may not carry on (RFC 9110 §6.5.1): framing,
   /// routing, request modifiers, authentication, response control and
   /// content format. A recipient could otherwise merge them into the head.
-  static let prohibitedInTrailers: Set<String> = [
+  static let prohibitedInTrailers = [
     "content-length", "transfer-encoding", "host", "connection", "proxy-connection", "keep-alive", "te",
     "trailer", "upgrade", "authorization", "proxy-authorization", "www-authenticate", "proxy-authenticate",
     "cookie", "set-cookie", "content-type", "content-encoding", "content-range", "content-location",
@@ -96,24 +96,22 @@ public enum ForwardedHead {
   /// The trailer fields that may be passed on.
   public static func trailers(_ trailers: HTTPHeaders) -> HTTPHeaders {
     var kept = trailers
-    kept.filter { field in
-      !prohibitedInTrailers.contains(String(decoding: field.nameBytes.map(ASCII.lower), as: UTF8.self))
-    }
+    kept.filter { field in !prohibitedInTrailers.contains { field.hasName($0) } }
     return kept
   }
 
   /// The fields that are not hop-by-hop: the fixed list, the framing fields,
   /// and whatever `Connection`/`Proxy-Connection` name — except the
-  /// protected framing and routing fields, whose tokens are ignored.
+  /// protected framing and routing fields, whose tokens are ignored. Names
+  /// are compared as bytes, without building a string per field.
   static func endToEnd(_ headers: HTTPHeaders, alsoDropping extra: [String]) -> HTTPHeaders {
-    var named = Set(hopByHop + ["content-length"] + extra)
+    var named = hopByHop + ["content-length"] + extra
     for token in headers.tokens("Connection") + headers.tokens("Proxy-Connection")
     where !protected.contains(token) {
-      named.insert(token)
+      named.append(token)
     }
     var kept = headers
-    kept.filter { field in !named.contains(String(decoding: field.nameBytes.map(ASCII.lower), as: UTF8.self))
-    }
+    kept.filter { field in !named.contains { field.hasName($0) } }
     return kept
   }
 }

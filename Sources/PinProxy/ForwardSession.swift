@@ -265,7 +265,6 @@ final class ForwardSession: ConnectionDelegate, ClientChannelDelegate, Drainable
 
   /// Answers with the failure, logs it, and closes after flushing.
   func fail(_ failure: ProxyFailure, _ request: HTTPRequestHead?, exchange: Exchange? = nil) {
-    if let upstream = exchange?.upstream { upstream.close() }
     releaseUpstream()
     let host = exchange.map { $0.key.description } ?? request.map { String($0.rawTarget.prefix(200)) } ?? "-"
     let rule = exchange?.route.ruleName ?? "-"

@@ -64,11 +64,17 @@ final class UpstreamConnection: ConnectionDelegate, @unchecked Sendable {
   /// Idle and clean: nothing of a response pending, no EOF seen.
   /// An origin that sent anything past the end of its response (an unsolicited
   /// response, say) is out of step with its requests: never reused, or the
-  /// next client would receive what was sent for nobody.
+  /// next client would receive what was sent for nobody. Bytes already read
+  /// show here; bytes still in the kernel are asked about once, at reuse
+  /// (`hasNoUnreadInput`), not at every check.
   var isReusable: Bool {
     isOpen && parser.isIdle && !sawEndOfStream && connection.pendingOutputBytes == 0
-      && !(engine?.hasBufferedInput ?? false) && !connection.hasUnreadInput()
+      && !(engine?.hasBufferedInput ?? false)
   }
+
+  /// Nothing (not even a FIN) waits in the kernel: a syscall, so only when a
+  /// pooled connection is taken for a new request.
+  var hasNoUnreadInput: Bool { !connection.hasUnreadInput() }
   var isAboveHighWatermark: Bool { connection.isAboveHighWatermark }
   var sessionResumed: Bool { engine?.sessionReused ?? false }
 

@@ -60,7 +60,7 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
       idle[key] = list.isEmpty ? nil : list
       timer.cancel()
       idleGauge.add(-1)
-      if connection.isReusable {
+      if connection.isReusable && connection.hasNoUnreadInput {
         connection.markReused()
         return connection
       }
