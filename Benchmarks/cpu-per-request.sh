@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# CPU microseconds per request of each given pinproxy binary (release builds)
+# on the same job, measured in one run on 127.0.0.1: wrk -t1 -c32 keep-alive
+# small GETs in absolute-form through a forward listener (publicKey pin) to
+# an nginx TLS origin. The binaries alternate for ROUNDS rounds; medians and
+# the ratio to the first binary are printed. Installs nginx and wrk if missing.
+#   Benchmarks/cpu-per-request.sh [--seconds 8] [--rounds 3] BINARY [BINARY ...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=8 rounds=3
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --seconds) seconds=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    *) break ;;
+  esac
+done
+[ $# -gt 0 ] || { echo "usage: $0 [--seconds N] [--rounds N] BINARY [BINARY ...]" >&2; exit 2; }
+for tool in nginx wrk; do
+  command -v "$tool" >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light wrk; }
+done
+work=$(mktemp -d)
+pki=$PWD/Tests/Fixtures/pki
+cat "$pki/httpbin.pem" "$pki/int-a.pem" > "$work/chain.pem"
+cat > "$work/nginx.conf" <<CONF
+worker_processes 1;
+pid $work/nginx.pid;
+error_log $work/nginx-error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  server {
+    listen 127.0.0.1:19444 ssl;
+    ssl_certificate $work/chain.pem;
+    ssl_certificate_key $pki/httpbin.key;
+    location /small { return 200 "$(printf '%0100d' 0)"; }
+  }
+}
+CONF
+cat > "$work/proxy.yaml" <<CONF
+stateDirectory: "$work/state"
+listeners:
+  - {name: forward, address: "127.0.0.1:13310", mode: forward}
+connectTo: ["httpbin.org:443:127.0.0.1:19444"]
+anchorSets:
+  test: {files: [$pki/root-a.pem]}
+defaults: {action: deny}
+limits: {maxIdlePerUpstream: 64}
+logging: {access: false}
+domains:
+  - {domain: httpbin.org, anchors: [test], pinningMode: publicKey, pinnedCertificates: [$pki/int-a.pem]}
+CONF
+printf 'wrk.path = "http://httpbin.org/small"\nwrk.headers["Host"] = "httpbin.org"\n' > "$work/absolute.lua"
+nginx -c "$work/nginx.conf"
+trap 'nginx -c "$work/nginx.conf" -s stop >/dev/null 2>&1; rm -rf "$work"' EXIT
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+hz=$(getconf CLK_TCK)
+declare -A samples
+for round in $(seq "$rounds"); do
+  for binary in "$@"; do
+    "$binary" run --config "$work/proxy.yaml" 2>/dev/null &
+    proxy=$!
+    sleep 1
+    wrk -t1 -c32 -d1s -s "$work/absolute.lua" http://127.0.0.1:13310 >/dev/null   # warm the pool
+    before=$(ticks $proxy)
+    requests=$(wrk -t1 -c32 -d"${seconds}s" -s "$work/absolute.lua" http://127.0.0.1:13310 |
+      awk '/requests in/ {print $1}')
+    after=$(ticks $proxy)
+    kill $proxy; wait $proxy 2>/dev/null || true
+    samples[$binary]+="$(printf "%.1f" "$(echo "($after - $before) * 1000000 / $hz / $requests" | bc -l)") "
+  done
+done
+first=""
+for binary in "$@"; do
+  median=$(echo "${samples[$binary]}" | tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+  [ -n "$first" ] || first=$median
+  printf '%-60s %8.1f µs CPU/request (runs: %s) ratio %.2f\n' "$binary" "$median" "${samples[$binary]}" \
+    "$(echo "$median / $first" | bc -l)"
+done
