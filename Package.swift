@@ -11,6 +11,7 @@ let package = Package(
     .library(name: "PinTrust", targets: ["PinTrust"]),
     .library(name: "PinTLS", targets: ["PinTLS"]),
     .library(name: "PinHTTP", targets: ["PinHTTP"]),
+    .library(name: "PinConfig", targets: ["PinConfig"]),
     .library(name: "PinProxy", targets: ["PinProxy"]),
   ],
   dependencies: [
@@ -24,26 +25,24 @@ let package = Package(
       pkgConfig: "openssl",
       providers: [.apt(["libssl-dev"])]
     ),
-    .systemLibrary(
-      name: "CNghttp2",
-      pkgConfig: "libnghttp2",
-      providers: [.apt(["libnghttp2-dev"])]
-    ),
     .target(name: "PinTrust"),
     .target(name: "PinTLS", dependencies: ["COpenSSL", "PinTrust"]),
     .target(name: "PinHTTP"),
     .target(name: "PinEventLoop"),
+    // The configuration model and its YAML reader: no TLS, no sockets, no
+    // runtime types. The data path sees only the parsed values.
+    .target(name: "PinConfig", dependencies: ["PinTrust", .product(name: "Yams", package: "Yams")]),
     .target(
       name: "PinProxy",
       dependencies: [
-        "PinTrust", "PinTLS", "PinHTTP", "PinEventLoop", .product(name: "Yams", package: "Yams"),
+        "PinTrust", "PinTLS", "PinHTTP", "PinEventLoop", "PinConfig",
         .product(name: "Logging", package: "swift-log"),
       ]
     ),
     .executableTarget(
       name: "pinproxy",
       dependencies: [
-        "PinProxy", "PinTLS", "PinTrust",
+        "PinProxy", "PinConfig", "PinTLS", "PinTrust",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ]
     ),
@@ -52,10 +51,13 @@ let package = Package(
     .testTarget(name: "PinTrustTests", dependencies: ["PinTrust"]),
     .testTarget(name: "PinHTTPTests", dependencies: ["PinHTTP"]),
     .testTarget(name: "PinEventLoopTests", dependencies: ["PinEventLoop"]),
+    .testTarget(name: "PinConfigTests", dependencies: ["PinConfig"]),
     .testTarget(name: "PinTLSTests", dependencies: ["PinTLS", "PinTrust", "PinTestSupport"]),
     .testTarget(
-      name: "AFSecurityPolicyTests", dependencies: ["PinTLS", "PinTrust", "PinProxy", "PinTestSupport"]),
-    .testTarget(name: "PinProxyTests", dependencies: ["PinProxy", "PinTLS", "PinTrust", "PinTestSupport"]),
+      name: "AFSecurityPolicyTests",
+      dependencies: ["PinTLS", "PinTrust", "PinConfig", "PinProxy", "PinTestSupport"]),
+    .testTarget(
+      name: "PinProxyTests", dependencies: ["PinConfig", "PinProxy", "PinTLS", "PinTrust", "PinTestSupport"]),
     .testTarget(name: "EndToEndTests", dependencies: ["PinTLS", "PinTrust", "PinTestSupport"]),
   ],
   swiftLanguageModes: [.v6]

@@ -16,7 +16,7 @@ let package = Package(
     .executableTarget(
       name: "FuzzForwardedHead", dependencies: ["FuzzSupport", .product(name: "PinHTTP", package: "pinproxy")]),
     .executableTarget(
-      name: "FuzzConfig", dependencies: ["FuzzSupport", .product(name: "PinProxy", package: "pinproxy")]),
+      name: "FuzzConfig", dependencies: ["FuzzSupport", .product(name: "PinConfig", package: "pinproxy")]),
     .executableTarget(
       name: "FuzzCertificate",
       dependencies: [

@@ -1,3 +1,4 @@
+import PinConfig
 import PinTrust
 
 /// Addresses the proxy will not connect to on behalf of `defaults`: loopback,

@@ -1,4 +1,5 @@
 import Foundation
+import PinConfig
 import PinTLS
 
 /// Turns a configuration into the first runtime snapshot: loads (or, the

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import PinConfig
 import PinHTTP
 
 /// The proxy's event log, through swift-log: one line per event with an
@@ -60,7 +61,7 @@ public final class ProxyLogger: Sendable {
 /// JSON object per line. Fields are sorted by key (metadata is a dictionary);
 /// every value is escaped by `PrintableText` first.
 public struct LineLogHandler: LogHandler {
-  public enum Format: String, Sendable, CaseIterable { case text, json }
+  public typealias Format = LoggingConfig.Format
 
   public var metadata: Logger.Metadata = [:]
   public var logLevel: Logger.Level = .info

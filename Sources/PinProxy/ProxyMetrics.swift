@@ -1,4 +1,5 @@
 import Foundation
+import PinConfig
 import PinTrust
 import Synchronization
 

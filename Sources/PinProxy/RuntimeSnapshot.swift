@@ -1,4 +1,5 @@
 import Foundation
+import PinConfig
 import PinEventLoop
 import PinHTTP
 import PinTLS

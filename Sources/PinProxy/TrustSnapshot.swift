@@ -1,4 +1,5 @@
 import Foundation
+import PinConfig
 import PinTLS
 import PinTrust
 

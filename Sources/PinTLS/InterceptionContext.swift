@@ -1,5 +1,6 @@
 import COpenSSL
 import Foundation
+import PinTrust
 
 /// The client-facing `SSL_CTX` of a listener that intercepts CONNECT: its
 /// protocol floor and cipher string (legacy clients may need "1.0" and

@@ -1,5 +1,6 @@
 import COpenSSL
 import Foundation
+import PinTrust
 
 /// A server-side `SSL_CTX`: certificate chain and key, protocol floor and
 /// cipher string, optionally requiring client certificates from a CA.

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import PinConfig
 import PinProxy
 import PinTLS
 

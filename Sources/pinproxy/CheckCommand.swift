@@ -1,4 +1,5 @@
 import ArgumentParser
+import PinConfig
 import PinProxy
 
 struct CheckCommand: ParsableCommand {
@@ -11,7 +12,9 @@ struct CheckCommand: ParsableCommand {
   var config: String
 
   func run() throws {
-    let problems = ConfigurationParser.check(file: config)
+    let problems = ConfigurationParser.check(file: config) { configuration throws(ConfigErrors) in
+      _ = try RuntimeSnapshot.compile(configuration, generation: 0)
+    }
     guard problems.isEmpty else {
       for problem in problems { printError(problem.description) }
       throw ExitCode(2)

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import PinConfig
 
 /// The `pinproxy` command. Exit codes follow docs/ARCHITECTURE.md: 0 success, 1 a
 /// rejected evaluation, 2 a usage or input error (ArgumentParser's own

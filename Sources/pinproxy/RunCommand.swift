@@ -1,6 +1,7 @@
 import ArgumentParser
 import Dispatch
 import Foundation
+import PinConfig
 import PinProxy
 
 struct RunCommand: ParsableCommand {

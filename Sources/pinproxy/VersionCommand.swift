@@ -1,4 +1,5 @@
 import ArgumentParser
+import PinConfig
 import PinTLS
 
 struct VersionCommand: ParsableCommand {

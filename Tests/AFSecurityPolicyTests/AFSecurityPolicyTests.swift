@@ -1,3 +1,4 @@
+import PinConfig
 import PinProxy
 import PinTLS
 import PinTestSupport

@@ -1,3 +1,4 @@
+import PinConfig
 import PinTrust
 import XCTest
 

@@ -1,4 +1,5 @@
 import Foundation
+import PinConfig
 import PinProxy
 
 /// Writes config text to a temporary directory beside copies of named files.

@@ -1,4 +1,5 @@
 import Foundation
+import PinConfig
 import PinProxy
 import PinTestSupport
 import PinTrust

@@ -1,5 +1,5 @@
 import FuzzSupport
-import PinProxy
+import PinConfig
 
 /// Any text as a configuration file: parsing must end, quickly, in a
 /// configuration or located errors — never a crash, never more errors

@@ -23,8 +23,12 @@ public enum ConfigurationParser {
   }
 
   /// Parses and compiles as far as possible and returns every problem found,
-  /// in file order; empty when the configuration is good.
-  public static func check(file: String) -> [ConfigError] {
+  /// in file order; empty when the configuration is good. `compile` is the
+  /// runtime's compiler (it reads the files the configuration names); the
+  /// parser itself knows nothing of it.
+  public static func check(
+    file: String, compile: (Configuration) throws(ConfigErrors) -> Void
+  ) -> [ConfigError] {
     let text: String
     do {
       text = try read(file)
@@ -35,7 +39,7 @@ public enum ConfigurationParser {
     guard let configuration else { return errors }
     var all = errors
     do {
-      _ = try RuntimeSnapshot.compile(configuration, generation: 0)
+      try compile(configuration)
     } catch {
       all += error.errors
     }
@@ -159,7 +163,7 @@ public enum ConfigurationParser {
     if let logging = mapping["logging"]?.mapping(allowed: ["level", "format", "access"]) {
       configuration.logging.level = logging.choice("level", default: .info)
       if logging["format"] != nil {
-        configuration.logging.format = logging.choice("format", default: LineLogHandler.Format.text)
+        configuration.logging.format = logging.choice("format", default: LoggingConfig.Format.text)
       }
       configuration.logging.access = logging["access"]?.bool ?? true
     }

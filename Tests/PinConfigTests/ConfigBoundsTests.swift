@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 
-@testable import PinProxy
+@testable import PinConfig
 
 /// Bounds on what one configuration file can make the daemon do: durations
 /// that overflow nothing, alias bombs, and error floods.

@@ -1,4 +1,3 @@
-import PinTLS
 import PinTrust
 
 /// The parsed configuration file (docs/ARCHITECTURE.md, configuration): plain
@@ -20,13 +19,17 @@ public struct Configuration: Sendable {
   /// An operator-supplied CA for interception; nil: one in the state directory.
   public var localCA: LocalCAConfig?
   public var logging = LoggingConfig()
+
+  public init(file: String) { self.file = file }
 }
 
 public struct LoggingConfig: Sendable {
   public enum Level: String, Sendable, CaseIterable { case debug, info, warn, error }
+  /// How a log line is written: `key=value` text, or one JSON object.
+  public enum Format: String, Sendable, CaseIterable { case text, json }
   public var level = Level.info
   /// nil: text on a terminal, JSON when standard error is the journal.
-  public var format: LineLogHandler.Format?
+  public var format: Format?
   /// One line per request at info level.
   public var access = true
 
@@ -78,6 +81,12 @@ public struct Location: Sendable, Equatable {
   public var line: Int
   public var column: Int
   public var key: String
+
+  public init(line: Int, column: Int, key: String) {
+    self.line = line
+    self.column = column
+    self.key = key
+  }
 }
 
 /// A file path from the config, resolved against the config's directory.
@@ -112,6 +121,12 @@ public struct ListenerConfig: Sendable {
   /// Ports a client may reach through this listener, by CONNECT or by an
   /// absolute-form URL alike (the URL's port, before any `connectTo`).
   public var allowedConnectPorts: [Int] = [443, 80]
+
+  public init(name: String, address: HostPort, mode: Mode) {
+    self.name = name
+    self.address = address
+    self.mode = mode
+  }
 }
 
 public struct DownstreamTLSConfig: Sendable {

@@ -7,6 +7,14 @@ public struct ConfigError: Error, Equatable, CustomStringConvertible, Sendable {
   public let key: String
   public let message: String
 
+  public init(file: String, line: Int, column: Int, key: String, message: String) {
+    self.file = file
+    self.line = line
+    self.column = column
+    self.key = key
+    self.message = message
+  }
+
   public var description: String { "\(file):\(line):\(column): \(key): \(message)" }
 }
 
