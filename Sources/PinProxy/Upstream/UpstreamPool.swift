@@ -4,40 +4,6 @@ import PinHTTP
 import PinTLS
 import PinTrust
 
-/// Identifies interchangeable upstream connections: same host and port, same
-/// scheme, same rule of the same configuration generation. A connection is
-/// never reused under another host or policy.
-struct UpstreamKey: Hashable, Sendable, CustomStringConvertible {
-  let host: TrustHost
-  let port: Int
-  let tls: Bool
-  let policy: PolicyIdentity
-
-  var description: String { "\(host):\(port)" }
-}
-
-/// TLS sessions for resumption, keyed like connections so a session is never
-/// resumed under another host, port or policy generation. Shared by all loops.
-final class TLSSessionCache: Sendable {
-  private let sessions = Locked<[UpstreamKey: TLSSession]>([:])
-  private let capacity: Int
-
-  init(capacity: Int = 4096) { self.capacity = capacity }
-
-  func store(_ session: TLSSession, for key: UpstreamKey) {
-    sessions.withLock { sessions in
-      if sessions.count >= capacity, sessions[key] == nil, let victim = sessions.keys.first {
-        sessions[victim] = nil
-      }
-      sessions[key] = session
-    }
-  }
-
-  func session(for key: UpstreamKey) -> TLSSession? { sessions.withLock { $0[key] } }
-
-  func removeAll() { sessions.withLock { $0.removeAll() } }
-}
-
 /// Idle upstream connections of one loop, used only on that loop. Each idle
 /// connection has a timer; one that closes or sends anything while idle is
 /// dropped.

@@ -1,0 +1,61 @@
+import PinTLS
+import PinTrust
+
+/// What governs one upstream host: the policy, its TLS context and the
+/// transport rules, resolved from the snapshot.
+public struct UpstreamRoute: Sendable {
+  public let host: TrustHost
+  public let ruleName: String
+  /// nil only for plain TCP routes (passthrough), which never carry TLS of ours.
+  public let policy: CompiledPolicy?
+  public let context: TLSClientContext?
+  public let allowsInsecureHTTPLoads: Bool
+  public let checksKeyStrength: Bool
+  /// Whether configuration named this host explicitly (a domain rule or a
+  /// passthrough entry for exactly this name, a tunnel's upstream). Only then may it resolve to a
+  /// loopback, link-local or own-listener address (`InternalAddresses`).
+  public var namedExplicitly: Bool
+
+  /// nil when the host is denied by policy.
+  public init?(host: TrustHost, snapshot: RuntimeSnapshot) {
+    self.host = host
+    switch snapshot.trust.route(host) {
+    case .rule(let index, let domain, let policy):
+      ruleName = domain.domain.description
+      self.policy = policy
+      context = snapshot.ruleContexts[index]
+      allowsInsecureHTTPLoads = domain.allowsInsecureHTTPLoads
+      // A rule reached through includesSubdomains names the parent, not this
+      // host, whose DNS may belong to someone else.
+      namedExplicitly = domain.domain == host
+    case .defaults(let policy):
+      ruleName = "defaults"
+      self.policy = policy
+      context = snapshot.defaultContext
+      allowsInsecureHTTPLoads = false
+      namedExplicitly = false
+    case .denied:
+      return nil
+    }
+    // ATS key and signature strength apply unless the rule accepts invalid certificates.
+    checksKeyStrength = !(self.policy?.policy.allowInvalidCertificates ?? false)
+  }
+
+  private init(plainHost: TrustHost, namedExplicitly: Bool) {
+    host = plainHost
+    ruleName = "passthrough"
+    policy = nil
+    context = nil
+    allowsInsecureHTTPLoads = true
+    checksKeyStrength = false
+    self.namedExplicitly = namedExplicitly
+  }
+
+  /// The policy identity keying pools, sessions and the fingerprint cache.
+  public var identity: PolicyIdentity { policy?.identity ?? PolicyIdentity(generation: 0, rule: -2) }
+
+  /// A raw TCP route: the client does its own TLS end to end (passthrough).
+  static func plain(_ host: TrustHost, namedExplicitly: Bool) -> UpstreamRoute {
+    UpstreamRoute(plainHost: host, namedExplicitly: namedExplicitly)
+  }
+}
