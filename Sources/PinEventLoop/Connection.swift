@@ -5,17 +5,6 @@ import Foundation
   import Glibc
 #endif
 
-/// What a connection tells its owner. Every call arrives on the connection's loop.
-public protocol ConnectionDelegate: AnyObject {
-  func connection(_ connection: Connection, didRead bytes: [UInt8])
-  /// The peer shut down its sending side; writing may go on.
-  func connectionDidReadEOF(_ connection: Connection)
-  /// Pending output fell below the low watermark after passing the high one.
-  func connectionDidDrain(_ connection: Connection)
-  /// Closed, by either side or an error. The last call.
-  func connectionDidClose(_ connection: Connection, error: SocketError?)
-}
-
 public struct SocketError: Error, Sendable, CustomStringConvertible {
   public let operation: String
   public let code: Int32
@@ -29,7 +18,7 @@ public struct SocketError: Error, Sendable, CustomStringConvertible {
 /// source is never released), and the fd is closed exactly once, after both
 /// cancel handlers ran. Pending output is bounded only by the caller, which
 /// must stop producing when `isAboveHighWatermark` (back-pressure).
-public final class Connection: @unchecked Sendable {
+public final class Connection: ByteChannel, @unchecked Sendable {
   public enum State: Equatable {
     case open
     /// Both sources cancelled; waiting for their cancel handlers.
@@ -53,7 +42,7 @@ public final class Connection: @unchecked Sendable {
   public let peer: String
   /// Held strongly until `connectionDidClose` has been delivered: the
   /// session that owns this connection lives exactly as long as it is open.
-  public var delegate: ConnectionDelegate?
+  public var delegate: (any ChannelDelegate)?
   public private(set) var state: State = .open
   public var highWatermark = 256 * 1024
   public var lowWatermark = 64 * 1024
@@ -84,6 +73,9 @@ public final class Connection: @unchecked Sendable {
   }
 
   public var pendingOutputBytes: Int { output.count - outputOffset }
+  public var isOpen: Bool { state == .open }
+  /// A socket keeps nothing it has read: the delegate has had every byte.
+  public var hasBufferedInput: Bool { false }
   public var isAboveHighWatermark: Bool { pendingOutputBytes > highWatermark }
 
   // MARK: Entry points (on the loop)
@@ -191,10 +183,10 @@ public final class Connection: @unchecked Sendable {
         initialized = max(0, count)
       }
       if count > 0 {
-        delegate?.connection(self, didRead: bytes)
+        delegate?.channel(self, didRead: bytes)
       } else if count == 0 {
         pauseReading()
-        delegate?.connectionDidReadEOF(self)
+        delegate?.channelDidReadEOF(self)
         return
       } else if errno == EINTR {
         continue
@@ -237,7 +229,7 @@ public final class Connection: @unchecked Sendable {
     }
     if passedHighWatermark && pendingOutputBytes <= lowWatermark {
       passedHighWatermark = false
-      delegate?.connectionDidDrain(self)
+      delegate?.channelDidDrain(self)
     }
   }
 
@@ -268,6 +260,6 @@ public final class Connection: @unchecked Sendable {
     state = .closed
     let owner = delegate
     delegate = nil
-    owner?.connectionDidClose(self, error: closeError)
+    owner?.channelDidClose(self, error: closeError)
   }
 }

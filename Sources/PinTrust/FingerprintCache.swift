@@ -93,18 +93,36 @@ public final class FingerprintCache: Sendable {
   }
 }
 
+/// Which rule of a configuration governs a host.
+public enum RuleID: Sendable, Hashable, CustomStringConvertible {
+  /// `domains[index]`.
+  case domain(Int)
+  /// No domain rule matched; `defaults` applies.
+  case defaults
+  /// A passthrough splice: the client's own TLS, no policy of ours.
+  case passthrough
+
+  public var description: String {
+    switch self {
+    case .domain(let index): return "r\(index)"
+    case .defaults: return "defaults"
+    case .passthrough: return "passthrough"
+    }
+  }
+}
+
 /// The identity of a compiled policy: which configuration generation it came
 /// from and which rule it is within it.
 public struct PolicyIdentity: Sendable, Hashable, CustomStringConvertible {
   public let generation: UInt64
-  public let rule: Int
+  public let rule: RuleID
 
-  public init(generation: UInt64, rule: Int) {
+  public init(generation: UInt64, rule: RuleID) {
     self.generation = generation
     self.rule = rule
   }
 
-  public var description: String { "g\(generation)/r\(rule)" }
+  public var description: String { "g\(generation)/\(rule)" }
 }
 
 private final class Shard: Sendable {

@@ -158,7 +158,7 @@ struct EvaluateCommand: ParsableCommand {
     }
     do {
       return try CompiledPolicy(
-        policy: policy, identity: PolicyIdentity(generation: 0, rule: 0),
+        policy: policy, identity: PolicyIdentity(generation: 0, rule: .domain(0)),
         registry: AnchorSetRegistry(sets: sets))
     } catch {
       throw UsageError("\(error)")

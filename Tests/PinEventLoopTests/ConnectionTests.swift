@@ -8,7 +8,7 @@ import XCTest
 #endif
 
 /// Records what a connection reports, for assertions from the test thread.
-final class Recorder: ConnectionDelegate, @unchecked Sendable {
+final class Recorder: ChannelDelegate, @unchecked Sendable {
   let lock = NSLock()
   var received: [UInt8] = []
   var eof = false
@@ -17,16 +17,16 @@ final class Recorder: ConnectionDelegate, @unchecked Sendable {
   var onRead: ((Connection, [UInt8]) -> Void)?
   var onEOF: ((Connection) -> Void)?
 
-  func connection(_ connection: Connection, didRead bytes: [UInt8]) {
+  func channel(_ channel: any ByteChannel, didRead bytes: [UInt8]) {
     lock.withLock { received += bytes }
-    onRead?(connection, bytes)
+    if let connection = channel as? Connection { onRead?(connection, bytes) }
   }
-  func connectionDidReadEOF(_ connection: Connection) {
+  func channelDidReadEOF(_ channel: any ByteChannel) {
     lock.withLock { eof = true }
-    onEOF?(connection)
+    if let connection = channel as? Connection { onEOF?(connection) }
   }
-  func connectionDidDrain(_ connection: Connection) { lock.withLock { drains += 1 } }
-  func connectionDidClose(_ connection: Connection, error: SocketError?) { lock.withLock { closed = true } }
+  func channelDidDrain(_ channel: any ByteChannel) { lock.withLock { drains += 1 } }
+  func channelDidClose(_ channel: any ByteChannel, error: (any Error)?) { lock.withLock { closed = true } }
 
   func wait(_ timeout: Double = 5, until condition: (Recorder) -> Bool) -> Bool {
     let deadline = Date().addingTimeInterval(timeout)

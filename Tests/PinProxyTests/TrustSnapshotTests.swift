@@ -55,7 +55,7 @@ final class TrustSnapshotTests: XCTestCase {
       return XCTFail("expected the example.com rule")
     }
     XCTAssertEqual(index, 0)
-    XCTAssertEqual(policy.identity, PolicyIdentity(generation: 7, rule: 0))
+    XCTAssertEqual(policy.identity, PolicyIdentity(generation: 7, rule: .domain(0)))
     guard case .denied = snapshot.route(Fixtures.host("example.org")) else { return XCTFail("expected deny") }
   }
 

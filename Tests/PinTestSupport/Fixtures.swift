@@ -60,7 +60,9 @@ public struct PolicyHarness {
     self.time = time
   }
 
-  public func compile(_ policy: SecurityPolicy, generation: UInt64 = 1, rule: Int = 0) -> CompiledPolicy {
+  public func compile(_ policy: SecurityPolicy, generation: UInt64 = 1, rule: RuleID = .domain(0))
+    -> CompiledPolicy
+  {
     do {
       return try CompiledPolicy(
         policy: policy, identity: PolicyIdentity(generation: generation, rule: rule), registry: registry)

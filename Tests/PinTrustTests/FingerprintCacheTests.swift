@@ -7,7 +7,7 @@ final class FingerprintCacheTests: XCTestCase {
 
   func key(_ index: Int, generation: UInt64 = 1, host: String = "example.com") -> FingerprintCache.Key {
     FingerprintCache.Key(
-      policy: PolicyIdentity(generation: generation, rule: 0), host: TrustHost(host),
+      policy: PolicyIdentity(generation: generation, rule: .domain(0)), host: TrustHost(host),
       chain: PresentedChain([Array("certificate \(index)".utf8)]))
   }
 
@@ -28,9 +28,9 @@ final class FingerprintCacheTests: XCTestCase {
     // The lookup hash reads the tail; equality must still read every byte.
     let tail = [UInt8](repeating: 7, count: 64)
     let a = FingerprintCache.Key(
-      policy: PolicyIdentity(generation: 1, rule: 0), host: nil, chain: PresentedChain([[1] + tail]))
+      policy: PolicyIdentity(generation: 1, rule: .domain(0)), host: nil, chain: PresentedChain([[1] + tail]))
     let b = FingerprintCache.Key(
-      policy: PolicyIdentity(generation: 1, rule: 0), host: nil, chain: PresentedChain([[2] + tail]))
+      policy: PolicyIdentity(generation: 1, rule: .domain(0)), host: nil, chain: PresentedChain([[2] + tail]))
     XCTAssertEqual(a.hashValue, b.hashValue)
     let cache = FingerprintCache(capacity: 8)
     cache.insert(a, acceptance: acceptance, at: start)

@@ -91,7 +91,8 @@ public final class TrustSnapshot: Sendable {
         anchors: domain.anchors)
       do {
         let compiled = try CompiledPolicy(
-          policy: policy, identity: PolicyIdentity(generation: generation, rule: index), registry: registry)
+          policy: policy, identity: PolicyIdentity(generation: generation, rule: .domain(index)),
+          registry: registry)
         try table.insert(
           domain: domain.domain, includesSubdomains: domain.includesSubdomains, rule: policies.count)
         policies.append(compiled)
@@ -104,7 +105,8 @@ public final class TrustSnapshot: Sendable {
     if configuration.defaults.action == .validate {
       do {
         defaultPolicy = try CompiledPolicy(
-          policy: .default, identity: PolicyIdentity(generation: generation, rule: -1), registry: registry)
+          policy: .default, identity: PolicyIdentity(generation: generation, rule: .defaults),
+          registry: registry)
       } catch {
         fail(Location(line: 0, column: 0, key: "defaults"), "\(error)")
       }

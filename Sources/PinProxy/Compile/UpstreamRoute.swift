@@ -52,7 +52,9 @@ public struct UpstreamRoute: Sendable {
   }
 
   /// The policy identity keying pools, sessions and the fingerprint cache.
-  public var identity: PolicyIdentity { policy?.identity ?? PolicyIdentity(generation: 0, rule: -2) }
+  public var identity: PolicyIdentity {
+    policy?.identity ?? PolicyIdentity(generation: 0, rule: .passthrough)
+  }
 
   /// A raw TCP route: the client does its own TLS end to end (passthrough).
   static func plain(_ host: TrustHost, namedExplicitly: Bool) -> UpstreamRoute {

@@ -1,118 +1,76 @@
 import Foundation
 import PinEventLoop
-import PinHTTP
 import PinTLS
 import PinTrust
 
-/// CONNECT: refused (port not allowed, host denied), spliced raw (passthrough
-/// hosts, or a listener with `intercept: false`), or intercepted — answered
-/// with TLS under a leaf minted for the host, the requests inside served
-/// through the same upstream path as forward mode.
+/// The I/O of a CONNECT the router accepted: a passthrough host is dialled
+/// and spliced raw; an intercepted one gets TLS under a leaf minted for the
+/// host, and the requests inside are served by the same machine.
 extension ForwardSession {
-  func beginConnect(_ head: HTTPRequestHead, host rawHost: String, port: Int) {
-    guard let host = TrustHost(rawHost) else {
-      return fail(.badRequest("\"\(rawHost)\" is not a valid host"), head)
-    }
-    if let refusal = portRefusal(port) { return fail(refusal, head) }
-    let listedPassthrough = snapshot.passthrough[listener.name]?.contains(host) ?? false
-    let route = UpstreamRoute(host: host, snapshot: snapshot)
-    guard listedPassthrough || route != nil else {
-      return fail(
-        ProxyFailure(
-          status: 403, code: .deniedByPolicy,
-          reason: "no domain rule matches \(host) and defaults.action is deny"),
-        head)
-    }
-    if listedPassthrough || !listener.intercept {
-      let named =
-        (snapshot.passthrough[listener.name]?.names(host) ?? false) || route?.namedExplicitly == true
-      return beginPassthrough(head, host: host, port: port, namedExplicitly: named)
-    }
-    guard let route, let interception = snapshot.interception[listener.name] else {
-      return fail(
-        ProxyFailure(
-          status: 502, code: .handshakeFailed, reason: "this listener has no local CA to intercept with"),
-        head)
-    }
-    intercept(head, host: host, port: port, route: route, interception: interception)
-  }
+  /// The reply that opens a tunnel, whichever kind (RFC 9110 §9.3.6: any 2xx).
+  static let connectEstablished = Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)
 
-  private func intercept(
-    _ head: HTTPRequestHead, host: TrustHost, port: Int, route: UpstreamRoute,
-    interception: InterceptionContext
-  ) {
-    let engine: TLSEngine
-    do {
-      let started = Date()
-      let (leaf, minted) = try interception.ca.leafReportingMint(for: host)
-      if minted {
-        context.metrics.mintedCertificates.add(1)
-        let milliseconds = String(format: "%.3f", Date().timeIntervalSince(started) * 1000)
-        context.logger.log(.info, "minted", ["host": host.description, "ms": milliseconds])
-      }
-      engine = try interception.makeEngine(presenting: leaf)
-    } catch {
-      return fail(
-        ProxyFailure(status: 502, code: .handshakeFailed, reason: "cannot serve TLS for \(host): \(error)"),
-        head)
-    }
-    connection.write(Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8))
-    let early = parser.takeLeftover()
-    parser = HTTP1Parser(role: .request, limits: snapshot.httpLimits, pausesBetweenMessages: true)
-    pending = []
-    connectTarget = (host, port)
-    state = .awaitingRequest
-    armHeadTimer(idle: false)
-    client = TLSServerChannel.takeOver(
-      connection, engine: engine, host: host, target: "\(host):\(port)", logger: context.logger, owner: self,
-      early: early, timeout: snapshot.timeouts.tlsHandshake)
-  }
-
-  /// One port policy for every way of reaching an upstream: the listener's
-  /// `allowedConnectPorts` governs CONNECT and absolute-form URLs alike, on
-  /// the port the client named (a `connectTo` mapping does not change it).
-  func portRefusal(_ port: Int) -> ProxyFailure? {
-    guard !listener.allowedConnectPorts.contains(port) else { return nil }
-    return ProxyFailure(
-      status: 403, code: .deniedByPolicy,
-      reason: "port \(port) is not allowed (allowedConnectPorts: \(listener.allowedConnectPorts))")
-  }
-
-  private func beginPassthrough(_ head: HTTPRequestHead, host: TrustHost, port: Int, namedExplicitly: Bool) {
+  func openPassthrough(_ target: ForwardTarget) {
     context.logger.log(
       .info, "passthrough",
-      ["client": client.peer, "target": "\(host):\(port)", "pinning": "none (spliced, not intercepted)"])
-    let key = UpstreamKey(
-      host: host, port: port, tls: false, policy: PolicyIdentity(generation: snapshot.generation, rule: -2))
-    let dialer = context.dialer(for: snapshot)
-    let placeholder = Exchange(
-      request: head, key: key, route: UpstreamRoute.plain(host, namedExplicitly: namedExplicitly), path: "",
-      client: client.peer)
-    state = .connecting(placeholder)
-    dialer.open(key, route: placeholder.route, on: loop) { [weak self] result in
-      guard let self, case .connecting(let current) = self.state, current === placeholder else {
+      ["client": client.peer, "target": target.key.description, "pinning": "none (spliced, not intercepted)"])
+    context.dialer(for: snapshot).open(target.key, route: target.route, on: loop) { [weak self] result in
+      guard let self else {
         if case .success(let upstream) = result { upstream.close() }
         return
       }
       switch result {
-      case .failure(let failure): self.fail(failure, head, exchange: placeholder)
+      case .failure(let failure):
+        self.run { $0.dialFailed(failure, exchange: nil) }
       case .success(let upstream):
-        upstream.mode = .raw
-        upstream.delegate = self
-        let idle = IdleWatch(loop: self.loop, limit: self.snapshot.timeouts.tunnelIdle) { [weak self] in
-          self?.closeNow()
-        }
-        self.state = .splicing(upstream, idle)
-        self.client.write(Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8))
-        let early = self.parser.takeLeftover()
-        if !early.isEmpty { upstream.send(early) }
-        self.client.resumeReading()
+        var opened: (early: [UInt8], clientFinished: Bool)?
+        self.run { opened = $0.passthroughReady() }
+        guard let opened else { return upstream.close() }
+        self.headTimer?.cancel()
+        self.client.write(ForwardSession.connectEstablished)
+        self.splice = Splice(
+          client: self.client, upstream: upstream, idleLimit: self.snapshot.timeouts.tunnelIdle,
+          early: opened.early, clientFinished: opened.clientFinished
+        ) { [self] _ in self.ended() }
       }
     }
   }
 
-  func finishSpliceIfDone() {
-    guard clientSplicedDone && upstreamSplicedDone else { return }
-    closeNow()
+  func intercept(_ target: ConnectTarget, _ interception: InterceptionContext) {
+    let engine: TLSEngine
+    do {
+      let started = Date()
+      let (leaf, minted) = try interception.ca.leafReportingMint(for: target.host)
+      if minted {
+        context.metrics.mintedCertificates.add(1)
+        let milliseconds = String(format: "%.3f", Date().timeIntervalSince(started) * 1000)
+        context.logger.log(.info, "minted", ["host": target.host.description, "ms": milliseconds])
+      }
+      engine = try interception.makeEngine(presenting: leaf)
+    } catch {
+      let failure = ProxyFailure(
+        status: 502, code: .handshakeFailed, reason: "cannot serve TLS for \(target.host): \(error)")
+      return run { $0.interceptionFailed(failure) }
+    }
+    var early: [UInt8]?
+    run { early = $0.interceptionReady(target) }
+    guard let early else { return }
+    connection.write(ForwardSession.connectEstablished)
+    client = serveTLS(
+      on: connection, engine: engine, host: target.host, target: "\(target.host):\(target.port)", early: early
+    )
+  }
+
+  /// Terminates the client's TLS on `connection` with a leaf for `host`; the
+  /// channel reports to this session. A client whose SNI names another host
+  /// is refused before the leaf is sent: serving it under another name would
+  /// let one CONNECT reach a second host's policy.
+  func serveTLS(
+    on connection: Connection, engine: TLSEngine, host: TrustHost, target: String, early: [UInt8]
+  ) -> TLSChannel {
+    TLSChannel.serve(
+      connection, engine: engine, host: host, target: target, logger: context.logger, owner: self,
+      early: early,
+      timeout: snapshot.timeouts.tlsHandshake)
   }
 }

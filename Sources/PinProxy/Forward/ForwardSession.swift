@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import PinConfig
 import PinEventLoop
@@ -5,50 +6,31 @@ import PinHTTP
 import PinTLS
 import PinTrust
 
-/// One client connection of a forward listener: reads requests in
-/// absolute-form, routes each through the domain policy table, forwards it
-/// over a verified upstream connection and streams the response back.
+/// One client connection of a forward listener: the I/O around a
+/// `ForwardMachine`. Every event (client bytes, upstream events, timers,
+/// dial completions) is handed to the machine, and the actions it returns
+/// are carried out here, in order.
 ///
-/// Confined to its loop: every entry point (connection and upstream delegate
-/// calls, timers, dial completions) runs on `loop.queue`.
-final class ForwardSession: ConnectionDelegate, ClientChannelDelegate, DrainableSession, @unchecked Sendable {
-  enum State {
-    /// Between requests: idle, or part of a head has arrived.
-    case awaitingRequest
-    /// A request head was accepted; its upstream connection is being opened.
-    case connecting(Exchange)
-    /// Request and response are flowing.
-    case exchanging(Exchange)
-    /// A CONNECT to a passthrough host: raw bytes both ways, no interception,
-    /// closed after `timeouts.tunnelIdle` of silence both ways.
-    case splicing(UpstreamConnection, IdleWatch)
-    /// The last bytes are being flushed; nothing more is read.
-    case closing
-  }
-
-  /// The socket; `client` is what requests are read from and answered on
-  /// (the socket, or TLS over it after an intercepted CONNECT).
+/// Confined to its loop (`loop.queue`): every entry point is a channel or
+/// upstream delegate call, a timer or a dial completion on that queue, and
+/// says so with `dispatchPrecondition` (through `run`).
+final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession, @unchecked Sendable {
+  /// The client socket; `client` is what requests are read from and
+  /// answered on (the socket, or TLS over it after an intercepted CONNECT).
   let connection: Connection
-  var client: any ClientChannel
+  var client: any ByteChannel
   let listener: ListenerConfig
-  /// Set once an intercepted CONNECT switched the client to TLS: requests
-  /// inside go to this host and port over TLS.
-  var connectTarget: (host: TrustHost, port: Int)?
-  var clientSplicedDone = false
-  var upstreamSplicedDone = false
   let context: ProxyContext
   let snapshot: RuntimeSnapshot
-  var state = State.awaitingRequest
-  var parser: HTTP1Parser
-  /// Parsed but not yet handled (body while connecting, pipelined requests).
-  var pending: [HTTP1Parser.Event] = []
+  var machine: ForwardMachine<UpstreamConnection>
+  /// Set once a passthrough CONNECT is spliced.
+  var splice: Splice?
   var headTimer: LoopTimer?
-  var headTimerIsIdle = false
-  var servedRequests = 0
-  var clientFinishedSending = false
+  var responseTimer: LoopTimer?
   /// When the session last started waiting for a request (uptime ns), to
   /// pick the longest waiting under overload.
   var awaitingSince = DispatchTime.now().uptimeNanoseconds
+  private var running = false
 
   var loop: EventLoop { connection.loop }
   var pool: UpstreamPool { context.pool(for: loop) }
@@ -59,317 +41,198 @@ final class ForwardSession: ConnectionDelegate, ClientChannelDelegate, Drainable
     self.listener = listener
     self.context = context
     snapshot = context.snapshot
-    parser = HTTP1Parser(role: .request, limits: snapshot.httpLimits, pausesBetweenMessages: true)
+    machine = ForwardMachine(
+      router: ForwardRouter(snapshot: snapshot, listener: listener), limits: snapshot.httpLimits)
     connection.delegate = self
   }
 
   func start() {
-    loop.preconditionInLoop()
-    context.registry(for: loop).add(self)
-    armHeadTimer()
+    run {
+      context.registry(for: loop).add(self)
+      $0.start()
+    }
     connection.resumeReading()
   }
 
-  // MARK: Client bytes
-
-  func connection(_ connection: Connection, didRead bytes: [UInt8]) { clientDidRead(bytes) }
-  func connectionDidReadEOF(_ connection: Connection) { clientDidReadEOF() }
-  func connectionDidDrain(_ connection: Connection) { clientDidDrain() }
-  func connectionDidClose(_ connection: Connection, error: SocketError?) { clientDidClose() }
-
-  func clientDidRead(_ bytes: [UInt8]) {
+  /// Hands one event to the machine and carries out what it asks, in order.
+  /// An action that answers at once (a pooled upstream) feeds the machine
+  /// again; its actions join the same queue.
+  func run(_ event: (inout ForwardMachine<UpstreamConnection>) -> Void) {
     loop.preconditionInLoop()
-    if case .closing = state { return }
-    if case .splicing(let upstream, let idle) = state {
-      idle.touch()
-      upstream.send(bytes)
-      if upstream.isAboveHighWatermark { client.pauseReading() }
-      return
-    }
-    do {
-      pending += try parser.feed(bytes)
-    } catch {
-      return refuseMalformed(error)
-    }
-    if case .awaitingRequest = state, headTimerIsIdle, !parser.isIdle || !pending.isEmpty {
-      armHeadTimer(idle: false)
-    }
-    process()
+    event(&machine)
+    guard !running else { return }
+    running = true
+    defer { running = false }
+    while let action = machine.nextAction() { execute(action) }
   }
 
-  func clientDidReadEOF() {
-    loop.preconditionInLoop()
-    clientFinishedSending = true
-    if case .splicing(let upstream, _) = state {
-      clientSplicedDone = true
-      upstream.finishSending()
-      return finishSpliceIfDone()
-    }
-    do {
-      pending += try parser.finish()
-    } catch {
-      // The client stopped in the middle of a request: nothing can complete it.
-      return closeNow()
-    }
-    switch state {
-    case .awaitingRequest where pending.isEmpty: closeNow()
-    case .closing: break
-    default: process()
-    }
+  // MARK: Client channel
+
+  func channel(_ channel: any ByteChannel, didRead bytes: [UInt8]) { run { $0.clientRead(bytes) } }
+  func channelDidReadEOF(_ channel: any ByteChannel) { run { $0.clientEOF() } }
+  func channelDidDrain(_ channel: any ByteChannel) { run { $0.clientDrained() } }
+
+  func channelDidClose(_ channel: any ByteChannel, error: (any Error)?) {
+    run { $0.clientClosed() }
+    ended()
   }
 
-  func clientDidDrain() {
-    if case .exchanging(let exchange) = state { exchange.upstream?.resumeReading() }
-    if case .splicing(let upstream, _) = state { upstream.resumeReading() }
-  }
-
-  func clientDidClose() {
+  /// The client connection is gone: nothing of this session remains.
+  func ended() {
     headTimer?.cancel()
+    responseTimer?.cancel()
     context.registry(for: loop).remove(self)
-    releaseUpstream()
-    state = .closing
     context.admission.release(client: connection.peer)
   }
 
-  // MARK: Handling parsed events
+  // MARK: UpstreamDelegate
 
-  /// Handles queued events as far as the state allows.
-  func process() {
-    while let event = pending.first {
-      switch (state, event) {
-      case (.awaitingRequest, .request(let head)):
-        pending.removeFirst()
-        begin(head)
-      case (.exchanging(let exchange), .body(let bytes)) where !exchange.requestComplete:
-        pending.removeFirst()
-        sendRequestBody(bytes, exchange)
-      case (.exchanging(let exchange), .end(let trailers)) where !exchange.requestComplete:
-        pending.removeFirst()
-        finishRequestBody(exchange, trailers: trailers)
-      case (.connecting(let exchange), .end) where !exchange.hasBody && !exchange.requestComplete:
-        // A request without a body is complete at its head: no need to stop
-        // reading (a pause and resume per request cost two epoll_ctl calls).
-        pending.removeFirst()
-        exchange.requestComplete = true
-      default:
-        // Wait: the upstream is not ready, or a pipelined request waits its turn.
-        client.pauseReading()
-        return
+  func upstream(_ upstream: UpstreamConnection, didReceive events: [HTTP1Parser.Event]) {
+    let draining = context.isDraining
+    run { $0.upstreamEvents(events, from: upstream, draining: draining) }
+  }
+
+  func upstreamDidDrain(_ upstream: UpstreamConnection) { run { $0.upstreamDrained(upstream) } }
+
+  func upstreamDidClose(_ upstream: UpstreamConnection, failure: ProxyFailure?) {
+    run { $0.upstreamClosed(upstream, failure: failure, wasPooled: upstream.reusedFromPool) }
+  }
+
+  // MARK: Actions
+
+  private func execute(_ action: ForwardMachine<UpstreamConnection>.Action) {
+    switch action {
+    case .resumeClient(let upstream):
+      if upstream?.isAboveHighWatermark != true { client.resumeReading() }
+    case .pauseClient:
+      client.pauseReading()
+    case .awaitRequest(let idle):
+      awaitingSince = DispatchTime.now().uptimeNanoseconds
+      armHeadTimer(seconds: idle ? snapshot.timeouts.idleKeepAlive : snapshot.timeouts.clientHeader)
+    case .armHeaderTimer:
+      armHeadTimer(seconds: snapshot.timeouts.clientHeader)
+    case .cancelHeadTimer:
+      headTimer?.cancel()
+    case .acquireUpstream(let id, let target, let poolAllowed):
+      acquireUpstream(exchange: id, target, poolAllowed: poolAllowed)
+    case .adoptUpstream(let upstream, let method):
+      upstream.delegate = self
+      upstream.expectResponse(to: method)
+    case .sendUpstream(let upstream, let bytes):
+      upstream.send(bytes)
+      // Back-pressure: stop reading the client while the upstream is backed up.
+      if upstream.isAboveHighWatermark { client.pauseReading() }
+    case .writeClient(let bytes, let upstream):
+      client.write(bytes)
+      // Back-pressure: a slow client stops the upstream being read.
+      if let upstream, client.isAboveHighWatermark { upstream.pauseReading() }
+    case .resumeUpstream(let upstream):
+      upstream.resumeReading()
+    case .armResponseTimer(let id):
+      let seconds = snapshot.timeouts.upstreamResponse
+      responseTimer = loop.schedule(after: seconds) { [weak self] in
+        self?.run { $0.responseTimerFired(exchange: id, after: seconds) }
       }
+    case .cancelResponseTimer:
+      responseTimer?.cancel()
+    case .poolUpstream(let upstream):
+      upstream.rememberSession()
+      pool.put(
+        upstream, idleTimeout: snapshot.timeouts.upstreamIdle, maxIdle: snapshot.limits.maxIdlePerUpstream)
+    case .closeUpstream(let upstream):
+      upstream.close()
+    case .record(let record):
+      context.metrics.request(listener: listener.name, status: record.status)
+      logAccess(record)
+    case .refuse(let refusal):
+      refuse(refusal)
+    case .openPassthrough(let target):
+      openPassthrough(target)
+    case .intercept(let target, let interception):
+      intercept(target, interception)
+    case .closeAfterFlush:
+      client.closeAfterFlush()
+    case .close:
+      if let splice { splice.close() } else { client.close() }
     }
-    if case .exchanging(let exchange) = state, exchange.upstream?.isAboveHighWatermark == true { return }
-    if case .closing = state { return }
-    // The next request waits unparsed until this exchange is done: stop
-    // reading rather than buffer what a pipelining client sends ahead. After
-    // a CONNECT head, bytes wait for the tunnel the same way.
-    if (parser.isPaused && parser.hasBufferedInput) || parser.isUpgraded { return client.pauseReading() }
-    client.resumeReading()
   }
 
-  /// The exchange is over: parse what has arrived of the next request.
-  func parseNextRequest() {
-    do {
-      pending += try parser.resume()
-    } catch {
-      // The client half-closed after part of a pipelined request: nothing can complete it.
-      if error.kind == .truncated { return closeNow() }
-      return refuseMalformed(error)
-    }
-    // Part of the next head is already here: it gets the header timeout, not the idle one.
-    if case .awaitingRequest = state, !parser.isIdle || !pending.isEmpty { armHeadTimer(idle: false) }
-    process()
-  }
-
-  private func begin(_ head: HTTPRequestHead) {
+  private func armHeadTimer(seconds: Double) {
     headTimer?.cancel()
-    let scheme: String
-    let rawHost: String
-    let explicitPort: Int?
-    let path: String
-    switch (head.target, connectTarget) {
-    case (.authority(let host, let port), nil):
-      return beginConnect(head, host: host, port: port)
-    case (.origin(let originPath), let target?):
-      // Inside an intercepted CONNECT the tunnel's host is authoritative.
-      (scheme, rawHost, explicitPort, path) = ("https", target.host.description, target.port, originPath)
-    case (.absolute(let urlScheme, let urlHost, let urlPort, let urlPath), nil):
-      (scheme, rawHost, explicitPort, path) = (urlScheme, urlHost, urlPort, urlPath)
-    case (_, _?):
-      return fail(.badRequest("inside a CONNECT tunnel requests must use origin-form (GET /path)"), head)
-    default:
-      return fail(
-        .badRequest("a forward proxy needs absolute-form requests, e.g. GET http://host/path"), head)
-    }
-    guard let host = TrustHost(rawHost) else {
-      return fail(.badRequest("\"\(rawHost)\" is not a valid host"), head)
-    }
-    guard let route = UpstreamRoute(host: host, snapshot: snapshot) else {
-      return fail(
-        ProxyFailure(
-          status: 403, code: .deniedByPolicy,
-          reason: "no domain rule matches \(host) and defaults.action is deny"),
-        head)
-    }
-    // A plain http:// request goes over TLS unless its rule allows insecure loads.
-    let tls = scheme == "https" || !route.allowsInsecureHTTPLoads
-    let port = explicitPort ?? (tls ? 443 : 80)
-    // Inside an intercepted CONNECT the port was checked on the CONNECT line.
-    if connectTarget == nil, let refusal = portRefusal(port) { return fail(refusal, head) }
-    let key = UpstreamKey(host: host, port: port, tls: tls, policy: route.identity)
-    let exchange = Exchange(request: head, key: key, route: route, path: path, client: client.peer)
-    exchange.closeAfterResponse = !head.keepAlive || clientFinishedSending
-    state = .connecting(exchange)
-    acquireUpstream(for: exchange)
-  }
-
-  func acquireUpstream(for exchange: Exchange) {
-    if let pooled = pool.take(exchange.key) { return attach(pooled, to: exchange) }
-    let dialer = context.dialer(for: snapshot)
-    dialer.open(exchange.key, route: exchange.route, on: loop) { [weak self] result in
-      guard let self, case .connecting(let current) = self.state, current === exchange else {
-        if case .success(let upstream) = result { upstream.close() }
-        return
-      }
-      switch result {
-      case .success(let upstream): self.attach(upstream, to: exchange)
-      case .failure(let failure): self.fail(failure, exchange.request, exchange: exchange)
-      }
-    }
-  }
-
-  // MARK: Timers and endings
-
-  /// Idle between requests (keep-alive), or bounded time to finish a head.
-  func armHeadTimer(idle: Bool? = nil) {
-    headTimer?.cancel()
-    let isIdle = idle ?? (servedRequests > 0)
-    headTimerIsIdle = isIdle
-    let seconds = isIdle ? snapshot.timeouts.idleKeepAlive : snapshot.timeouts.clientHeader
     headTimer = loop.schedule(after: seconds) { [weak self] in
-      guard let self, case .awaitingRequest = self.state else { return }
-      if self.parser.isIdle && self.pending.isEmpty { return self.closeNow() }
-      self.fail(
-        ProxyFailure(status: 408, code: .badRequest, reason: "request head not received within \(seconds) s"),
-        nil)
+      self?.run { $0.headTimerFired(after: seconds) }
     }
   }
 
-  private func refuseMalformed(_ error: HTTPParseError) {
-    if case .exchanging(let exchange) = state, !exchange.requestComplete {
-      // A body that breaks framing mid-stream: the upstream must not get the rest.
-      exchange.upstream?.close()
-      exchange.upstream = nil
-      if exchange.responseStarted { return closeNow() }
+  private func acquireUpstream(exchange id: Int, _ target: ForwardTarget, poolAllowed: Bool) {
+    if poolAllowed, let pooled = pool.take(target.key) {
+      return run { $0.upstreamReady(pooled, exchange: id, pooled: true, tls: pooled.tls) }
     }
-    fail(ProxyFailure(status: error.status, code: .badRequest, reason: error.reason), nil)
+    let limits = snapshot.httpLimits
+    context.dialer(for: snapshot).open(target.key, route: target.route, on: loop) { [weak self] result in
+      switch result {
+      case .success(let channel):
+        let upstream = UpstreamConnection(key: target.key, channel: channel, limits: limits)
+        guard let self else { return upstream.close() }
+        self.run { $0.upstreamReady(upstream, exchange: id, pooled: false, tls: upstream.tls) }
+      case .failure(let failure):
+        self?.run { $0.dialFailed(failure, exchange: id) }
+      }
+    }
   }
 
-  /// Answers with the failure, logs it, and closes after flushing.
-  func fail(_ failure: ProxyFailure, _ request: HTTPRequestHead?, exchange: Exchange? = nil) {
-    releaseUpstream()
-    let host = exchange.map { $0.key.description } ?? request.map { String($0.rawTarget.prefix(200)) } ?? "-"
-    let rule = exchange?.route.ruleName ?? "-"
-    let fields: KeyValuePairs<String, String> = [
-      "client": client.peer, "method": request?.method ?? "-", "target": host, "rule": rule,
-      "status": String(failure.status),
-      "code": failure.code.rawValue, "reason": failure.reason, "detail": failure.detail ?? "-",
-      "chain": failure.chain ?? "-",
-    ]
-    context.logger.log(failure.status >= 500 ? .warning : .info, "refused", fields)
-    context.metrics.increment("pinproxy_refusals_total", [failure.code.rawValue, rule])
-    context.metrics.increment(
-      "pinproxy_requests_total", [listener.name, ProxyMetrics.statusClass(failure.status)])
-    headTimer?.cancel()
-    state = .closing
+  private func refuse(_ refusal: ForwardMachine<UpstreamConnection>.Refusal) {
+    let failure = refusal.failure
+    context.logger.log(
+      failure.status >= 500 ? .warning : .info, "refused",
+      [
+        "client": client.peer, "method": refusal.method, "target": refusal.target, "rule": refusal.rule,
+        "status": String(failure.status), "code": failure.code.rawValue, "reason": failure.reason,
+        "detail": failure.detail ?? "-", "chain": failure.chain ?? "-",
+      ])
+    context.metrics.refusal(failure, rule: refusal.rule)
+    context.metrics.request(listener: listener.name, status: failure.status)
     client.write(failure.response())
     client.closeAfterFlush()
   }
 
+  private func logAccess(_ record: ExchangeRecord) {
+    guard context.logger.access else { return }
+    let exchange = record.exchange
+    let elapsed = Double(DispatchTime.now().uptimeNanoseconds &- exchange.started) / 1e9
+    context.logger.log(
+      .info, "request",
+      [
+        "client": client.peer, "method": exchange.request.method, "host": exchange.target.key.description,
+        "path": String(exchange.target.path.prefix(200)), "status": String(record.status),
+        "sent": String(exchange.requestBodyBytes), "received": String(record.responseBytes),
+        "upstream_ms": String(Int(elapsed * 1000)),
+        "upstream_connection": exchange.upstreamWasPooled ? "pooled" : "new",
+        "upstream_tls": exchange.upstreamTLS.rawValue,
+      ])
+  }
+
+  // MARK: DrainableSession
+
   /// Idle keep-alive connections go first under overload, then the ones
   /// still sending (or not yet sending) a head; never one mid-exchange.
   var evictionCandidate: EvictionCandidate? {
-    if case .splicing(_, let idle) = state {
+    if let splice {
       // A raw tunnel nobody has used for a while; the client can reconnect.
-      guard idle.idleSeconds >= EvictionCandidate.idleSpliceSeconds else { return nil }
-      return EvictionCandidate(tier: .idleSplice, since: idle.lastActivity)
+      guard splice.idleSeconds >= EvictionCandidate.idleSpliceSeconds else { return nil }
+      return EvictionCandidate(tier: .idleSplice, since: splice.lastActivity)
     }
-    guard case .awaitingRequest = state else { return nil }
-    let idle = servedRequests > 0 && parser.isIdle && pending.isEmpty
-    return EvictionCandidate(tier: idle ? .idleKeepAlive : .unfinishedHead, since: awaitingSince)
+    guard machine.isAwaitingRequest else { return nil }
+    return EvictionCandidate(
+      tier: machine.isIdleBetweenRequests ? .idleKeepAlive : .unfinishedHead, since: awaitingSince)
   }
 
   func evict() {
     context.logger.log(.debug, "evicted", ["client": client.peer, "reason": "connection limit reached"])
-    closeNow()
+    run { $0.closeNow() }
   }
 
   /// Graceful shutdown: an idle connection closes now; one with an exchange
-  /// in flight finishes it and then closes (see `finishExchange`).
-  func drain() {
-    if case .awaitingRequest = state, parser.isIdle, pending.isEmpty { closeNow() }
-  }
-
-  func closeNow() {
-    headTimer?.cancel()
-    releaseUpstream()
-    state = .closing
-    client.close()
-  }
-
-  /// Closes the upstream connection of an exchange or splice in progress:
-  /// mid-exchange its state is unknown, so it is never pooled. Every path
-  /// that leaves such a state calls this before changing `state`.
-  func releaseUpstream() {
-    switch state {
-    case .connecting(let exchange), .exchanging(let exchange):
-      exchange.responseTimer?.cancel()
-      exchange.upstream?.close()
-      exchange.upstream = nil
-    case .splicing(let upstream, let idle):
-      idle.cancel()
-      upstream.close()
-    case .awaitingRequest, .closing: break
-    }
-  }
-}
-
-/// One request and its response. Confined to its session's loop.
-final class Exchange: @unchecked Sendable {
-  let request: HTTPRequestHead
-  let key: UpstreamKey
-  let route: UpstreamRoute
-  let path: String
-  let client: String
-  let started = Date()
-  var upstream: UpstreamConnection?
-  var requestChunked = false
-  var requestComplete = false
-  var requestBodyBytes = 0
-  var inInterimResponse = false
-  var responseStarted = false
-  var responseChunked = false
-  var responseStatus = 0
-  var responseBodyBytes = 0
-  var closeAfterResponse = false
-  var responseTimer: LoopTimer?
-  var retried = false
-  var upstreamWasPooled = false
-  /// Framed with Content-Length or chunked; a request without either has no body.
-  var hasBody: Bool {
-    switch request.framing {
-    case .none, .length(0): return false
-    default: return true
-    }
-  }
-  /// False once the origin said it closes (or spoke HTTP/1.0 without keep-alive).
-  var upstreamKeepsAlive = true
-  var upstreamTLS = "none"
-
-  init(request: HTTPRequestHead, key: UpstreamKey, route: UpstreamRoute, path: String, client: String) {
-    self.request = request
-    self.key = key
-    self.route = route
-    self.path = path
-    self.client = client
-  }
+  /// in flight finishes it and then closes.
+  func drain() { run { $0.drain() } }
 }

@@ -44,8 +44,8 @@ final class AdminServer: Sendable {
   }
 }
 
-/// One admin connection. Confined to its loop.
-final class AdminSession: ConnectionDelegate, @unchecked Sendable {
+/// One admin connection. Confined to its connection's loop (`connection.loop.queue`).
+final class AdminSession: ChannelDelegate, @unchecked Sendable {
   let connection: Connection
   let context: ProxyContext
   var parser = HTTP1Parser(
@@ -69,7 +69,8 @@ final class AdminSession: ConnectionDelegate, @unchecked Sendable {
     connection.resumeReading()
   }
 
-  func connection(_ connection: Connection, didRead bytes: [UInt8]) {
+  func channel(_ channel: any ByteChannel, didRead bytes: [UInt8]) {
+    connection.loop.preconditionInLoop()
     guard !answered else { return }
     do {
       for event in try parser.feed(bytes) {
@@ -82,9 +83,9 @@ final class AdminSession: ConnectionDelegate, @unchecked Sendable {
     }
   }
 
-  func connectionDidReadEOF(_ connection: Connection) { connection.close() }
-  func connectionDidDrain(_ connection: Connection) {}
-  func connectionDidClose(_ connection: Connection, error: SocketError?) {
+  func channelDidReadEOF(_ channel: any ByteChannel) { connection.close() }
+  func channelDidDrain(_ channel: any ByteChannel) {}
+  func channelDidClose(_ channel: any ByteChannel, error: (any Error)?) {
     timer?.cancel()
     onClose()
   }

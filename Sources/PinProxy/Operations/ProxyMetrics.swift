@@ -8,25 +8,34 @@ import Synchronization
 /// a dozen series with fixed names and labels are easier to keep exactly
 /// right by hand than through a bootstrap and a translation layer.
 final class ProxyMetrics: Sendable {
-  private let counters = Locked<[String: [[String]: Int]]>([:])
+  /// Requests answered, by listener and status class (`2xx` …).
+  let requests = LabeledCounter(
+    "pinproxy_requests_total", "Requests answered, by listener and status class.",
+    labels: ["listener", "class"])
+  /// Refused requests and tunnels, by failure code and matched domain rule.
+  let refusals = LabeledCounter(
+    "pinproxy_refusals_total", "Refused requests and tunnels, by failure code and matched domain rule.",
+    labels: ["code", "rule"])
+  let upstreamHandshakes = LabeledCounter(
+    "pinproxy_upstream_handshakes_total", "Upstream TLS handshakes, full or resumed.", labels: ["kind"])
+  let reloads = LabeledCounter(
+    "pinproxy_reloads_total", "Configuration reloads, by result.", labels: ["result"])
   let idlePooledConnections = SharedCount()
   let mintedCertificates = SharedCount()
   let startTime = Date()
 
-  static let help: [String: (type: String, help: String, labels: [String])] = [
-    "pinproxy_requests_total": (
-      "counter", "Requests answered, by listener and status class.", ["listener", "class"]
-    ),
-    "pinproxy_refusals_total": (
-      "counter", "Refused requests and tunnels, by failure code and matched domain rule.", ["code", "rule"]
-    ),
-    "pinproxy_upstream_handshakes_total": ("counter", "Upstream TLS handshakes, full or resumed.", ["kind"]),
-    "pinproxy_reloads_total": ("counter", "Configuration reloads, by result.", ["result"]),
-  ]
-
-  func increment(_ name: String, _ labels: [String]) {
-    counters.withLock { $0[name, default: [:]][labels, default: 0] += 1 }
+  /// Every labeled series, in the order they are rendered (by name).
+  private var labeled: [LabeledCounter] {
+    [reloads, refusals, requests, upstreamHandshakes].sorted { $0.name < $1.name }
   }
+
+  func request(listener: String, status: Int) {
+    requests.increment([listener, ProxyMetrics.statusClass(status)])
+  }
+
+  func refusal(_ failure: ProxyFailure, rule: String) { refusals.increment([failure.code.rawValue, rule]) }
+
+  func upstreamHandshake(_ kind: UpstreamTLS) { upstreamHandshakes.increment([kind.rawValue]) }
 
   /// Values read from elsewhere at render time.
   struct Gauges {
@@ -40,16 +49,7 @@ final class ProxyMetrics: Sendable {
 
   func render(_ gauges: Gauges) -> String {
     var out = ""
-    let snapshot = counters.withLock { $0 }
-    for name in ProxyMetrics.help.keys.sorted() {
-      guard let (type, help, labelNames) = ProxyMetrics.help[name] else { continue }
-      out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
-      for (labels, value) in (snapshot[name] ?? [:]).sorted(by: { $0.key.joined() < $1.key.joined() }) {
-        let rendered = zip(labelNames, labels).map { "\($0)=\"\(ProxyMetrics.escape($1))\"" }.joined(
-          separator: ",")
-        out += "\(name){\(rendered)} \(value)\n"
-      }
-    }
+    for counter in labeled { out += counter.render() }
     func single(_ name: String, _ type: String, _ help: String, _ value: String) {
       out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n\(name) \(value)\n"
     }
@@ -95,4 +95,34 @@ final class SharedCount: Sendable {
   /// Adds `delta` and returns the new value.
   func adding(_ delta: Int) -> Int { count.add(delta, ordering: .relaxed).newValue }
   var value: Int { count.load(ordering: .relaxed) }
+}
+
+/// One counter family with fixed label names, created once (a handle per
+/// series family, each with its own lock, rather than one global map).
+final class LabeledCounter: Sendable {
+  let name: String
+  let help: String
+  let labelNames: [String]
+  private let values = Locked<[[String]: Int]>([:])
+
+  init(_ name: String, _ help: String, labels: [String]) {
+    self.name = name
+    self.help = help
+    labelNames = labels
+  }
+
+  /// `labels` in the order of `labelNames`.
+  func increment(_ labels: [String]) { values.withLock { $0[labels, default: 0] += 1 } }
+
+  func value(_ labels: [String]) -> Int { values.withLock { $0[labels] ?? 0 } }
+
+  func render() -> String {
+    var out = "# HELP \(name) \(help)\n# TYPE \(name) counter\n"
+    for (labels, value) in values.withLock({ $0 }).sorted(by: { $0.key.joined() < $1.key.joined() }) {
+      let rendered = zip(labelNames, labels).map { "\($0)=\"\(ProxyMetrics.escape($1))\"" }.joined(
+        separator: ",")
+      out += "\(name){\(rendered)} \(value)\n"
+    }
+    return out
+  }
 }

@@ -45,6 +45,13 @@ public struct ProxyFailure: Error, Sendable {
     ProxyFailure(status: 504, code: .upstreamTimeout, reason: reason)
   }
 
+  /// No rule governs the host and the defaults deny it.
+  static func denied(_ host: TrustHost) -> ProxyFailure {
+    ProxyFailure(
+      status: 403, code: .deniedByPolicy, reason: "no domain rule matches \(host) and defaults.action is deny"
+    )
+  }
+
   static func badRequest(_ reason: String, status: Int = 400) -> ProxyFailure {
     ProxyFailure(status: status, code: .badRequest, reason: reason)
   }

@@ -98,10 +98,10 @@ public final class ProxyServer: Sendable {
       }
       next = try RuntimeSnapshot.compile(configuration, generation: running.generation + 1, ca: ca)
     } catch {
-      context.metrics.increment("pinproxy_reloads_total", ["failed"])
+      context.metrics.reloads.increment(["failed"])
       return .failure(error)
     }
-    context.metrics.increment("pinproxy_reloads_total", ["ok"])
+    context.metrics.reloads.increment(["ok"])
     let before = running.configuration.listeners.map { "\($0.name) \($0.address) \($0.mode)" }
     let after = configuration.listeners.map { "\($0.name) \($0.address) \($0.mode)" }
     if before != after {

@@ -1,33 +1,35 @@
-import Foundation
+import Dispatch
 import PinConfig
 import PinEventLoop
-import PinHTTP
 import PinTLS
 import PinTrust
 
-/// One client connection of a tunnel listener: spliced, as raw bytes, to the
-/// listener's fixed upstream over TLS under that host's policy. Half-close
-/// passes both ways (FIN from the client becomes close_notify and FIN
-/// upstream; the upstream's end becomes a FIN to the client).
+/// One client connection of a tunnel listener: spliced (`Splice`), as raw
+/// bytes, to the listener's fixed upstream over TLS under that host's
+/// policy. Until the upstream is ready the session reads the client itself,
+/// keeping what it sends (bounded) for the splice.
 ///
-/// Confined to its loop: every entry point runs on `loop.queue`.
-final class TunnelSession: ConnectionDelegate, ClientChannelDelegate, UpstreamDelegate, DrainableSession,
-  @unchecked Sendable
-{
+/// Confined to its loop (`loop.queue`): every entry point is a channel
+/// delegate call, a timer or the dial completion on that queue.
+final class TunnelSession: ChannelDelegate, DrainableSession, @unchecked Sendable {
   enum State {
-    case connecting
-    case splicing(UpstreamConnection)
+    /// Dialling the upstream; `early` holds what the client sent meanwhile.
+    case connecting(early: [UInt8], clientFinished: Bool)
+    case spliced(Splice)
     case closed
   }
 
+  /// What a client may send before the upstream is ready; reading stops beyond it.
+  static let earlyLimit = 256 * 1024
+
   let connection: Connection
   /// The socket, or TLS over it when the listener has `downstreamTLS: true`.
-  var client: any ClientChannel
+  var client: any ByteChannel
   let listener: ListenerConfig
   let context: ProxyContext
   let snapshot: RuntimeSnapshot
   let target: HostPort
-  var state = State.connecting
+  var state = State.connecting(early: [], clientFinished: false)
   /// Until the client's first byte: a silent client may hold the tunnel (and
   /// its upstream connection) only for `timeouts.clientHeader`, not for
   /// `tunnelIdle`, and is the first to go when connections run out. The
@@ -36,11 +38,6 @@ final class TunnelSession: ConnectionDelegate, ClientChannelDelegate, UpstreamDe
   var firstByteTimer: LoopTimer?
   var clientSpoke = false
   let accepted = DispatchTime.now().uptimeNanoseconds
-  var clientDone = false
-  var upstreamDone = false
-  var idle: IdleWatch?
-  /// Client bytes that arrived before the upstream was ready.
-  var early: [UInt8] = []
 
   var loop: EventLoop { connection.loop }
 
@@ -60,12 +57,7 @@ final class TunnelSession: ConnectionDelegate, ClientChannelDelegate, UpstreamDe
     guard let host = TrustHost(target.host) else {
       return refuse(.badRequest("\(target.host) is not a valid host"))
     }
-    guard var route = UpstreamRoute(host: host, snapshot: snapshot) else {
-      return refuse(
-        ProxyFailure(
-          status: 403, code: .deniedByPolicy,
-          reason: "no domain rule matches \(host) and defaults.action is deny"))
-    }
+    guard var route = UpstreamRoute(host: host, snapshot: snapshot) else { return refuse(.denied(host)) }
     // The operator named this upstream in the listener itself.
     route.namedExplicitly = true
     let seconds = snapshot.timeouts.clientHeader
@@ -74,7 +66,7 @@ final class TunnelSession: ConnectionDelegate, ClientChannelDelegate, UpstreamDe
       self.context.logger.log(
         .info, "tunnel-closed",
         ["client": self.connection.peer, "reason": "client sent nothing within \(seconds) s"])
-      self.closeAll()
+      self.close()
     }
     if listener.downstreamTLS {
       guard let interception = snapshot.interception[listener.name] else {
@@ -83,9 +75,8 @@ final class TunnelSession: ConnectionDelegate, ClientChannelDelegate, UpstreamDe
       }
       do {
         let engine = try interception.makeEngine(presenting: try interception.ca.leaf(for: host))
-        // The client's handshake proceeds while the upstream connects; any
-        // plaintext before the splice waits in `early`.
-        client = TLSServerChannel.takeOver(
+        // The client's handshake proceeds while the upstream connects.
+        client = TLSChannel.serve(
           connection, engine: engine, host: host, target: host.description, logger: context.logger,
           owner: self,
           early: [], timeout: snapshot.timeouts.tlsHandshake)
@@ -93,96 +84,100 @@ final class TunnelSession: ConnectionDelegate, ClientChannelDelegate, UpstreamDe
         return refuse(
           ProxyFailure(status: 502, code: .handshakeFailed, reason: "cannot serve TLS for \(host): \(error)"))
       }
+    } else {
+      connection.resumeReading()
     }
     let key = UpstreamKey(host: host, port: target.port, tls: true, policy: route.identity)
-    let dialer = context.dialer(for: snapshot)
-    dialer.open(key, route: route, on: loop) { [weak self] result in
-      guard let self, case .connecting = self.state else {
+    context.dialer(for: snapshot).open(key, route: route, on: loop) { [weak self] result in
+      guard let self, case .connecting(let early, let clientFinished) = self.state else {
         if case .success(let upstream) = result { upstream.close() }
         return
       }
       switch result {
-      case .failure(let failure): self.refuse(failure, rule: route.ruleName)
-      case .success(let upstream): self.splice(upstream)
+      case .failure(let failure):
+        self.refuse(failure, rule: route.ruleName)
+      case .success(let upstream):
+        self.state = .spliced(
+          Splice(
+            client: self.client, upstream: upstream, idleLimit: self.snapshot.timeouts.tunnelIdle,
+            early: early,
+            clientFinished: clientFinished
+          ) { [self] upstreamError in
+            if let upstreamError {
+              let reason = UpstreamConnection.failure(upstreamError, key: key).reason
+              self.context.logger.log(
+                .info, "tunnel-closed", ["client": self.connection.peer, "reason": reason])
+            }
+            self.ended()
+          })
+        if case .spliced(let splice) = self.state {
+          splice.onClientBytes = { [weak self] in self?.noteClientSpoke() }
+        }
       }
     }
-    idle = IdleWatch(loop: loop, limit: snapshot.timeouts.tunnelIdle) { [weak self] in self?.closeAll() }
-  }
-
-  private func splice(_ upstream: UpstreamConnection) {
-    upstream.mode = .raw
-    upstream.delegate = self
-    state = .splicing(upstream)
-    if !early.isEmpty {
-      upstream.send(early)
-      early = []
-    }
-    if clientDone { upstream.finishSending() }
-    client.resumeReading()
   }
 
   /// Refusals close the client connection; the reason goes to the log.
   private func refuse(_ failure: ProxyFailure, rule: String = "-") {
-    context.metrics.increment("pinproxy_refusals_total", [failure.code.rawValue, rule])
+    context.metrics.refusal(failure, rule: rule)
     context.logger.log(
       .warning, "refused",
       [
         "client": client.peer, "target": target.description, "rule": rule, "code": failure.code.rawValue,
         "reason": failure.reason, "detail": failure.detail ?? "-", "chain": failure.chain ?? "-",
       ])
-    closeAll()
+    close()
   }
 
-  private func closeAll() {
-    idle?.cancel()
+  private func close() {
     firstByteTimer?.cancel()
-    if case .splicing(let upstream) = state { upstream.close() }
+    if case .spliced(let splice) = state { splice.close() } else { client.close() }
+  }
+
+  /// The client connection is gone: nothing of this session remains.
+  private func ended() {
+    firstByteTimer?.cancel()
     state = .closed
-    client.close()
+    context.registry(for: loop).remove(self)
+    context.admission.release(client: connection.peer)
   }
 
-  private func finishIfBothDone() {
-    if clientDone && upstreamDone { closeAll() }
+  // MARK: Client channel, until the splice takes it over
+
+  func channel(_ channel: any ByteChannel, didRead bytes: [UInt8]) {
+    loop.preconditionInLoop()
+    noteClientSpoke()
+    guard case .connecting(var early, let finished) = state else { return }
+    early += bytes
+    if early.count > TunnelSession.earlyLimit { client.pauseReading() }
+    state = .connecting(early: early, clientFinished: finished)
   }
 
-  // MARK: Client side
-
-  func connection(_ connection: Connection, didRead bytes: [UInt8]) { clientDidRead(bytes) }
-  func connectionDidReadEOF(_ connection: Connection) { clientDidReadEOF() }
-  func connectionDidDrain(_ connection: Connection) { clientDidDrain() }
-  func connectionDidClose(_ connection: Connection, error: SocketError?) { clientDidClose() }
-
-  func clientDidRead(_ bytes: [UInt8]) {
-    idle?.touch()
-    if !clientSpoke {
-      clientSpoke = true
-      firstByteTimer?.cancel()
-    }
-    switch state {
-    case .connecting:
-      early += bytes
-      if early.count > 256 * 1024 { client.pauseReading() }
-    case .splicing(let upstream):
-      upstream.send(bytes)
-      if upstream.isAboveHighWatermark { client.pauseReading() }
-    case .closed: break
-    }
+  func channelDidReadEOF(_ channel: any ByteChannel) {
+    loop.preconditionInLoop()
+    guard case .connecting(let early, _) = state else { return }
+    state = .connecting(early: early, clientFinished: true)
   }
 
-  func clientDidReadEOF() {
-    clientDone = true
-    if case .splicing(let upstream) = state { upstream.finishSending() }
-    finishIfBothDone()
+  func channelDidDrain(_ channel: any ByteChannel) {}
+
+  func channelDidClose(_ channel: any ByteChannel, error: (any Error)?) {
+    loop.preconditionInLoop()
+    ended()
   }
 
-  func clientDidDrain() {
-    if case .splicing(let upstream) = state { upstream.resumeReading() }
+  func noteClientSpoke() {
+    guard !clientSpoke else { return }
+    clientSpoke = true
+    firstByteTimer?.cancel()
   }
+
+  // MARK: DrainableSession
 
   /// A tunnel carries a protocol the proxy cannot see into: it keeps going
   /// until the drain deadline ends the process.
   func drain() {
-    if !clientSpoke { closeAll() }
+    if !clientSpoke { close() }
   }
 
   /// Only a tunnel whose client has not spoken yet may be cut under overload.
@@ -192,40 +187,5 @@ final class TunnelSession: ConnectionDelegate, ClientChannelDelegate, UpstreamDe
     return EvictionCandidate(tier: .unfinishedHead, since: accepted)
   }
 
-  func evict() { closeAll() }
-
-  func clientDidClose() {
-    context.registry(for: loop).remove(self)
-    idle?.cancel()
-    firstByteTimer?.cancel()
-    if case .splicing(let upstream) = state { upstream.close() }
-    state = .closed
-    context.admission.release(client: connection.peer)
-  }
-
-  // MARK: Upstream side
-
-  func upstream(_ upstream: UpstreamConnection, didReceiveRaw bytes: [UInt8]) {
-    idle?.touch()
-    client.write(bytes)
-    if client.isAboveHighWatermark { upstream.pauseReading() }
-  }
-
-  func upstream(_ upstream: UpstreamConnection, didReceive events: [HTTP1Parser.Event]) {}
-
-  func upstreamDidDrain(_ upstream: UpstreamConnection) { client.resumeReading() }
-
-  func upstreamDidFinishSending(_ upstream: UpstreamConnection) {
-    upstreamDone = true
-    client.shutdownOutput()
-    finishIfBothDone()
-  }
-
-  func upstreamDidClose(_ upstream: UpstreamConnection, failure: ProxyFailure?) {
-    if let failure {
-      context.logger.log(.info, "tunnel-closed", ["client": connection.peer, "reason": failure.reason])
-    }
-    state = .closed
-    client.closeAfterFlush()
-  }
+  func evict() { close() }
 }

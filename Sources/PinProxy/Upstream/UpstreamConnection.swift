@@ -6,61 +6,54 @@ import PinTrust
 
 /// What an upstream connection reports to the session using it (on its loop).
 protocol UpstreamDelegate: AnyObject {
-  /// Response events (HTTP mode).
+  /// Response events, in order.
   func upstream(_ upstream: UpstreamConnection, didReceive events: [HTTP1Parser.Event])
-  /// Plaintext bytes (tunnel mode).
-  func upstream(_ upstream: UpstreamConnection, didReceiveRaw bytes: [UInt8])
   func upstreamDidDrain(_ upstream: UpstreamConnection)
-  /// The upstream finished sending (EOF or close_notify) in tunnel mode.
-  func upstreamDidFinishSending(_ upstream: UpstreamConnection)
   /// Closed; `failure` says why when it broke a message in progress.
   func upstreamDidClose(_ upstream: UpstreamConnection, failure: ProxyFailure?)
 }
 
-/// One connection to an origin: TCP, TLS when the route asks for it (and
-/// the trust decision taken before it is handed out), and a response parser.
-/// Confined to its loop: every entry point runs on `loop.queue`, hence `@unchecked Sendable`.
-final class UpstreamConnection: ConnectionDelegate, @unchecked Sendable {
-  enum State {
-    case handshaking(LoopTimer, (Result<UpstreamConnection, ProxyFailure>) -> Void)
-    case ready
-    case closed
-  }
+/// How an upstream connection's TLS began, for the access log and metrics.
+enum UpstreamTLS: String, Sendable {
+  /// Plain HTTP (a rule with `allowsInsecureHTTPLoads`).
+  case none
+  /// A full handshake.
+  case full
+  /// An abbreviated handshake resuming a cached session.
+  case resumed
+}
 
-  enum Mode { case http, raw }
-
+/// One HTTP/1.1 connection to an origin: a trusted channel from
+/// `UpstreamDialer` (TCP, or TLS whose chain was already accepted) and the
+/// response parser. Reused through `UpstreamPool` only while clean.
+///
+/// Confined to its channel's loop (`loop.queue`): every entry point is a
+/// session call or a channel delegate call on that queue.
+final class UpstreamConnection: ChannelDelegate, @unchecked Sendable {
   let key: UpstreamKey
-  let connection: Connection
-  let engine: TLSEngine?
-  let route: UpstreamRoute
-  let trustEngine: TrustEngine
-  let sessions: TLSSessionCache
-  let metrics: ProxyMetrics
-  var mode = Mode.http
+  let channel: any ByteChannel
+  let tls: UpstreamTLS
   weak var delegate: UpstreamDelegate?
-  private(set) var state: State = .ready
   private var parser: HTTP1Parser
+  private var closed = false
   private(set) var reusedFromPool = false
   private(set) var sawEndOfStream = false
 
-  init(
-    key: UpstreamKey, connection: Connection, engine: TLSEngine?, route: UpstreamRoute,
-    trustEngine: TrustEngine,
-    sessions: TLSSessionCache, metrics: ProxyMetrics, limits: HTTPLimits
-  ) {
+  init(key: UpstreamKey, channel: any ByteChannel, limits: HTTPLimits) {
     self.key = key
-    self.connection = connection
-    self.engine = engine
-    self.route = route
-    self.trustEngine = trustEngine
-    self.sessions = sessions
-    self.metrics = metrics
+    self.channel = channel
+    if let channel = channel as? TLSChannel {
+      tls = channel.sessionResumed ? .resumed : .full
+    } else {
+      tls = .none
+    }
     parser = HTTP1Parser(role: .response, limits: limits, pausesBetweenMessages: true)
-    connection.delegate = self
+    channel.delegate = self
+    channel.resumeReading()
   }
 
-  var loop: EventLoop { connection.loop }
-  var isOpen: Bool { if case .ready = state { return connection.state == .open } else { return false } }
+  var loop: EventLoop { channel.loop }
+  var isOpen: Bool { !closed && channel.isOpen }
   /// Idle and clean: nothing of a response pending, no EOF seen.
   /// An origin that sent anything past the end of its response (an unsolicited
   /// response, say) is out of step with its requests: never reused, or the
@@ -68,248 +61,103 @@ final class UpstreamConnection: ConnectionDelegate, @unchecked Sendable {
   /// show here; bytes still in the kernel are asked about once, at reuse
   /// (`hasNoUnreadInput`), not at every check.
   var isReusable: Bool {
-    isOpen && parser.isIdle && !sawEndOfStream && connection.pendingOutputBytes == 0
-      && !(engine?.hasBufferedInput ?? false)
+    isOpen && parser.isIdle && !sawEndOfStream && channel.pendingOutputBytes == 0 && !channel.hasBufferedInput
   }
 
   /// Nothing (not even a FIN) waits in the kernel: a syscall, so only when a
   /// pooled connection is taken for a new request.
-  var hasNoUnreadInput: Bool { !connection.hasUnreadInput() }
-  var isAboveHighWatermark: Bool { connection.isAboveHighWatermark }
-  var sessionResumed: Bool { engine?.sessionReused ?? false }
+  var hasNoUnreadInput: Bool { !channel.hasUnreadInput() }
+  var isAboveHighWatermark: Bool { channel.isAboveHighWatermark }
 
   func markReused() { reusedFromPool = true }
 
-  // MARK: Handshake
-
-  /// Starts TLS (or completes at once for plain HTTP). The completion runs
-  /// once: with the connection after the chain was accepted, or a failure.
-  func start(
-    handshakeTimeout: Double, _ completion: @escaping (Result<UpstreamConnection, ProxyFailure>) -> Void
-  ) {
-    loop.preconditionInLoop()
-    connection.resumeReading()
-    guard engine != nil else { return completion(.success(self)) }
-    let timer = loop.schedule(after: handshakeTimeout) { [weak self] in
-      self?.failHandshake(
-        .timeout(
-          "TLS handshake with \(self?.key.description ?? "upstream") took longer than \(handshakeTimeout) s"))
-    }
-    state = .handshaking(timer, completion)
-    continueHandshake()
-  }
-
-  private func continueHandshake() {
-    guard case .handshaking = state, let engine else { return }
-    do {
-      let progress = try engine.handshake()
-      flushTLS()
-      guard progress == .complete else { return }
-      finishHandshake(engine)
-    } catch {
-      let code = HandshakeDiagnosis.code(
-        for: error, engine: engine, requiresForwardSecrecy: route.context?.requiresForwardSecrecy ?? true)
-      failHandshake(.handshake(code, key.description, detail: error.description))
-    }
-  }
-
-  /// The trust decision, before any request byte: the policy (through the
-  /// fingerprint cache), then the ATS key strength unless the rule accepts
-  /// invalid certificates.
-  private func finishHandshake(_ engine: TLSEngine) {
-    let presented = engine.peerChain()
-    let chain = PresentedChain(presented.map(\.der))
-    // A TLS route always has a policy; without one nothing could be accepted.
-    guard let policy = route.policy else {
-      return failHandshake(
-        ProxyFailure(status: 502, code: .untrustedChain, reason: "no trust policy for \(key)"))
-    }
-    let decision = policy.evaluate(chain, host: route.host, engine: trustEngine, at: Date())
-    if case .rejected(let failure) = decision {
-      return failHandshake(.refused(failure, presented: presented))
-    }
-    if route.checksKeyStrength, let weakness = HandshakeDiagnosis.weakness(of: presented) {
-      return failHandshake(
-        ProxyFailure(status: 502, code: .weakKey, reason: weakness, chain: ProxyFailure.describe(presented)))
-    }
-    guard case .handshaking(let timer, let completion) = state else { return }
-    timer.cancel()
-    state = .ready
-    metrics.increment("pinproxy_upstream_handshakes_total", [engine.sessionReused ? "resumed" : "full"])
-    rememberSession()
-    completion(.success(self))
-  }
-
-  private func failHandshake(_ failure: ProxyFailure) {
-    guard case .handshaking(let timer, let completion) = state else { return }
-    timer.cancel()
-    state = .closed
-    connection.close()
-    completion(.failure(failure))
-  }
-
-  // MARK: Data
-
   /// Prepares the parser for the response to a new request.
   func expectResponse(to method: String) {
+    loop.preconditionInLoop()
     parser.expectResponse(to: method)
     // Paused after the previous response with nothing buffered (else not reusable).
     _ = try? parser.resume()
   }
 
   func send(_ bytes: [UInt8]) {
-    guard isOpen, !bytes.isEmpty else { return }
-    if let engine {
-      do {
-        try engine.write(bytes)
-      } catch {
-        return abort(.unreachable("TLS write to \(key) failed", detail: error.description))
-      }
-      flushTLS()
-    } else {
-      connection.write(bytes)
-    }
-  }
-
-  /// Tunnel mode: the client finished sending; pass the half-close on.
-  func finishSending() {
     guard isOpen else { return }
-    if let engine {
-      engine.close()
-      flushTLS()
-    }
-    connection.shutdownOutput()
+    channel.write(bytes)
   }
 
   /// Keeps the TLS session for resumption. TLS 1.3 tickets arrive after the
   /// handshake, so this is called again once a response has been read.
-  func rememberSession() {
-    guard let engine, let session = TLSSession(from: engine) else { return }
-    sessions.store(session, for: key)
-  }
+  func rememberSession() { (channel as? TLSChannel)?.rememberSession() }
 
-  func pauseReading() { connection.pauseReading() }
-  func resumeReading() { connection.resumeReading() }
+  func pauseReading() { channel.pauseReading() }
+  func resumeReading() { channel.resumeReading() }
 
   /// Closes without telling the delegate (the caller is the one closing).
-  /// An established TLS session sends close_notify first: OpenSSL marks the
-  /// session of a connection freed without it as not resumable.
   func close() {
-    if case .closed = state { return }
-    let wasReady = isOpen
-    state = .closed
-    if wasReady, let engine, engine.isHandshakeComplete {
-      // Tunnels read no HTTP response, so this is where their TLS 1.3 ticket is kept.
-      rememberSession()
-      engine.close()
-      connection.write(engine.pendingOutput())
-      connection.closeAfterFlush()
-    } else {
-      connection.close()
-    }
+    loop.preconditionInLoop()
+    guard !closed else { return }
+    closed = true
+    channel.closeKeepingSession()
   }
 
-  func abort(_ failure: ProxyFailure) {
+  private func abort(_ failure: ProxyFailure) {
     let wasOpen = isOpen
     close()
     if wasOpen { delegate?.upstreamDidClose(self, failure: failure) }
   }
 
-  private func flushTLS() {
-    guard let engine else { return }
-    let output = engine.pendingOutput()
-    if !output.isEmpty { connection.write(output) }
-  }
+  // MARK: ChannelDelegate
 
-  private func deliver(_ plaintext: [UInt8]) {
-    guard !plaintext.isEmpty else { return }
-    switch mode {
-    case .raw:
-      delegate?.upstream(self, didReceiveRaw: plaintext)
-    case .http:
-      do {
-        let events = try parser.feed(plaintext)
-        if !events.isEmpty { delegate?.upstream(self, didReceive: events) }
-        if isOpen && parser.isPaused && parser.hasBufferedInput {
-          // Bytes after a complete response that nobody asked for.
-          close()
-          delegate?.upstreamDidClose(self, failure: nil)
-        }
-      } catch {
-        abort(.unreachable("malformed response from \(key)", detail: error.reason))
-      }
-    }
-  }
-
-  private func endOfStream() {
-    sawEndOfStream = true
-    switch mode {
-    case .raw:
-      delegate?.upstreamDidFinishSending(self)
-    case .http:
-      do {
-        let events = try parser.finish()
-        if !events.isEmpty { delegate?.upstream(self, didReceive: events) }
-        close()
-        delegate?.upstreamDidClose(self, failure: nil)
-      } catch {
-        abort(.unreachable("\(key) closed the connection before the response was complete"))
-      }
-    }
-  }
-
-  // MARK: ConnectionDelegate
-
-  func connection(_ connection: Connection, didRead bytes: [UInt8]) {
-    guard let engine else { return deliver(bytes) }
-    engine.receive(bytes)
-    if case .handshaking = state { continueHandshake() }
+  func channel(_ channel: any ByteChannel, didRead bytes: [UInt8]) {
+    loop.preconditionInLoop()
     guard isOpen else { return }
     do {
-      while true {
-        let (plaintext, progress) = try engine.read()
-        flushTLS()
-        deliver(plaintext)
-        if progress == .closed { return endOfStream() }
-        if plaintext.isEmpty || !isOpen { return }
+      let events = try parser.feed(bytes)
+      if !events.isEmpty { delegate?.upstream(self, didReceive: events) }
+      if isOpen && parser.isPaused && parser.hasBufferedInput {
+        // Bytes after a complete response that nobody asked for.
+        close()
+        delegate?.upstreamDidClose(self, failure: nil)
       }
     } catch {
-      abort(UpstreamConnection.failure(afterHandshake: error, key: key))
+      abort(.unreachable("malformed response from \(key)", detail: error.reason))
     }
   }
 
-  /// An alert after our side finished the handshake is still the server
-  /// refusing the session (with TLS 1.3 a missing client certificate is
-  /// reported this way); anything else broke an established connection.
-  static func failure(afterHandshake error: TLSEngine.Failure, key: UpstreamKey) -> ProxyFailure {
-    if error.isAlertFromPeer {
-      return ProxyFailure(
-        status: 502, code: .handshakeFailed, reason: "\(key) refused the TLS session",
-        detail: error.description)
+  func channelDidReadEOF(_ channel: any ByteChannel) {
+    loop.preconditionInLoop()
+    sawEndOfStream = true
+    guard isOpen else { return }
+    do {
+      let events = try parser.finish()
+      if !events.isEmpty { delegate?.upstream(self, didReceive: events) }
+      close()
+      delegate?.upstreamDidClose(self, failure: nil)
+    } catch {
+      abort(.unreachable("\(key) closed the connection before the response was complete"))
     }
-    return .unreachable("TLS error from \(key)", detail: error.description)
   }
 
-  func connectionDidReadEOF(_ connection: Connection) {
-    if case .handshaking = state {
-      return failHandshake(
-        .handshake(
-          .handshakeFailed, key.description, detail: "the server closed the connection during the handshake"))
-    }
-    endOfStream()
+  func channelDidDrain(_ channel: any ByteChannel) { delegate?.upstreamDidDrain(self) }
+
+  func channelDidClose(_ channel: any ByteChannel, error: (any Error)?) {
+    loop.preconditionInLoop()
+    guard !closed else { return }
+    closed = true
+    delegate?.upstreamDidClose(self, failure: error.map { UpstreamConnection.failure($0, key: key) })
   }
 
-  func connectionDidDrain(_ connection: Connection) { delegate?.upstreamDidDrain(self) }
-
-  func connectionDidClose(_ connection: Connection, error: SocketError?) {
-    if case .handshaking = state {
-      return failHandshake(.cannotConnect(key.description, detail: error?.description ?? "closed"))
+  /// What broke an established connection. An alert after our side
+  /// finished the handshake is still the server refusing the session (with
+  /// TLS 1.3 a missing client certificate is reported this way).
+  static func failure(_ error: any Error, key: UpstreamKey) -> ProxyFailure {
+    if let error = error as? TLSEngine.Failure {
+      if error.isAlertFromPeer {
+        return ProxyFailure(
+          status: 502, code: .handshakeFailed, reason: "\(key) refused the TLS session",
+          detail: error.description)
+      }
+      return .unreachable("TLS error from \(key)", detail: error.description)
     }
-    guard isOpenOrReady else { return }
-    state = .closed
-    delegate?.upstreamDidClose(
-      self, failure: error.map { .unreachable("connection to \(key) failed", detail: $0.description) })
+    return .unreachable("connection to \(key) failed", detail: "\(error)")
   }
-
-  private var isOpenOrReady: Bool { if case .ready = state { return true } else { return false } }
 }

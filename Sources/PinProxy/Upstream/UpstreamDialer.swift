@@ -4,9 +4,12 @@ import PinHTTP
 import PinTLS
 import PinTrust
 
-/// Opens a new upstream connection: connectTo mapping, name resolution off
-/// the loop, a bounded non-blocking connect, then the TLS handshake and the
-/// trust decision. Failures come back as 502 or 504 with their code.
+/// Opens a new upstream channel: connectTo mapping, name resolution off the
+/// loop, a bounded non-blocking connect, then (for a TLS key) the handshake
+/// and the trust decision (`UpstreamTrust`). What it hands out is a plain
+/// byte channel, already trusted: the forward path puts the HTTP codec on
+/// it (`UpstreamConnection`), a splice relays it raw. Failures come back as
+/// 502 or 504 with their code.
 struct UpstreamDialer {
   let snapshot: RuntimeSnapshot
   let trustEngine: TrustEngine
@@ -15,7 +18,7 @@ struct UpstreamDialer {
 
   func open(
     _ key: UpstreamKey, route: UpstreamRoute, on loop: EventLoop,
-    _ completion: @escaping (Result<UpstreamConnection, ProxyFailure>) -> Void
+    _ completion: @escaping (Result<any ByteChannel, ProxyFailure>) -> Void
   ) {
     loop.preconditionInLoop()
     let (target, mapped) = snapshot.connectAddress(host: key.host, port: key.port)
@@ -64,30 +67,43 @@ struct UpstreamDialer {
 
   private func handshake(
     fd: Int32, peer: String, key: UpstreamKey, route: UpstreamRoute, loop: EventLoop,
-    _ completion: @escaping (Result<UpstreamConnection, ProxyFailure>) -> Void
+    _ completion: @escaping (Result<any ByteChannel, ProxyFailure>) -> Void
   ) {
     let connection = Connection(fd: fd, peer: peer, loop: loop)
-    var engine: TLSEngine?
-    if key.tls {
-      guard let context = route.context else {
-        connection.close()
-        return completion(
-          .failure(ProxyFailure(status: 502, code: .handshakeFailed, reason: "no TLS context for \(key)")))
-      }
-      do {
-        engine = try context.makeEngine(serverName: key.host, resuming: sessions.session(for: key))
-      } catch {
-        connection.close()
-        return completion(
-          .failure(
-            ProxyFailure(
-              status: 502, code: .handshakeFailed, reason: "TLS setup failed: \(error.description)")))
+    // Plain: not read until its owner set itself as delegate and resumes it.
+    guard key.tls else { return completion(.success(connection)) }
+    guard let context = route.context else {
+      connection.close()
+      return completion(
+        .failure(ProxyFailure(status: 502, code: .handshakeFailed, reason: "no TLS context for \(key)")))
+    }
+    let engine: TLSEngine
+    do {
+      engine = try context.makeEngine(serverName: key.host, resuming: sessions.session(for: key))
+    } catch {
+      connection.close()
+      return completion(
+        .failure(
+          ProxyFailure(status: 502, code: .handshakeFailed, reason: "TLS setup failed: \(error.description)"))
+      )
+    }
+    let trust = UpstreamTrust(key: key, route: route, engine: trustEngine)
+    let channel = TLSChannel(
+      connection: connection, engine: engine, checks: TLSChannel.Checks(established: trust.refusal(of:)))
+    let sessions = self.sessions
+    channel.storeSession = { engine in
+      if let session = TLSSession(from: engine) { sessions.store(session, for: key) }
+    }
+    let metrics = self.metrics
+    channel.start(timeout: snapshot.timeouts.tlsHandshake) { result in
+      switch result {
+      case .success:
+        metrics.upstreamHandshake(engine.sessionReused ? .resumed : .full)
+        channel.rememberSession()
+        completion(.success(channel))
+      case .failure(let failure):
+        completion(.failure(trust.failure(failure, tls: engine)))
       }
     }
-    let upstream = UpstreamConnection(
-      key: key, connection: connection, engine: engine, route: route, trustEngine: trustEngine,
-      sessions: sessions, metrics: metrics,
-      limits: snapshot.httpLimits)
-    upstream.start(handshakeTimeout: snapshot.timeouts.tlsHandshake, completion)
   }
 }

@@ -4,7 +4,7 @@ import PinHTTP
 import PinTLS
 import PinTrust
 
-/// Idle upstream connections of one loop, used only on that loop. Each idle
+/// Idle upstream connections of one loop, used only on that loop (`loop.queue`). Each idle
 /// connection has a timer; one that closes or sends anything while idle is
 /// dropped.
 final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
@@ -79,9 +79,7 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
 
   // An idle connection must stay silent; anything from it ends its use.
   func upstream(_ upstream: UpstreamConnection, didReceive events: [HTTP1Parser.Event]) { drop(upstream) }
-  func upstream(_ upstream: UpstreamConnection, didReceiveRaw bytes: [UInt8]) { drop(upstream) }
   func upstreamDidDrain(_ upstream: UpstreamConnection) {}
-  func upstreamDidFinishSending(_ upstream: UpstreamConnection) { drop(upstream) }
   func upstreamDidClose(_ upstream: UpstreamConnection, failure: ProxyFailure?) { remove(upstream) }
 
   private func drop(_ upstream: UpstreamConnection) {

@@ -1,0 +1,101 @@
+import Dispatch
+import PinEventLoop
+
+/// Raw bytes both ways between a client channel and an upstream channel:
+/// passthrough CONNECT and tunnel listeners. Half-close passes through (a
+/// FIN or close_notify from one side becomes a half-close towards the
+/// other); each side is read only while the other keeps up (back-pressure);
+/// silence both ways for `idleLimit` closes both.
+///
+/// Confined to the channels' loop (`loop.queue`): it is the delegate of
+/// both channels and every entry point is one of their calls or a timer on
+/// that queue. Each channel holds the splice strongly until it closed.
+final class Splice: ChannelDelegate, @unchecked Sendable {
+  let client: any ByteChannel
+  let upstream: any ByteChannel
+  private var idle: IdleWatch?
+  private var clientDone = false
+  private var upstreamDone = false
+  /// Why the upstream side broke, if it did: reported at the end.
+  private var upstreamError: (any Error)?
+  private let onEnd: (_ upstreamError: (any Error)?) -> Void
+  /// Called for every read from the client (a tunnel's first-byte timer).
+  var onClientBytes: (() -> Void)?
+
+  /// - Parameters:
+  ///   - early: client bytes read before the upstream was ready.
+  ///   - clientFinished: the client already half-closed.
+  ///   - onEnd: called once, when the client channel has closed (the
+  ///     upstream is closed by then too), with the error that broke the
+  ///     upstream side if one did.
+  init(
+    client: any ByteChannel, upstream: any ByteChannel, idleLimit: Double, early: [UInt8] = [],
+    clientFinished: Bool = false, onEnd: @escaping (_ upstreamError: (any Error)?) -> Void
+  ) {
+    self.client = client
+    self.upstream = upstream
+    self.onEnd = onEnd
+    clientDone = clientFinished
+    idle = IdleWatch(loop: client.loop, limit: idleLimit) { [weak self] in self?.close() }
+    client.delegate = self
+    upstream.delegate = self
+    if !early.isEmpty { upstream.write(early) }
+    if clientFinished { upstream.shutdownOutput() }
+    client.resumeReading()
+    upstream.resumeReading()
+  }
+
+  var loop: EventLoop { client.loop }
+  /// When a byte last went either way (uptime nanoseconds).
+  var lastActivity: UInt64 { idle?.lastActivity ?? 0 }
+  var idleSeconds: Double { idle?.idleSeconds ?? 0 }
+
+  /// Closes both sides now.
+  func close() {
+    loop.preconditionInLoop()
+    idle?.cancel()
+    upstream.closeKeepingSession()
+    client.close()
+  }
+
+  private func other(_ channel: any ByteChannel) -> any ByteChannel {
+    channel === client ? upstream : client
+  }
+
+  // MARK: ChannelDelegate (both sides)
+
+  func channel(_ channel: any ByteChannel, didRead bytes: [UInt8]) {
+    loop.preconditionInLoop()
+    idle?.touch()
+    if channel === client { onClientBytes?() }
+    let destination = other(channel)
+    destination.write(bytes)
+    if destination.isAboveHighWatermark { channel.pauseReading() }
+  }
+
+  func channelDidReadEOF(_ channel: any ByteChannel) {
+    loop.preconditionInLoop()
+    if channel === client { clientDone = true } else { upstreamDone = true }
+    other(channel).shutdownOutput()
+    if clientDone && upstreamDone {
+      idle?.cancel()
+      upstream.closeAfterFlush()
+      client.closeAfterFlush()
+    }
+  }
+
+  func channelDidDrain(_ channel: any ByteChannel) { other(channel).resumeReading() }
+
+  func channelDidClose(_ channel: any ByteChannel, error: (any Error)?) {
+    loop.preconditionInLoop()
+    if channel === upstream {
+      upstreamError = error
+      // What the client was sent still reaches it; then it closes too.
+      return client.closeAfterFlush()
+    }
+    idle?.cancel()
+    idle = nil
+    upstream.closeKeepingSession()
+    onEnd(upstreamError)
+  }
+}

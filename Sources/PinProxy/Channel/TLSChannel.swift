@@ -1,0 +1,232 @@
+import PinEventLoop
+import PinTLS
+
+/// TLS over a connection, in either role: the server side towards a client
+/// (an intercepted CONNECT, a tunnel listener with `downstreamTLS`) or the
+/// client side towards an origin. One pump for both: ciphertext in, the
+/// handshake (bounded by a timer, with the role's checks), then a read loop
+/// that hands plaintext to the delegate, and a flush after every step.
+///
+/// Fail closed: no application byte is read or written before the
+/// handshake completed and `Checks.established` accepted it; a check that
+/// refuses closes the socket and reports the refusal to the handshake's
+/// completion, never to the delegate as data.
+///
+/// Confined to its loop (`loop.queue`): every entry point is a ByteChannel
+/// member or a connection delegate call, all on that queue. Holds its
+/// delegate strongly until `channelDidClose`, like `Connection`.
+final class TLSChannel: ByteChannel, ChannelDelegate, @unchecked Sendable {
+  /// Why a handshake did not complete.
+  enum HandshakeFailure: Error {
+    case tls(TLSEngine.Failure)
+    case timedOut(seconds: Double)
+    /// The peer closed (FIN) before the handshake completed.
+    case closedByPeer
+    /// The socket closed or failed during the handshake.
+    case closed((any Error)?)
+    /// One of the `Checks` refused the peer.
+    case refused(ProxyFailure)
+  }
+
+  /// What the role checks of its peer; nil accepts.
+  struct Checks {
+    /// After each handshake step and before its output is sent. The server
+    /// role refuses a ClientHello naming another host here, so the leaf
+    /// minted for the CONNECT host is never sent under another name.
+    var beforeFlight: (TLSEngine) -> ProxyFailure? = { _ in nil }
+    /// Once the handshake is complete, before any application byte: where
+    /// an upstream's trust decision is taken (`UpstreamTrust`).
+    var established: (TLSEngine) -> ProxyFailure? = { _ in nil }
+  }
+
+  typealias Completion = (Result<Void, HandshakeFailure>) -> Void
+
+  private enum State {
+    case idle
+    case handshaking(LoopTimer, Completion)
+    case open
+    case closed
+  }
+
+  let connection: Connection
+  let engine: TLSEngine
+  private let checks: Checks
+  var delegate: (any ChannelDelegate)?
+  /// Keeps the session for resumption (client role); called after the
+  /// handshake, after each response and before a graceful close, because
+  /// TLS 1.3 tickets arrive after the handshake.
+  var storeSession: ((TLSEngine) -> Void)?
+  private var state = State.idle
+  private var closeError: (any Error)?
+
+  init(connection: Connection, engine: TLSEngine, checks: Checks = Checks()) {
+    self.connection = connection
+    self.engine = engine
+    self.checks = checks
+  }
+
+  var loop: EventLoop { connection.loop }
+  var peer: String { connection.peer }
+  var isOpen: Bool { if case .open = state { connection.isOpen } else { false } }
+  var pendingOutputBytes: Int { connection.pendingOutputBytes }
+  var isAboveHighWatermark: Bool { connection.isAboveHighWatermark }
+  var hasBufferedInput: Bool { engine.hasBufferedInput }
+  var sessionResumed: Bool { engine.sessionReused }
+  func hasUnreadInput() -> Bool { connection.hasUnreadInput() }
+
+  /// Takes over the socket and starts the handshake; `early` are bytes read
+  /// before TLS began (after a CONNECT head). `completion` runs once.
+  func start(early: [UInt8] = [], timeout: Double, _ completion: @escaping Completion) {
+    loop.preconditionInLoop()
+    connection.delegate = self
+    let timer = loop.schedule(after: timeout) { [weak self] in
+      self?.failHandshake(.timedOut(seconds: timeout), closeNow: true)
+    }
+    state = .handshaking(timer, completion)
+    connection.resumeReading()
+    // A client speaks first: its first flight goes out now.
+    step()
+    if !early.isEmpty { channel(connection, didRead: early) }
+  }
+
+  func rememberSession() {
+    if engine.isHandshakeComplete { storeSession?(engine) }
+  }
+
+  // MARK: ByteChannel
+
+  func write(_ bytes: [UInt8]) {
+    loop.preconditionInLoop()
+    guard isOpen, !bytes.isEmpty else { return }
+    do {
+      try engine.write(bytes)
+    } catch {
+      return fail(error)
+    }
+    flush()
+  }
+
+  func shutdownOutput() {
+    loop.preconditionInLoop()
+    if isOpen {
+      engine.close()
+      flush()
+    }
+    connection.shutdownOutput()
+  }
+
+  func closeAfterFlush() {
+    loop.preconditionInLoop()
+    if isOpen {
+      // OpenSSL marks the session of a connection freed without close_notify as not resumable.
+      rememberSession()
+      engine.close()
+      flush()
+    }
+    if case .handshaking(let timer, _) = state { timer.cancel() }
+    state = .closed
+    connection.closeAfterFlush()
+  }
+
+  func close() {
+    loop.preconditionInLoop()
+    if case .handshaking(let timer, _) = state { timer.cancel() }
+    state = .closed
+    connection.close()
+  }
+
+  func pauseReading() { connection.pauseReading() }
+  func resumeReading() { connection.resumeReading() }
+
+  // MARK: The pump
+
+  private func flush() {
+    let output = engine.pendingOutput()
+    if !output.isEmpty { connection.write(output) }
+  }
+
+  /// One handshake step: refused by a check, failed, waiting, or complete.
+  private func step() {
+    guard case .handshaking(let timer, let completion) = state else { return }
+    let progress: TLSEngine.Progress
+    do {
+      progress = try engine.handshake()
+    } catch {
+      // The alert OpenSSL queued tells the peer why.
+      flush()
+      return failHandshake(.tls(error), closeNow: false)
+    }
+    if let refusal = checks.beforeFlight(engine) {
+      return failHandshake(.refused(refusal), closeNow: true)
+    }
+    flush()
+    guard progress == .complete else { return }
+    if let refusal = checks.established(engine) {
+      return failHandshake(.refused(refusal), closeNow: true)
+    }
+    timer.cancel()
+    state = .open
+    completion(.success(()))
+  }
+
+  private func failHandshake(_ failure: HandshakeFailure, closeNow: Bool) {
+    guard case .handshaking(let timer, let completion) = state else { return }
+    timer.cancel()
+    state = .closed
+    if closeNow { connection.close() } else { connection.closeAfterFlush() }
+    completion(.failure(failure))
+  }
+
+  /// An established session broke: closed now, the error goes to the delegate.
+  private func fail(_ error: any Error) {
+    closeError = error
+    state = .closed
+    connection.close()
+  }
+
+  // MARK: ChannelDelegate (the socket)
+
+  func channel(_ channel: any ByteChannel, didRead bytes: [UInt8]) {
+    loop.preconditionInLoop()
+    engine.receive(bytes)
+    if case .handshaking = state { step() }
+    guard isOpen else { return }
+    do {
+      while true {
+        let (plaintext, progress) = try engine.read()
+        flush()
+        if !plaintext.isEmpty { delegate?.channel(self, didRead: plaintext) }
+        if progress == .closed { return delegate?.channelDidReadEOF(self) ?? () }
+        if plaintext.isEmpty || !isOpen { return }
+      }
+    } catch {
+      fail(error)
+    }
+  }
+
+  func channelDidReadEOF(_ channel: any ByteChannel) {
+    if case .handshaking = state { return failHandshake(.closedByPeer, closeNow: true) }
+    delegate?.channelDidReadEOF(self)
+  }
+
+  func channelDidDrain(_ channel: any ByteChannel) { delegate?.channelDidDrain(self) }
+
+  func channelDidClose(_ channel: any ByteChannel, error: (any Error)?) {
+    failHandshake(.closed(error), closeNow: true)
+    state = .closed
+    let owner = delegate
+    delegate = nil
+    storeSession = nil
+    owner?.channelDidClose(self, error: closeError ?? error)
+  }
+}
+
+extension ByteChannel {
+  /// Closes an upstream channel the owner is done with: an established TLS
+  /// session ends with close_notify so it stays resumable (OpenSSL marks
+  /// one freed without it as not resumable); plain TCP closes at once, so
+  /// nothing queued for an abandoned exchange is sent after all.
+  func closeKeepingSession() {
+    if self is TLSChannel { closeAfterFlush() } else { close() }
+  }
+}

@@ -1,0 +1,112 @@
+import PinConfig
+import PinHTTP
+import PinTLS
+import PinTrust
+
+/// Where a forwarded request goes: the upstream (host, port, scheme, rule)
+/// and the path sent there.
+struct ForwardTarget {
+  let key: UpstreamKey
+  let route: UpstreamRoute
+  let path: String
+
+  /// The Host header sent upstream: the port only when it is not the scheme's default.
+  var authority: String {
+    let defaultPort = key.tls ? 443 : 80
+    return key.port == defaultPort ? key.host.description : "\(key.host):\(key.port)"
+  }
+}
+
+/// The host and port of an intercepted CONNECT, which every request inside
+/// the tunnel goes to.
+struct ConnectTarget: Equatable {
+  let host: TrustHost
+  let port: Int
+}
+
+/// What to do with a request head, decided from the configuration alone
+/// (no I/O): forward it, open a tunnel for a CONNECT, or refuse it.
+enum RoutingDecision {
+  case forward(ForwardTarget)
+  /// Spliced raw to the host; the client's TLS is its own.
+  case passthrough(ForwardTarget)
+  /// Answered with TLS under a leaf minted for the host; the requests inside
+  /// go through the forward path.
+  case intercept(ConnectTarget, InterceptionContext)
+  case refuse(ProxyFailure)
+}
+
+/// Routes request heads of one forward listener through the domain policy
+/// table of one configuration snapshot. Pure: the snapshot is immutable.
+struct ForwardRouter {
+  let snapshot: RuntimeSnapshot
+  let listener: ListenerConfig
+
+  /// - Parameter tunnel: set inside an intercepted CONNECT, whose host is
+  ///   authoritative for every request in it.
+  func route(_ head: HTTPRequestHead, inside tunnel: ConnectTarget?) -> RoutingDecision {
+    let scheme: String
+    let rawHost: String
+    let explicitPort: Int?
+    let path: String
+    switch (head.target, tunnel) {
+    case (.authority(let host, let port), nil):
+      return routeConnect(host: host, port: port)
+    case (.origin(let originPath), let tunnel?):
+      (scheme, rawHost, explicitPort, path) = ("https", tunnel.host.description, tunnel.port, originPath)
+    case (.absolute(let urlScheme, let urlHost, let urlPort, let urlPath), nil):
+      (scheme, rawHost, explicitPort, path) = (urlScheme, urlHost, urlPort, urlPath)
+    case (_, _?):
+      return .refuse(.badRequest("inside a CONNECT tunnel requests must use origin-form (GET /path)"))
+    default:
+      return .refuse(.badRequest("a forward proxy needs absolute-form requests, e.g. GET http://host/path"))
+    }
+    guard let host = TrustHost(rawHost) else {
+      return .refuse(.badRequest("\"\(rawHost)\" is not a valid host"))
+    }
+    guard let route = UpstreamRoute(host: host, snapshot: snapshot) else { return .refuse(.denied(host)) }
+    // A plain http:// request goes over TLS unless its rule allows insecure loads.
+    let tls = scheme == "https" || !route.allowsInsecureHTTPLoads
+    let port = explicitPort ?? (tls ? 443 : 80)
+    // Inside an intercepted CONNECT the port was checked on the CONNECT line.
+    if tunnel == nil, let refusal = portRefusal(port) { return .refuse(refusal) }
+    let key = UpstreamKey(host: host, port: port, tls: tls, policy: route.identity)
+    return .forward(ForwardTarget(key: key, route: route, path: path))
+  }
+
+  /// CONNECT: refused (port not allowed, host denied), spliced raw
+  /// (passthrough hosts, or a listener with `intercept: false`), or intercepted.
+  private func routeConnect(host rawHost: String, port: Int) -> RoutingDecision {
+    guard let host = TrustHost(rawHost) else {
+      return .refuse(.badRequest("\"\(rawHost)\" is not a valid host"))
+    }
+    if let refusal = portRefusal(port) { return .refuse(refusal) }
+    let passthrough = snapshot.passthrough[listener.name]
+    let listedPassthrough = passthrough?.contains(host) ?? false
+    let route = UpstreamRoute(host: host, snapshot: snapshot)
+    guard listedPassthrough || route != nil else { return .refuse(.denied(host)) }
+    if listedPassthrough || !listener.intercept {
+      let named = (passthrough?.names(host) ?? false) || route?.namedExplicitly == true
+      let key = UpstreamKey(
+        host: host, port: port, tls: false,
+        policy: PolicyIdentity(generation: snapshot.generation, rule: .passthrough))
+      return .passthrough(ForwardTarget(key: key, route: .plain(host, namedExplicitly: named), path: ""))
+    }
+    guard route != nil, let interception = snapshot.interception[listener.name] else {
+      return .refuse(
+        ProxyFailure(
+          status: 502, code: .handshakeFailed, reason: "this listener has no local CA to intercept with"))
+    }
+    return .intercept(ConnectTarget(host: host, port: port), interception)
+  }
+
+  /// One port policy for every way of reaching an upstream: the listener's
+  /// `allowedConnectPorts` governs CONNECT and absolute-form URLs alike, on
+  /// the port the client named (a `connectTo` mapping does not change it).
+  func portRefusal(_ port: Int) -> ProxyFailure? {
+    guard !listener.allowedConnectPorts.contains(port) else { return nil }
+    return ProxyFailure(
+      status: 403, code: .deniedByPolicy,
+      reason: "port \(port) is not allowed (allowedConnectPorts: \(listener.allowedConnectPorts))")
+  }
+}

@@ -1,0 +1,46 @@
+/// A FIFO queue over one growable buffer: appending and popping are O(1)
+/// and, once the buffer has grown to the session's working size, allocate
+/// nothing (an Array drained with `removeFirst()` shifts every element).
+/// Unbounded by itself: what goes in is bounded by the producer (the
+/// parser stops at one message; the state machine emits a handful of actions per event).
+struct RingBuffer<Element> {
+  private var storage: [Element?]
+  private var head = 0
+  private(set) var count = 0
+
+  init(capacity: Int = 8) { storage = Array(repeating: nil, count: max(1, capacity)) }
+
+  var isEmpty: Bool { count == 0 }
+  var first: Element? { count == 0 ? nil : storage[head] }
+
+  mutating func append(_ element: Element) {
+    if count == storage.count { grow() }
+    storage[(head + count) % storage.count] = element
+    count += 1
+  }
+
+  mutating func append(contentsOf elements: some Sequence<Element>) {
+    for element in elements { append(element) }
+  }
+
+  mutating func popFirst() -> Element? {
+    guard count > 0 else { return nil }
+    let element = storage[head]
+    storage[head] = nil
+    head = (head + 1) % storage.count
+    count -= 1
+    return element
+  }
+
+  mutating func removeAll() {
+    while popFirst() != nil {}
+    head = 0
+  }
+
+  private mutating func grow() {
+    var larger: [Element?] = Array(repeating: nil, count: storage.count * 2)
+    for index in 0..<count { larger[index] = storage[(head + index) % storage.count] }
+    storage = larger
+    head = 0
+  }
+}

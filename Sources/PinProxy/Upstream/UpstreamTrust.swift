@@ -1,0 +1,50 @@
+import Foundation
+import PinTLS
+import PinTrust
+
+/// Where the upstream trust decision is taken: once the TLS handshake with
+/// an origin completes, before any request byte is written (the
+/// `established` check of its `TLSChannel`). The policy decides through the
+/// fingerprint cache; then ATS key and signature strength apply unless the
+/// rule accepts invalid certificates.
+struct UpstreamTrust {
+  let key: UpstreamKey
+  let route: UpstreamRoute
+  let engine: TrustEngine
+
+  /// nil accepts the presented chain; otherwise the refusal the client gets.
+  func refusal(of tls: TLSEngine) -> ProxyFailure? {
+    let presented = tls.peerChain()
+    // A TLS route always has a policy; without one nothing could be accepted.
+    guard let policy = route.policy else {
+      return ProxyFailure(status: 502, code: .untrustedChain, reason: "no trust policy for \(key)")
+    }
+    let decision = policy.evaluate(
+      PresentedChain(presented.map(\.der)), host: route.host, engine: engine, at: Date())
+    if case .rejected(let failure) = decision { return .refused(failure, presented: presented) }
+    if route.checksKeyStrength, let weakness = HandshakeDiagnosis.weakness(of: presented) {
+      return ProxyFailure(
+        status: 502, code: .weakKey, reason: weakness, chain: ProxyFailure.describe(presented))
+    }
+    return nil
+  }
+
+  /// The failure a client gets for a handshake that did not complete.
+  func failure(_ failure: TLSChannel.HandshakeFailure, tls: TLSEngine) -> ProxyFailure {
+    switch failure {
+    case .refused(let refusal):
+      return refusal
+    case .tls(let error):
+      let code = HandshakeDiagnosis.code(
+        for: error, engine: tls, requiresForwardSecrecy: route.context?.requiresForwardSecrecy ?? true)
+      return .handshake(code, key.description, detail: error.description)
+    case .timedOut(let seconds):
+      return .timeout("TLS handshake with \(key) took longer than \(seconds) s")
+    case .closedByPeer:
+      return .handshake(
+        .handshakeFailed, key.description, detail: "the server closed the connection during the handshake")
+    case .closed(let error):
+      return .cannotConnect(key.description, detail: error.map { "\($0)" } ?? "closed")
+    }
+  }
+}
