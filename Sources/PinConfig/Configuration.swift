@@ -105,6 +105,10 @@ public struct HostPort: Sendable, Equatable, CustomStringConvertible {
   }
 
   public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+
+  /// The IP literal to bind or compare for a listening address: `localhost`
+  /// means IPv4 loopback (listeners never resolve names).
+  public var listeningIP: String { host == "localhost" ? "127.0.0.1" : host }
 }
 
 public struct ListenerConfig: Sendable {
@@ -121,6 +125,10 @@ public struct ListenerConfig: Sendable {
   /// Ports a client may reach through this listener, by CONNECT or by an
   /// absolute-form URL alike (the URL's port, before any `connectTo`).
   public var allowedConnectPorts: [Int] = [443, 80]
+
+  /// Whether this listener terminates client TLS (and so needs the local CA):
+  /// an intercepting forward listener, or a tunnel with `downstreamTLS`.
+  public var terminatesClientTLS: Bool { mode == .forward ? intercept : downstreamTLS }
 
   public init(name: String, address: HostPort, mode: Mode) {
     self.name = name

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Synchronization
 
 /// One serial queue: everything a connection does happens on its loop.
 public final class EventLoop: Sendable {
@@ -52,6 +53,9 @@ public final class LoopTimer: Sendable {
 
 /// The timeouts of one loop, checked by one repeating Dispatch timer that
 /// runs only while something is scheduled.
+///
+/// Not confined to a queue: timers are armed and cancelled from any thread,
+/// so every field is guarded by `lock` (the Dispatch timer's handler runs on `queue`).
 final class TimerTable: @unchecked Sendable {
   private let queue: DispatchQueue
   private let lock = NSLock()
@@ -127,14 +131,9 @@ public final class EventLoopGroup: Sendable {
   public func next() -> EventLoop { loops[counter.increment() % loops.count] }
 }
 
-final class Counter: @unchecked Sendable {
-  private let lock = NSLock()
-  private var value = 0
+/// Round-robin position over a group's loops, taken from any thread.
+final class Counter: Sendable {
+  private let value = Atomic<Int>(0)
 
-  func increment() -> Int {
-    lock.lock()
-    defer { lock.unlock() }
-    value &+= 1
-    return value & Int.max
-  }
+  func increment() -> Int { value.add(1, ordering: .relaxed).newValue & Int.max }
 }

@@ -8,6 +8,9 @@ import Foundation
 /// A listening socket whose accepts are spread over the loops of a group.
 /// Accepting runs on the listener's own queue; each accepted fd is handed to
 /// the next loop, where `onAccept` builds its connection.
+///
+/// Its state is confined to `queue`: the public entry points (`close`,
+/// `pause`, `resume`) hop onto it, and the accept handler runs on it.
 public final class Listener: @unchecked Sendable {
   public let address: SocketAddress
   private let fd: Int32
@@ -79,6 +82,7 @@ public final class Listener: @unchecked Sendable {
 
   /// Out of descriptors: stop accepting, and try again after a rest.
   private func backOff(_ reason: String) {
+    dispatchPrecondition(condition: .onQueue(queue))
     guard !backingOff else { return }
     backingOff = true
     if state == .listening { source.suspend() }
@@ -94,6 +98,7 @@ public final class Listener: @unchecked Sendable {
   }
 
   private func acceptAll() {
+    dispatchPrecondition(condition: .onQueue(queue))
     while state == .listening && !backingOff {
       var storage = sockaddr_storage()
       var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
@@ -158,7 +163,8 @@ public enum Connector {
 }
 
 /// One in-progress non-blocking connect: a write source reports completion,
-/// a timer bounds it. Exactly one outcome is delivered.
+/// a timer bounds it. Exactly one outcome is delivered. Confined to `loop`
+/// (`loop.queue`): the source, the timer and `start` all run there.
 final class PendingConnect: @unchecked Sendable {
   enum State { case waiting, finished }
 
@@ -183,6 +189,7 @@ final class PendingConnect: @unchecked Sendable {
   }
 
   func start() {
+    loop.preconditionInLoop()
     let source = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: loop.queue)
     self.source = source
     source.setEventHandler { [self] in
@@ -199,6 +206,7 @@ final class PendingConnect: @unchecked Sendable {
   }
 
   private func finish(_ outcome: Result<Int32, Connector.Failure>) {
+    loop.preconditionInLoop()
     guard state == .waiting else { return }
     state = .finished
     timer?.cancel()

@@ -3,6 +3,9 @@ import Foundation
 
 /// A client certificate and key for mutual TLS, loaded from PKCS#12.
 /// The passphrase is read from a file and never kept or logged.
+///
+/// Not confined to a queue: immutable after `init`; OpenSSL only reads the
+/// certificate and key when a context is configured.
 public final class ClientIdentity: @unchecked Sendable {
   public let certificate: X509Certificate
   let key: OpaquePointer

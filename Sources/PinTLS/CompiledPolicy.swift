@@ -5,6 +5,9 @@ import PinTrust
 /// A domain policy compiled against OpenSSL: its anchor store (shared through
 /// the registry) and, in certificate mode, a store of the pinned certificates
 /// as partial-chain trust points. It is the `ChainVerifier` the evaluator uses.
+///
+/// Not confined to a queue: immutable after `init`; its stores are only
+/// read, under OpenSSL's own locks, by concurrent verifications.
 public final class CompiledPolicy: ChainVerifier, @unchecked Sendable {
   public let policy: SecurityPolicy
   public let identity: PolicyIdentity

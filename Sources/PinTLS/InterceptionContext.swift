@@ -6,6 +6,9 @@ import PinTrust
 /// protocol floor and cipher string (legacy clients may need "1.0" and
 /// "DEFAULT@SECLEVEL=0"), ALPN http/1.1. The certificate is set per
 /// connection: the leaf minted for the CONNECT host.
+///
+/// Not confined to a queue: immutable after `init` (the `SSL_CTX` is only
+/// read when each connection's `SSL` is made), so every loop shares it.
 public final class InterceptionContext: @unchecked Sendable {
   let context: OpaquePointer
   public let ca: LocalCA

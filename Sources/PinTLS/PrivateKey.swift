@@ -2,6 +2,9 @@ import COpenSSL
 import Foundation
 
 /// Owns one `EVP_PKEY`.
+///
+/// Not confined to a queue: immutable after `init`; OpenSSL's key objects
+/// are reference counted and safe to read from several threads.
 public final class PrivateKey: @unchecked Sendable {
   let pointer: OpaquePointer
 

@@ -9,6 +9,9 @@ import PinTrust
 /// (SSL_VERIFY_NONE): the trust engine decides on the peer chain after the
 /// handshake and before a single byte of the request is written, so a
 /// refused chain never sees application data.
+///
+/// Not confined to a queue: immutable after `init`; an `SSL_CTX` may make
+/// `SSL` objects on several threads at once.
 public final class TLSClientContext: @unchecked Sendable {
   let context: OpaquePointer
   public let minimumVersion: TLSVersion
@@ -72,6 +75,8 @@ public final class TLSClientContext: @unchecked Sendable {
 }
 
 /// A resumable TLS session (owns one `SSL_SESSION` reference).
+/// Not confined to a queue: immutable; the session cache hands it to any
+/// loop, and OpenSSL reference-counts `SSL_SESSION` atomically.
 public final class TLSSession: @unchecked Sendable {
   let pointer: OpaquePointer
 

@@ -4,6 +4,9 @@ import PinTrust
 
 /// A server-side `SSL_CTX`: certificate chain and key, protocol floor and
 /// cipher string, optionally requiring client certificates from a CA.
+///
+/// Not confined to a queue: immutable after `init`; an `SSL_CTX` may make
+/// `SSL` objects on several threads at once.
 public final class TLSServerContext: @unchecked Sendable {
   let context: OpaquePointer
 

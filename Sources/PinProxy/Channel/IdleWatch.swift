@@ -3,7 +3,8 @@ import PinEventLoop
 
 /// Closes a splice that has been silent both ways for `limit` seconds.
 /// Activity only records a time (no timer per byte): the one timer, when it
-/// fires, re-arms itself for the time that remains. Confined to its loop.
+/// fires, re-arms itself for the time that remains. Confined to its loop
+/// (`loop.queue`): touched, read and cancelled only there.
 final class IdleWatch: @unchecked Sendable {
   let loop: EventLoop
   let limit: Double
@@ -18,12 +19,19 @@ final class IdleWatch: @unchecked Sendable {
     arm(after: limit)
   }
 
-  func touch() { lastActivity = DispatchTime.now().uptimeNanoseconds }
+  func touch() {
+    loop.preconditionInLoop()
+    lastActivity = DispatchTime.now().uptimeNanoseconds
+  }
 
   /// Seconds since the last byte either way.
-  var idleSeconds: Double { Double(DispatchTime.now().uptimeNanoseconds &- lastActivity) / 1e9 }
+  var idleSeconds: Double {
+    loop.preconditionInLoop()
+    return Double(DispatchTime.now().uptimeNanoseconds &- lastActivity) / 1e9
+  }
 
   func cancel() {
+    loop.preconditionInLoop()
     timer?.cancel()
     timer = nil
   }

@@ -47,8 +47,14 @@ final class Splice: ChannelDelegate, @unchecked Sendable {
 
   var loop: EventLoop { client.loop }
   /// When a byte last went either way (uptime nanoseconds).
-  var lastActivity: UInt64 { idle?.lastActivity ?? 0 }
-  var idleSeconds: Double { idle?.idleSeconds ?? 0 }
+  var lastActivity: UInt64 {
+    loop.preconditionInLoop()
+    return idle?.lastActivity ?? 0
+  }
+  var idleSeconds: Double {
+    loop.preconditionInLoop()
+    return idle?.idleSeconds ?? 0
+  }
 
   /// Closes both sides now.
   func close() {
@@ -84,7 +90,10 @@ final class Splice: ChannelDelegate, @unchecked Sendable {
     }
   }
 
-  func channelDidDrain(_ channel: any ByteChannel) { other(channel).resumeReading() }
+  func channelDidDrain(_ channel: any ByteChannel) {
+    loop.preconditionInLoop()
+    other(channel).resumeReading()
+  }
 
   func channelDidClose(_ channel: any ByteChannel, error: (any Error)?) {
     loop.preconditionInLoop()

@@ -72,7 +72,10 @@ final class TLSChannel: ByteChannel, ChannelDelegate, @unchecked Sendable {
   var isAboveHighWatermark: Bool { connection.isAboveHighWatermark }
   var hasBufferedInput: Bool { engine.hasBufferedInput }
   var sessionResumed: Bool { engine.sessionReused }
-  func hasUnreadInput() -> Bool { connection.hasUnreadInput() }
+  func hasUnreadInput() -> Bool {
+    loop.preconditionInLoop()
+    return connection.hasUnreadInput()
+  }
 
   /// Takes over the socket and starts the handshake; `early` are bytes read
   /// before TLS began (after a CONNECT head). `completion` runs once.
@@ -90,6 +93,7 @@ final class TLSChannel: ByteChannel, ChannelDelegate, @unchecked Sendable {
   }
 
   func rememberSession() {
+    loop.preconditionInLoop()
     if engine.isHandshakeComplete { storeSession?(engine) }
   }
 
@@ -135,8 +139,14 @@ final class TLSChannel: ByteChannel, ChannelDelegate, @unchecked Sendable {
     connection.close()
   }
 
-  func pauseReading() { connection.pauseReading() }
-  func resumeReading() { connection.resumeReading() }
+  func pauseReading() {
+    loop.preconditionInLoop()
+    connection.pauseReading()
+  }
+  func resumeReading() {
+    loop.preconditionInLoop()
+    connection.resumeReading()
+  }
 
   // MARK: The pump
 
@@ -205,13 +215,18 @@ final class TLSChannel: ByteChannel, ChannelDelegate, @unchecked Sendable {
   }
 
   func channelDidReadEOF(_ channel: any ByteChannel) {
+    loop.preconditionInLoop()
     if case .handshaking = state { return failHandshake(.closedByPeer, closeNow: true) }
     delegate?.channelDidReadEOF(self)
   }
 
-  func channelDidDrain(_ channel: any ByteChannel) { delegate?.channelDidDrain(self) }
+  func channelDidDrain(_ channel: any ByteChannel) {
+    loop.preconditionInLoop()
+    delegate?.channelDidDrain(self)
+  }
 
   func channelDidClose(_ channel: any ByteChannel, error: (any Error)?) {
+    loop.preconditionInLoop()
     failHandshake(.closed(error), closeNow: true)
     state = .closed
     let owner = delegate

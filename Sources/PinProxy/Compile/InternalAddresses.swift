@@ -21,8 +21,7 @@ struct InternalAddresses: Sendable {
 
   init(listening: [HostPort], local: [[UInt8]] = []) {
     own = listening.compactMap { hostPort in
-      let host = hostPort.host == "localhost" ? "127.0.0.1" : hostPort.host
-      return IPAddress(host).map { ($0, hostPort.port) }
+      IPAddress(hostPort.listeningIP).map { ($0, hostPort.port) }
     }
     self.local = Set(local.map(InternalAddresses.unmapped))
   }

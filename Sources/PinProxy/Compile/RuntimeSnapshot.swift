@@ -72,9 +72,7 @@ public final class RuntimeSnapshot: Sendable {
 
   /// Listeners that terminate client TLS and so need the local CA.
   public static func needsLocalCA(_ configuration: Configuration) -> Bool {
-    configuration.listeners.contains {
-      ($0.mode == .forward && $0.intercept) || ($0.mode == .tunnel && $0.downstreamTLS)
-    }
+    configuration.listeners.contains(where: \.terminatesClientTLS)
   }
 
   /// - Parameter ca: the local CA; without one, intercepting listeners
@@ -127,10 +125,7 @@ public final class RuntimeSnapshot: Sendable {
     }
     var interception: [String: InterceptionContext] = [:]
     if let ca {
-      for listener in configuration.listeners
-      where (listener.mode == .forward && listener.intercept)
-        || (listener.mode == .tunnel && listener.downstreamTLS)
-      {
+      for listener in configuration.listeners where listener.terminatesClientTLS {
         do {
           interception[listener.name] = try InterceptionContext(
             ca: ca, minimumVersion: listener.downstream.minimumTLSVersion,

@@ -79,6 +79,7 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
 
   /// The client connection is gone: nothing of this session remains.
   func ended() {
+    loop.preconditionInLoop()
     headTimer?.cancel()
     responseTimer?.cancel()
     context.registry(for: loop).remove(self)
@@ -217,6 +218,7 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
   /// Idle keep-alive connections go first under overload, then the ones
   /// still sending (or not yet sending) a head; never one mid-exchange.
   var evictionCandidate: EvictionCandidate? {
+    loop.preconditionInLoop()
     if let splice {
       // A raw tunnel nobody has used for a while; the client can reconnect.
       guard splice.idleSeconds >= EvictionCandidate.idleSpliceSeconds else { return nil }
@@ -228,6 +230,7 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
   }
 
   func evict() {
+    loop.preconditionInLoop()
     context.logger.log(.debug, "evicted", ["client": client.peer, "reason": "connection limit reached"])
     run { $0.closeNow() }
   }

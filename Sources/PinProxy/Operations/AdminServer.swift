@@ -23,7 +23,7 @@ final class AdminServer: Sendable {
   init(address: HostPort, group: EventLoopGroup, context: ProxyContext) throws(ProxyServer.StartError) {
     guard
       let socketAddress = SocketAddress(
-        ip: address.host == "localhost" ? "127.0.0.1" : address.host, port: address.port)
+        ip: address.listeningIP, port: address.port)
     else { throw ProxyServer.StartError(description: "admin: \(address.host) is not an IP address") }
     let open = self.open
     do {
@@ -62,6 +62,7 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
   }
 
   func start() {
+    connection.loop.preconditionInLoop()
     let seconds = min(AdminServer.requestTimeout, context.snapshot.timeouts.clientHeader)
     timer = connection.loop.schedule(after: seconds) { [weak self] in
       self?.connection.close()
@@ -83,9 +84,13 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
     }
   }
 
-  func channelDidReadEOF(_ channel: any ByteChannel) { connection.close() }
+  func channelDidReadEOF(_ channel: any ByteChannel) {
+    connection.loop.preconditionInLoop()
+    connection.close()
+  }
   func channelDidDrain(_ channel: any ByteChannel) {}
   func channelDidClose(_ channel: any ByteChannel, error: (any Error)?) {
+    connection.loop.preconditionInLoop()
     timer?.cancel()
     onClose()
   }

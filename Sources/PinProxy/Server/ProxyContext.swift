@@ -29,7 +29,7 @@ final class ProxyContext: Sendable {
     var registries: [ObjectIdentifier: SessionRegistry] = [:]
     for loop in group.loops {
       pools[ObjectIdentifier(loop)] = UpstreamPool(loop: loop, idleGauge: metrics.idlePooledConnections)
-      registries[ObjectIdentifier(loop)] = SessionRegistry()
+      registries[ObjectIdentifier(loop)] = SessionRegistry(loop: loop)
     }
     self.pools = pools
     self.registries = registries

@@ -28,7 +28,7 @@ public final class ProxyServer: Sendable {
     for config in snapshot.configuration.listeners {
       guard
         let address = SocketAddress(
-          ip: config.address.host == "localhost" ? "127.0.0.1" : config.address.host,
+          ip: config.address.listeningIP,
           port: config.address.port)
       else {
         bound.forEach { $0.1.close() }

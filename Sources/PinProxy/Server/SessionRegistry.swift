@@ -12,23 +12,39 @@ protocol DrainableSession: AnyObject {
 }
 
 /// The live sessions of one loop, so a shutdown can reach the idle ones.
-/// Confined to its loop.
+/// Confined to its loop (`loop.queue`): sessions register and leave on it,
+/// and drain and eviction are dispatched onto it.
 final class SessionRegistry: @unchecked Sendable {
   private struct Weak { weak var session: (any DrainableSession)? }
+  let loop: EventLoop
   private var sessions: [ObjectIdentifier: Weak] = [:]
 
-  func add(_ session: any DrainableSession) { sessions[ObjectIdentifier(session)] = Weak(session: session) }
-  func remove(_ session: any DrainableSession) { sessions[ObjectIdentifier(session)] = nil }
+  init(loop: EventLoop) { self.loop = loop }
+
+  func add(_ session: any DrainableSession) {
+    loop.preconditionInLoop()
+    sessions[ObjectIdentifier(session)] = Weak(session: session)
+  }
+
+  func remove(_ session: any DrainableSession) {
+    loop.preconditionInLoop()
+    sessions[ObjectIdentifier(session)] = nil
+  }
 
   func drainAll() {
+    loop.preconditionInLoop()
     for entry in sessions.values { entry.session?.drain() }
   }
 
-  var count: Int { sessions.count }
+  var count: Int {
+    loop.preconditionInLoop()
+    return sessions.count
+  }
 
   /// Closes the most expendable session of this loop; false when none may go.
   /// A linear scan: it runs only at the connection limit.
   func evictOne() -> Bool {
+    loop.preconditionInLoop()
     var best: (EvictionCandidate, any DrainableSession)?
     for entry in sessions.values {
       guard let session = entry.session, let candidate = session.evictionCandidate else { continue }

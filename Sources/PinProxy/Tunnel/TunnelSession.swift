@@ -136,6 +136,7 @@ final class TunnelSession: ChannelDelegate, DrainableSession, @unchecked Sendabl
 
   /// The client connection is gone: nothing of this session remains.
   private func ended() {
+    loop.preconditionInLoop()
     firstByteTimer?.cancel()
     state = .closed
     context.registry(for: loop).remove(self)
@@ -163,10 +164,12 @@ final class TunnelSession: ChannelDelegate, DrainableSession, @unchecked Sendabl
 
   func channelDidClose(_ channel: any ByteChannel, error: (any Error)?) {
     loop.preconditionInLoop()
+    loop.preconditionInLoop()
     ended()
   }
 
   func noteClientSpoke() {
+    loop.preconditionInLoop()
     guard !clientSpoke else { return }
     clientSpoke = true
     firstByteTimer?.cancel()
@@ -177,15 +180,20 @@ final class TunnelSession: ChannelDelegate, DrainableSession, @unchecked Sendabl
   /// A tunnel carries a protocol the proxy cannot see into: it keeps going
   /// until the drain deadline ends the process.
   func drain() {
+    loop.preconditionInLoop()
     if !clientSpoke { close() }
   }
 
   /// Only a tunnel whose client has not spoken yet may be cut under overload.
   var evictionCandidate: EvictionCandidate? {
+    loop.preconditionInLoop()
     if clientSpoke { return nil }
     if case .closed = state { return nil }
     return EvictionCandidate(tier: .unfinishedHead, since: accepted)
   }
 
-  func evict() { close() }
+  func evict() {
+    loop.preconditionInLoop()
+    close()
+  }
 }

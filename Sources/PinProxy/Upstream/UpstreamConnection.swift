@@ -61,7 +61,9 @@ final class UpstreamConnection: ChannelDelegate, @unchecked Sendable {
   /// show here; bytes still in the kernel are asked about once, at reuse
   /// (`hasNoUnreadInput`), not at every check.
   var isReusable: Bool {
-    isOpen && parser.isIdle && !sawEndOfStream && channel.pendingOutputBytes == 0 && !channel.hasBufferedInput
+    loop.preconditionInLoop()
+    return isOpen && parser.isIdle && !sawEndOfStream && channel.pendingOutputBytes == 0
+      && !channel.hasBufferedInput
   }
 
   /// Nothing (not even a FIN) waits in the kernel: a syscall, so only when a
@@ -69,7 +71,10 @@ final class UpstreamConnection: ChannelDelegate, @unchecked Sendable {
   var hasNoUnreadInput: Bool { !channel.hasUnreadInput() }
   var isAboveHighWatermark: Bool { channel.isAboveHighWatermark }
 
-  func markReused() { reusedFromPool = true }
+  func markReused() {
+    loop.preconditionInLoop()
+    reusedFromPool = true
+  }
 
   /// Prepares the parser for the response to a new request.
   func expectResponse(to method: String) {
@@ -80,16 +85,26 @@ final class UpstreamConnection: ChannelDelegate, @unchecked Sendable {
   }
 
   func send(_ bytes: [UInt8]) {
+    loop.preconditionInLoop()
     guard isOpen else { return }
     channel.write(bytes)
   }
 
   /// Keeps the TLS session for resumption. TLS 1.3 tickets arrive after the
   /// handshake, so this is called again once a response has been read.
-  func rememberSession() { (channel as? TLSChannel)?.rememberSession() }
+  func rememberSession() {
+    loop.preconditionInLoop()
+    (channel as? TLSChannel)?.rememberSession()
+  }
 
-  func pauseReading() { channel.pauseReading() }
-  func resumeReading() { channel.resumeReading() }
+  func pauseReading() {
+    loop.preconditionInLoop()
+    channel.pauseReading()
+  }
+  func resumeReading() {
+    loop.preconditionInLoop()
+    channel.resumeReading()
+  }
 
   /// Closes without telling the delegate (the caller is the one closing).
   func close() {
@@ -137,7 +152,10 @@ final class UpstreamConnection: ChannelDelegate, @unchecked Sendable {
     }
   }
 
-  func channelDidDrain(_ channel: any ByteChannel) { delegate?.upstreamDidDrain(self) }
+  func channelDidDrain(_ channel: any ByteChannel) {
+    loop.preconditionInLoop()
+    delegate?.upstreamDidDrain(self)
+  }
 
   func channelDidClose(_ channel: any ByteChannel, error: (any Error)?) {
     loop.preconditionInLoop()

@@ -18,8 +18,6 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
     self.idleGauge = idleGauge
   }
 
-  var idleCount: Int { idle.values.reduce(0) { $0 + $1.count } }
-
   func take(_ key: UpstreamKey) -> UpstreamConnection? {
     loop.preconditionInLoop()
     while var list = idle[key], let (connection, timer) = list.popLast() {
@@ -78,9 +76,15 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
   }
 
   // An idle connection must stay silent; anything from it ends its use.
-  func upstream(_ upstream: UpstreamConnection, didReceive events: [HTTP1Parser.Event]) { drop(upstream) }
+  func upstream(_ upstream: UpstreamConnection, didReceive events: [HTTP1Parser.Event]) {
+    loop.preconditionInLoop()
+    drop(upstream)
+  }
   func upstreamDidDrain(_ upstream: UpstreamConnection) {}
-  func upstreamDidClose(_ upstream: UpstreamConnection, failure: ProxyFailure?) { remove(upstream) }
+  func upstreamDidClose(_ upstream: UpstreamConnection, failure: ProxyFailure?) {
+    loop.preconditionInLoop()
+    remove(upstream)
+  }
 
   private func drop(_ upstream: UpstreamConnection) {
     remove(upstream)
