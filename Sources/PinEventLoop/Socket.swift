@@ -47,3 +47,22 @@ public enum SignalHandling {
   /// Writes to a closed peer must fail with EPIPE, not kill the process.
   public static func ignoreSIGPIPE() { signal(SIGPIPE, SIG_IGN) }
 }
+
+/// A connected pair of sockets in this process: the seam for in-process
+/// tests of anything that owns a `Connection` (a session, the splice),
+/// with no listener and no port in between.
+public enum SocketPair {
+  /// Two connected AF_UNIX stream sockets, both non-blocking. The caller
+  /// owns both descriptors (a `Connection` made from one closes it).
+  public static func makeNonBlocking() throws(SocketError) -> (Int32, Int32) {
+    var fds: [Int32] = [-1, -1]
+    guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0 else {
+      throw SocketError(operation: "socketpair", code: errno)
+    }
+    for fd in fds {
+      let flags = fcntl(fd, F_GETFL, 0)
+      _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+    }
+    return (fds[0], fds[1])
+  }
+}

@@ -1,0 +1,267 @@
+import PinConfig
+import PinHTTP
+import XCTest
+
+@testable import PinProxy
+
+/// The forward session's protocol logic, driven directly: bytes and
+/// upstream events in, actions out. No sockets, no loop.
+final class ForwardMachineTests: XCTestCase {
+  final class FakeUpstream {}
+  typealias Machine = ForwardMachine<FakeUpstream>
+
+  static let config = """
+    listeners:
+      - name: forward
+        address: 127.0.0.1:3128
+        mode: forward
+        intercept: false
+        passthrough: ["pass.test"]
+        allowedConnectPorts: [80, 443, 8080]
+    domains:
+      - domain: origin.test
+        allowsInsecureHTTPLoads: true
+    """
+
+  func makeMachine() throws -> Machine {
+    let configuration = try ConfigurationParser.parse(ForwardMachineTests.config, file: "test.yaml")
+    let snapshot = try RuntimeSnapshot.compile(configuration, generation: 1)
+    var machine = Machine(
+      router: ForwardRouter(snapshot: snapshot, listener: configuration.listeners[0]),
+      limits: snapshot.httpLimits)
+    machine.start()
+    _ = actions(&machine)
+    return machine
+  }
+
+  func actions(_ machine: inout Machine) -> [Machine.Action] {
+    var all: [Machine.Action] = []
+    while let action = machine.nextAction() { all.append(action) }
+    return all
+  }
+
+  func responseEvents(_ text: String, to method: String = "GET") throws -> [HTTP1Parser.Event] {
+    var parser = HTTP1Parser(role: .response, limits: HTTPLimits(), pausesBetweenMessages: true)
+    parser.expectResponse(to: method)
+    return try parser.feed(Array(text.utf8))
+  }
+
+  /// Feeds a request and a fresh upstream; returns the upstream.
+  func startExchange(_ machine: inout Machine, _ request: String, id: Int = 1) -> FakeUpstream {
+    machine.clientRead(Array(request.utf8))
+    _ = actions(&machine)
+    let upstream = FakeUpstream()
+    machine.upstreamReady(upstream, exchange: id, pooled: false, tls: .none)
+    _ = actions(&machine)
+    return upstream
+  }
+
+  func text(_ action: Machine.Action) -> String? {
+    switch action {
+    case .writeClient(let bytes, _), .sendUpstream(_, let bytes):
+      return String(decoding: bytes, as: UTF8.self)
+    default: return nil
+    }
+  }
+
+  func testARequestAcquiresAnUpstreamAndSendsAReframedHead() throws {
+    var machine = try makeMachine()
+    machine.clientRead(
+      Array("GET http://origin.test/a?b HTTP/1.1\r\nHost: x\r\nProxy-Connection: keep-alive\r\n\r\n".utf8))
+    let first = actions(&machine)
+    guard
+      case .acquireUpstream(let id, let target, let poolAllowed) = first.first(where: {
+        if case .acquireUpstream = $0 { true } else { false }
+      })
+    else {
+      return XCTFail("no upstream acquired: \(first)")
+    }
+    XCTAssertEqual(id, 1)
+    XCTAssertTrue(poolAllowed)
+    XCTAssertEqual(target.key.description, "origin.test:80")
+    XCTAssertFalse(target.key.tls, "the rule allows insecure loads")
+    let upstream = FakeUpstream()
+    machine.upstreamReady(upstream, exchange: 1, pooled: false, tls: .none)
+    let sent = actions(&machine).compactMap { action -> String? in
+      if case .sendUpstream(let to, _) = action, to === upstream { return text(action) }
+      return nil
+    }
+    XCTAssertEqual(sent.count, 1)
+    XCTAssertTrue(sent[0].hasPrefix("GET /a?b HTTP/1.1\r\n"), sent[0])
+    XCTAssertTrue(sent[0].contains("Host: origin.test\r\n"), sent[0])
+    XCTAssertFalse(sent[0].contains("Proxy-Connection"), sent[0])
+  }
+
+  func testInterimResponsesAreRelayedAndDoNotEndTheExchange() throws {
+    var machine = try makeMachine()
+    let upstream = startExchange(&machine, "GET http://origin.test/ HTTP/1.1\r\nHost: x\r\n\r\n")
+    let events = try responseEvents(
+      "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </s>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+    )
+    machine.upstreamEvents(events, from: upstream, draining: false)
+    let out = actions(&machine)
+    let written = out.compactMap { action -> String? in
+      if case .writeClient = action { return text(action) }
+      return nil
+    }.joined()
+    XCTAssertTrue(written.hasPrefix("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\n"), written)
+    XCTAssertTrue(written.contains("HTTP/1.1 200 OK\r\n"))
+    XCTAssertTrue(written.hasSuffix("\r\n\r\nok"), written)
+    XCTAssertTrue(
+      out.contains { if case .poolUpstream(let pooled) = $0 { pooled === upstream } else { false } })
+    XCTAssertTrue(
+      out.contains {
+        if case .record(let record) = $0 { record.status == 200 && record.responseBytes == 2 } else { false }
+      })
+    XCTAssertTrue(out.contains { if case .awaitRequest(idle: true) = $0 { true } else { false } })
+    XCTAssertTrue(machine.isIdleBetweenRequests)
+  }
+
+  func testAPooledConnectionThatClosesIsRetriedOnceOnAFreshDial() throws {
+    var machine = try makeMachine()
+    machine.clientRead(Array("GET http://origin.test/ HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
+    _ = actions(&machine)
+    let pooled = FakeUpstream()
+    machine.upstreamReady(pooled, exchange: 1, pooled: true, tls: .none)
+    _ = actions(&machine)
+    machine.upstreamClosed(pooled, failure: nil, wasPooled: true)
+    let retry = actions(&machine)
+    XCTAssertTrue(
+      retry.contains { if case .acquireUpstream(1, _, poolAllowed: false) = $0 { true } else { false } },
+      "\(retry)")
+    XCTAssertFalse(retry.contains { if case .refuse = $0 { true } else { false } })
+    // The fresh connection closing too is the origin's answer: a 502.
+    let fresh = FakeUpstream()
+    machine.upstreamReady(fresh, exchange: 1, pooled: false, tls: .none)
+    _ = actions(&machine)
+    machine.upstreamClosed(fresh, failure: nil, wasPooled: false)
+    let refusal = actions(&machine).compactMap { action -> Machine.Refusal? in
+      if case .refuse(let refusal) = action { return refusal }
+      return nil
+    }
+    XCTAssertEqual(refusal.first?.failure.status, 502)
+    XCTAssertEqual(refusal.first?.failure.code, .upstreamUnreachable)
+    XCTAssertEqual(refusal.first?.target, "origin.test:80")
+  }
+
+  func testAPipelinedRequestWaitsUntilTheExchangeBeforeItIsDone() throws {
+    var machine = try makeMachine()
+    let two =
+      "GET http://origin.test/1 HTTP/1.1\r\nHost: x\r\n\r\nGET http://origin.test/2 HTTP/1.1\r\nHost: x\r\n\r\n"
+    machine.clientRead(Array(two.utf8))
+    let first = actions(&machine)
+    XCTAssertEqual(first.filter { if case .acquireUpstream = $0 { true } else { false } }.count, 1)
+    XCTAssertTrue(
+      first.contains { if case .pauseClient = $0 { true } else { false } }, "reading stops: \(first)")
+    let upstream = FakeUpstream()
+    machine.upstreamReady(upstream, exchange: 1, pooled: false, tls: .none)
+    _ = actions(&machine)
+    machine.upstreamEvents(
+      try responseEvents("HTTP/1.1 204 No Content\r\n\r\n"), from: upstream, draining: false)
+    let next = actions(&machine)
+    XCTAssertTrue(
+      next.contains {
+        if case .acquireUpstream(2, let target, _) = $0 { target.path == "/2" } else { false }
+      }, "\(next)")
+  }
+
+  func testDrainClosesAnIdleConnectionButLetsAnExchangeFinishWithClose() throws {
+    var idle = try makeMachine()
+    idle.drain()
+    XCTAssertTrue(actions(&idle).contains { if case .close = $0 { true } else { false } })
+
+    var busy = try makeMachine()
+    let upstream = startExchange(&busy, "GET http://origin.test/ HTTP/1.1\r\nHost: x\r\n\r\n")
+    busy.drain()
+    XCTAssertFalse(actions(&busy).contains { if case .close = $0 { true } else { false } })
+    busy.upstreamEvents(
+      try responseEvents("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"), from: upstream, draining: true)
+    let out = actions(&busy)
+    let head = out.compactMap { action -> String? in
+      if case .writeClient = action { text(action) } else { nil }
+    }.joined()
+    XCTAssertTrue(head.contains("Connection: close\r\n"), head)
+    XCTAssertTrue(out.contains { if case .closeAfterFlush = $0 { true } else { false } })
+  }
+
+  func testABodyThatBreaksFramingMidStreamClosesTheUpstreamAndIsRefused() throws {
+    var machine = try makeMachine()
+    let upstream = startExchange(
+      &machine,
+      "POST http://origin.test/ HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n")
+    machine.clientRead(Array("zz\r\n".utf8))
+    let out = actions(&machine)
+    XCTAssertTrue(
+      out.contains { if case .closeUpstream(let closed) = $0 { closed === upstream } else { false } })
+    XCTAssertTrue(
+      out.contains { if case .refuse(let refusal) = $0 { refusal.failure.status == 400 } else { false } })
+    XCTAssertFalse(
+      out.contains { if case .sendUpstream = $0 { true } else { false } }, "nothing more goes upstream")
+  }
+
+  func testTimersAndDialsForAnotherExchangeAreIgnored() throws {
+    var machine = try makeMachine()
+    machine.clientRead(Array("GET http://origin.test/ HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
+    _ = actions(&machine)
+    machine.responseTimerFired(exchange: 7, after: 60)
+    machine.dialFailed(.unreachable("late"), exchange: 7)
+    XCTAssertTrue(actions(&machine).isEmpty)
+    let stale = FakeUpstream()
+    machine.upstreamReady(stale, exchange: 7, pooled: false, tls: .none)
+    let out = actions(&machine)
+    XCTAssertTrue(
+      out.contains { if case .closeUpstream(let closed) = $0 { closed === stale } else { false } })
+  }
+
+  func testAPartialHeadWhenTheTimerFiresIsA408() throws {
+    var machine = try makeMachine()
+    machine.clientRead(Array("GET http://origin.test/ HTTP/1.1\r\nHo".utf8))
+    _ = actions(&machine)
+    machine.headTimerFired(after: 30)
+    let out = actions(&machine)
+    XCTAssertTrue(
+      out.contains { if case .refuse(let refusal) = $0 { refusal.failure.status == 408 } else { false } })
+  }
+
+  func testResponseBodyWritesAskForUpstreamBackPressure() throws {
+    var machine = try makeMachine()
+    let upstream = startExchange(&machine, "GET http://origin.test/ HTTP/1.1\r\nHost: x\r\n\r\n")
+    machine.upstreamEvents(
+      try responseEvents("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhello"), from: upstream,
+      draining: false)
+    let out = actions(&machine)
+    XCTAssertTrue(
+      out.contains { action in
+        if case .writeClient(let bytes, let pausing?) = action {
+          return pausing === upstream && bytes == Array("hello".utf8)
+        }
+        return false
+      }, "\(out)")
+    XCTAssertFalse(
+      out.contains { if case .poolUpstream = $0 { true } else { false } }, "the response is not over")
+  }
+
+  func testAPassthroughConnectPausesAndHandsTheBytesAfterTheHeadToTheSplice() throws {
+    var machine = try makeMachine()
+    machine.clientRead(
+      Array("CONNECT pass.test:443 HTTP/1.1\r\nHost: pass.test:443\r\n\r\n\u{16}\u{03}\u{01}".utf8))
+    let out = actions(&machine)
+    XCTAssertTrue(out.contains { if case .pauseClient = $0 { true } else { false } })
+    XCTAssertTrue(
+      out.contains {
+        if case .openPassthrough(let target) = $0 { target.key.description == "pass.test:443" } else { false }
+      })
+    let opened = machine.passthroughReady()
+    XCTAssertEqual(opened?.early, [0x16, 0x03, 0x01])
+    guard case .spliced = machine.state else { return XCTFail("not spliced: \(machine.state)") }
+  }
+
+  func testAConnectToAPortNotAllowedIsRefused() throws {
+    var machine = try makeMachine()
+    machine.clientRead(Array("CONNECT pass.test:25 HTTP/1.1\r\nHost: pass.test:25\r\n\r\n".utf8))
+    let out = actions(&machine)
+    XCTAssertTrue(
+      out.contains { if case .refuse(let refusal) = $0 { refusal.failure.status == 403 } else { false } })
+    XCTAssertFalse(out.contains { if case .openPassthrough = $0 { true } else { false } })
+  }
+}
