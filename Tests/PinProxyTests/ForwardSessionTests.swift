@@ -101,13 +101,4 @@ final class ForwardSessionTests: XCTestCase {
     XCTAssertTrue(busy.contains("Connection: close\r\n"), busy.text)
     XCTAssertTrue(busy.text.hasSuffix("\r\n\r\nok"), busy.text)
   }
-
-  func waitUntil(timeout: Double = 5, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-      if condition() { return true }
-      usleep(5_000)
-    }
-    return false
-  }
 }

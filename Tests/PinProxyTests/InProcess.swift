@@ -174,3 +174,13 @@ final class TestClient {
 
   func contains(_ text: String) -> Bool { received.firstRange(of: Array(text.utf8)) != nil }
 }
+
+/// Polls `condition` every 5 ms for up to `timeout` seconds.
+func waitUntil(timeout: Double = 5, _ condition: () -> Bool) -> Bool {
+  let deadline = Date().addingTimeInterval(timeout)
+  while Date() < deadline {
+    if condition() { return true }
+    usleep(5_000)
+  }
+  return false
+}

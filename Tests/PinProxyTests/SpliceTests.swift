@@ -68,13 +68,4 @@ final class SpliceTests: XCTestCase {
     XCTAssertTrue(upstream.read(timeout: 5) { $0.sawEOF })
     XCTAssertTrue(waitUntil { self.ended.withLock { $0 } == 1 })
   }
-
-  func waitUntil(timeout: Double = 5, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-      if condition() { return true }
-      usleep(5_000)
-    }
-    return false
-  }
 }
