@@ -18,7 +18,7 @@ final class Splice: ChannelDelegate, @unchecked Sendable {
   private var upstreamDone = false
   /// Why the upstream side broke, if it did: reported at the end.
   private var upstreamError: (any Error)?
-  private let onEnd: (_ upstreamError: (any Error)?) -> Void
+  private var onEnd: ((_ upstreamError: (any Error)?) -> Void)?
   /// Called for every read from the client (a tunnel's first-byte timer).
   var onClientBytes: (() -> Void)?
 
@@ -105,6 +105,10 @@ final class Splice: ChannelDelegate, @unchecked Sendable {
     idle?.cancel()
     idle = nil
     upstream.closeKeepingSession()
-    onEnd(upstreamError)
+    // Dropped once called: the closure holds the session, which holds this splice.
+    let onEnd = self.onEnd
+    self.onEnd = nil
+    onClientBytes = nil
+    onEnd?(upstreamError)
   }
 }

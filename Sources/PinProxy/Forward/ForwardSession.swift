@@ -82,6 +82,7 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
     loop.preconditionInLoop()
     headTimer?.cancel()
     responseTimer?.cancel()
+    splice = nil
     context.registry(for: loop).remove(self)
     context.admission.release(client: connection.peer)
   }

@@ -6,22 +6,12 @@ import PinTrust
 
 /// One client connection of a tunnel listener: spliced (`Splice`), as raw
 /// bytes, to the listener's fixed upstream over TLS under that host's
-/// policy. Until the upstream is ready the session reads the client itself,
-/// keeping what it sends (bounded) for the splice.
+/// policy. The I/O around a `TunnelMachine`, which decides what happens
+/// until the splice takes both channels over.
 ///
 /// Confined to its loop (`loop.queue`): every entry point is a channel
 /// delegate call, a timer or the dial completion on that queue.
 final class TunnelSession: ChannelDelegate, DrainableSession, @unchecked Sendable {
-  enum State {
-    /// Dialling the upstream; `early` holds what the client sent meanwhile.
-    case connecting(early: [UInt8], clientFinished: Bool)
-    case spliced(Splice)
-    case closed
-  }
-
-  /// What a client may send before the upstream is ready; reading stops beyond it.
-  static let earlyLimit = 256 * 1024
-
   let connection: Connection
   /// The socket, or TLS over it when the listener has `downstreamTLS: true`.
   var client: any ByteChannel
@@ -29,14 +19,14 @@ final class TunnelSession: ChannelDelegate, DrainableSession, @unchecked Sendabl
   let context: ProxyContext
   let snapshot: RuntimeSnapshot
   let target: HostPort
-  var state = State.connecting(early: [], clientFinished: false)
+  var machine = TunnelMachine()
+  var splice: Splice?
   /// Until the client's first byte: a silent client may hold the tunnel (and
   /// its upstream connection) only for `timeouts.clientHeader`, not for
   /// `tunnelIdle`, and is the first to go when connections run out. The
   /// upstream is still dialled at once, as HAProxy and stunnel do, so that
   /// protocols where the server speaks first (SMTP, IMAP) work.
   var firstByteTimer: LoopTimer?
-  var clientSpoke = false
   let accepted = DispatchTime.now().uptimeNanoseconds
 
   var loop: EventLoop { connection.loop }
@@ -62,11 +52,11 @@ final class TunnelSession: ChannelDelegate, DrainableSession, @unchecked Sendabl
     route.namedExplicitly = true
     let seconds = snapshot.timeouts.clientHeader
     firstByteTimer = loop.schedule(after: seconds) { [weak self] in
-      guard let self, !self.clientSpoke else { return }
+      guard let self, let action = self.machine.clientSilent() else { return }
       self.context.logger.log(
         .info, "tunnel-closed",
         ["client": self.connection.peer, "reason": "client sent nothing within \(seconds) s"])
-      self.close()
+      self.execute(action)
     }
     if listener.downstreamTLS {
       guard let interception = snapshot.interception[listener.name] else {
@@ -89,31 +79,45 @@ final class TunnelSession: ChannelDelegate, DrainableSession, @unchecked Sendabl
     }
     let key = UpstreamKey(host: host, port: target.port, tls: true, policy: route.identity)
     context.dialer(for: snapshot).open(key, route: route, on: loop) { [weak self] result in
-      guard let self, case .connecting(let early, let clientFinished) = self.state else {
+      guard let self else {
         if case .success(let upstream) = result { upstream.close() }
         return
       }
       switch result {
       case .failure(let failure):
-        self.refuse(failure, rule: route.ruleName)
+        if case .connecting = self.machine.state { self.refuse(failure, rule: route.ruleName) }
       case .success(let upstream):
-        self.state = .spliced(
-          Splice(
-            client: self.client, upstream: upstream, idleLimit: self.snapshot.timeouts.tunnelIdle,
-            early: early,
-            clientFinished: clientFinished
-          ) { [self] upstreamError in
-            if let upstreamError {
-              let reason = UpstreamConnection.failure(upstreamError, key: key).reason
-              self.context.logger.log(
-                .info, "tunnel-closed", ["client": self.connection.peer, "reason": reason])
-            }
-            self.ended()
-          })
-        if case .spliced(let splice) = self.state {
-          splice.onClientBytes = { [weak self] in self?.noteClientSpoke() }
-        }
+        self.execute(self.machine.upstreamReady(), upstream: upstream, key: key)
       }
+    }
+  }
+
+  private func execute(
+    _ action: TunnelMachine.Action, upstream: (any ByteChannel)? = nil, key: UpstreamKey? = nil
+  ) {
+    loop.preconditionInLoop()
+    switch action {
+    case .pauseClient:
+      client.pauseReading()
+    case .discardUpstream:
+      upstream?.close()
+    case .close:
+      firstByteTimer?.cancel()
+      if let splice { splice.close() } else { client.close() }
+    case .splice(let early, let clientFinished):
+      guard let upstream, let key else { return }
+      let splice = Splice(
+        client: client, upstream: upstream, idleLimit: snapshot.timeouts.tunnelIdle, early: early,
+        clientFinished: clientFinished
+      ) { [self] upstreamError in
+        if let upstreamError {
+          let reason = UpstreamConnection.failure(upstreamError, key: key).reason
+          context.logger.log(.info, "tunnel-closed", ["client": connection.peer, "reason": reason])
+        }
+        ended()
+      }
+      splice.onClientBytes = { [weak self] in self?.clientSpoke() }
+      self.splice = splice
     }
   }
 
@@ -129,16 +133,14 @@ final class TunnelSession: ChannelDelegate, DrainableSession, @unchecked Sendabl
     close()
   }
 
-  private func close() {
-    firstByteTimer?.cancel()
-    if case .spliced(let splice) = state { splice.close() } else { client.close() }
-  }
+  private func close() { execute(machine.close()) }
 
   /// The client connection is gone: nothing of this session remains.
   private func ended() {
     loop.preconditionInLoop()
     firstByteTimer?.cancel()
-    state = .closed
+    machine.clientClosed()
+    splice = nil
     context.registry(for: loop).remove(self)
     context.admission.release(client: connection.peer)
   }
@@ -147,32 +149,27 @@ final class TunnelSession: ChannelDelegate, DrainableSession, @unchecked Sendabl
 
   func channel(_ channel: any ByteChannel, didRead bytes: [UInt8]) {
     loop.preconditionInLoop()
-    noteClientSpoke()
-    guard case .connecting(var early, let finished) = state else { return }
-    early += bytes
-    if early.count > TunnelSession.earlyLimit { client.pauseReading() }
-    state = .connecting(early: early, clientFinished: finished)
+    firstByteTimer?.cancel()
+    if let action = machine.clientRead(bytes) { execute(action) }
   }
 
   func channelDidReadEOF(_ channel: any ByteChannel) {
     loop.preconditionInLoop()
-    guard case .connecting(let early, _) = state else { return }
-    state = .connecting(early: early, clientFinished: true)
+    machine.clientEOF()
   }
 
   func channelDidDrain(_ channel: any ByteChannel) {}
 
   func channelDidClose(_ channel: any ByteChannel, error: (any Error)?) {
     loop.preconditionInLoop()
-    loop.preconditionInLoop()
     ended()
   }
 
-  func noteClientSpoke() {
+  /// A byte from the client inside the splice: it is no longer silent.
+  private func clientSpoke() {
     loop.preconditionInLoop()
-    guard !clientSpoke else { return }
-    clientSpoke = true
     firstByteTimer?.cancel()
+    _ = machine.clientRead([])
   }
 
   // MARK: DrainableSession
@@ -181,15 +178,12 @@ final class TunnelSession: ChannelDelegate, DrainableSession, @unchecked Sendabl
   /// until the drain deadline ends the process.
   func drain() {
     loop.preconditionInLoop()
-    if !clientSpoke { close() }
+    if let action = machine.drain() { execute(action) }
   }
 
-  /// Only a tunnel whose client has not spoken yet may be cut under overload.
   var evictionCandidate: EvictionCandidate? {
     loop.preconditionInLoop()
-    if clientSpoke { return nil }
-    if case .closed = state { return nil }
-    return EvictionCandidate(tier: .unfinishedHead, since: accepted)
+    return machine.isEvictable ? EvictionCandidate(tier: .unfinishedHead, since: accepted) : nil
   }
 
   func evict() {
