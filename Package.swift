@@ -1,8 +1,9 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
-// Dependencies point one way (docs/ARCHITECTURE.md): PinTrust ← PinTLS ← PinProxy ← pinproxy.
-// PinTrust is pure Swift: it never sees an OpenSSL pointer.
+// Dependencies point one way (docs/ARCHITECTURE.md): PinTrust ← PinTLS ← PinProxy ← pinproxy,
+// PinTrust ← PinConfig ← PinProxy; PinHTTP and PinEventLoop stand alone. PinTrust is pure
+// Swift: it never sees an OpenSSL pointer. PinConfig never sees a socket or a TLS context.
 let package = Package(
   name: "pinproxy",
   platforms: [.macOS(.v14)],

@@ -40,7 +40,7 @@ public final class Connection: ByteChannel, @unchecked Sendable {
   public let loop: EventLoop
   public let fd: Int32
   public let peer: String
-  /// Held strongly until `connectionDidClose` has been delivered: the
+  /// Held strongly until `channelDidClose` has been delivered: the
   /// session that owns this connection lives exactly as long as it is open.
   public var delegate: (any ChannelDelegate)?
   public private(set) var state: State = .open
