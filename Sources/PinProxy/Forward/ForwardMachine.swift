@@ -48,13 +48,14 @@ struct ForwardMachine<Upstream: AnyObject> {
     /// Keep for reuse (if still clean) or close.
     case poolUpstream(Upstream)
     case closeUpstream(Upstream)
-    case record(ExchangeRecord)
+    // Indirect: rare or large payloads stay out of every action's inline size.
+    indirect case record(ExchangeRecord)
     /// Answer with the failure, log it and close after flushing.
-    case refuse(Refusal)
+    indirect case refuse(Refusal)
     /// Dial the passthrough host; answer `passthroughReady` or `dialFailed`.
     case openPassthrough(ForwardTarget)
     /// Mint a leaf and make a TLS engine; answer `interceptionReady` or `interceptionFailed`.
-    case intercept(ConnectTarget, InterceptionContext)
+    indirect case intercept(ConnectTarget, InterceptionContext)
     case closeAfterFlush
     case close
   }

@@ -4,11 +4,19 @@ import PinTLS
 import PinTrust
 
 /// Where a forwarded request goes: the upstream (host, port, scheme, rule)
-/// and the path sent there.
-struct ForwardTarget {
+/// and the path sent there. A class, immutable: the machine's state and
+/// actions carry it by reference, so moving an exchange between states
+/// copies one pointer instead of a route's worth of strings and references.
+final class ForwardTarget: Sendable {
   let key: UpstreamKey
   let route: UpstreamRoute
   let path: String
+
+  init(key: UpstreamKey, route: UpstreamRoute, path: String) {
+    self.key = key
+    self.route = route
+    self.path = path
+  }
 
   /// The Host header sent upstream: the port only when it is not the scheme's default.
   var authority: String {
