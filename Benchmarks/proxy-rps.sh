@@ -7,29 +7,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 duration=${1:-10}
-for tool in nginx wrk; do
-  command -v "$tool" >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light wrk; }
-done
+. Benchmarks/lib/tls-origin.sh
 swift build -c release --product pinproxy >/dev/null
 work=$(mktemp -d)
-pki=$PWD/Tests/Fixtures/pki
-cat "$pki/httpbin.pem" "$pki/int-a.pem" > "$work/chain.pem"
-cat > "$work/nginx.conf" <<CONF
-worker_processes 1;
-pid $work/nginx.pid;
-error_log $work/nginx-error.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 1000000;
-  server {
-    listen 127.0.0.1:19443 ssl;
-    ssl_certificate $work/chain.pem;
-    ssl_certificate_key $pki/httpbin.key;
-    location /small { return 200 "$(printf '%0100d' 0)"; }
-  }
-}
-CONF
+tls_origin "$work" 19443
 cat > "$work/proxy.yaml" <<CONF
 listeners:
   - {name: forward, address: "127.0.0.1:13300", mode: forward}

@@ -19,8 +19,8 @@ final class Splice: ChannelDelegate, @unchecked Sendable {
   /// Why the upstream side broke, if it did: reported at the end.
   private var upstreamError: (any Error)?
   private var onEnd: ((_ upstreamError: (any Error)?) -> Void)?
-  /// Called for every read from the client (a tunnel's first-byte timer).
-  var onClientBytes: (() -> Void)?
+  /// Called once, at the client's first bytes (a tunnel's first-byte timer).
+  var onFirstClientBytes: (() -> Void)?
 
   /// - Parameters:
   ///   - early: client bytes read before the upstream was ready.
@@ -73,7 +73,10 @@ final class Splice: ChannelDelegate, @unchecked Sendable {
   func channel(_ channel: any ByteChannel, didRead bytes: [UInt8]) {
     loop.preconditionInLoop()
     idle?.touch()
-    if channel === client { onClientBytes?() }
+    if channel === client, let first = onFirstClientBytes {
+      onFirstClientBytes = nil
+      first()
+    }
     let destination = other(channel)
     destination.write(bytes)
     if destination.isAboveHighWatermark { channel.pauseReading() }
@@ -108,7 +111,7 @@ final class Splice: ChannelDelegate, @unchecked Sendable {
     // Dropped once called: the closure holds the session, which holds this splice.
     let onEnd = self.onEnd
     self.onEnd = nil
-    onClientBytes = nil
+    onFirstClientBytes = nil
     onEnd?(upstreamError)
   }
 }

@@ -116,7 +116,7 @@ final class TunnelSession: ChannelDelegate, DrainableSession, @unchecked Sendabl
         }
         ended()
       }
-      splice.onClientBytes = { [weak self] in self?.clientSpoke() }
+      if !machine.clientSpoke { splice.onFirstClientBytes = { [weak self] in self?.clientSpoke() } }
       self.splice = splice
     }
   }
@@ -165,7 +165,7 @@ final class TunnelSession: ChannelDelegate, DrainableSession, @unchecked Sendabl
     ended()
   }
 
-  /// A byte from the client inside the splice: it is no longer silent.
+  /// The client's first bytes arrived inside the splice: it is no longer silent.
   private func clientSpoke() {
     loop.preconditionInLoop()
     firstByteTimer?.cancel()
