@@ -15,6 +15,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
 #include <openssl/x509v3.h>
+#include <string.h>
 
 // MARK: STACK_OF(X509)
 
@@ -47,6 +48,61 @@ static inline const ASN1_STRING *pp_GENERAL_NAME_string(const GENERAL_NAME *name
   case GEN_IPADD: return name->d.iPAddress;
   default: return NULL;
   }
+}
+
+// MARK: Certificate profile facts
+
+static inline NAME_CONSTRAINTS *pp_X509_name_constraints(const X509 *cert, int *critical) {
+  return (NAME_CONSTRAINTS *)X509_get_ext_d2i(cert, NID_name_constraints, critical, NULL);
+}
+static inline void pp_NAME_CONSTRAINTS_free(NAME_CONSTRAINTS *constraints) { NAME_CONSTRAINTS_free(constraints); }
+/// The permitted (excluded = 0) or excluded (excluded = 1) subtrees; NULL when absent.
+static inline STACK_OF(GENERAL_SUBTREE) *pp_NAME_CONSTRAINTS_subtrees(const NAME_CONSTRAINTS *constraints,
+                                                                     int excluded) {
+  return excluded ? constraints->excludedSubtrees : constraints->permittedSubtrees;
+}
+static inline int pp_sk_GENERAL_SUBTREE_num(const STACK_OF(GENERAL_SUBTREE) *stack) {
+  return sk_GENERAL_SUBTREE_num(stack);
+}
+static inline const GENERAL_NAME *pp_sk_GENERAL_SUBTREE_base(const STACK_OF(GENERAL_SUBTREE) *stack, int index) {
+  return sk_GENERAL_SUBTREE_value(stack, index)->base;
+}
+
+/// Decodes an extension's value with OpenSSL's own template for its type.
+/// Returns -1 when OpenSSL has no template for the type, 0 when the bytes do
+/// not decode or leave bytes over, 1 when they decode; with `reencode`, 1
+/// also requires that encoding the decoded value gives back the same bytes
+/// (the value was DER, not merely BER).
+static inline int pp_X509_EXTENSION_decodes(X509_EXTENSION *extension, int reencode) {
+  const X509V3_EXT_METHOD *method = X509V3_EXT_get(extension);
+  if (method == NULL || method->it == NULL) return -1;
+  const ASN1_OCTET_STRING *data = X509_EXTENSION_get_data(extension);
+  const unsigned char *start = ASN1_STRING_get0_data(data);
+  long length = ASN1_STRING_length(data);
+  const unsigned char *cursor = start;
+  ASN1_VALUE *value = ASN1_item_d2i(NULL, &cursor, length, ASN1_ITEM_ptr(method->it));
+  if (value == NULL) return 0;
+  int result = cursor == start + length;
+  if (result && reencode) {
+    unsigned char *encoded = NULL;
+    int encodedLength = ASN1_item_i2d(value, &encoded, ASN1_ITEM_ptr(method->it));
+    result = encodedLength == length && memcmp(encoded, start, (size_t)length) == 0;
+    OPENSSL_free(encoded);
+  }
+  ASN1_item_free(value, ASN1_ITEM_ptr(method->it));
+  return result;
+}
+
+/// A verify callback that lets a path through when its only faults are
+/// validity dates: the caller checks dates itself (RFC 5280 §4.1.2.5 makes
+/// notAfter inclusive, and OpenSSL does not). Every other error still fails.
+static int pp_verify_ignoring_dates(int ok, X509_STORE_CTX *context) {
+  if (ok) return ok;
+  int error = X509_STORE_CTX_get_error(context);
+  return error == X509_V_ERR_CERT_HAS_EXPIRED || error == X509_V_ERR_CERT_NOT_YET_VALID;
+}
+static inline void pp_X509_STORE_CTX_ignore_validity_dates(X509_STORE_CTX *context) {
+  X509_STORE_CTX_set_verify_cb(context, pp_verify_ignoring_dates);
 }
 
 // MARK: SSL / SSL_CTX control macros

@@ -50,7 +50,14 @@ public final class AnchorSetRegistry: Sendable {
           certificates += sets[name] ?? []
         }
       }
-      let store = try AnchorStore(includeSystem: includeSystem, certificates: certificates)
+      // Every member of a named anchor set is a trust point, self-signed or
+      // not, as with SecTrustSetAnchorCertificates: an operator given only a
+      // national sub-CA must be able to anchor on it. `system` alone keeps
+      // OpenSSL's default (its roots are self-signed, so for them the flag
+      // changes nothing either way).
+      let partialChain = key.contains { $0 != SecurityPolicy.systemAnchors }
+      let store = try AnchorStore(
+        includeSystem: includeSystem, certificates: certificates, partialChain: partialChain)
       stores[key] = store
       return store
     }

@@ -36,7 +36,8 @@ public final class CompiledPolicy: ChainVerifier, @unchecked Sendable {
   }
 
   public func verify(
-    _ chain: PresentedChain, anchors source: AnchorSource, purpose: VerificationPurpose, at time: Date
+    _ chain: PresentedChain, anchors source: AnchorSource, purpose: VerificationPurpose, at time: Date,
+    accept: (ChainVerification) -> ChainFailure?
   ) -> ChainVerification {
     var parsed: [X509Certificate] = []
     parsed.reserveCapacity(chain.certificates.count)
@@ -66,7 +67,7 @@ public final class CompiledPolicy: ChainVerifier, @unchecked Sendable {
       }
       store = pinnedAnchors
     }
-    return ChainBuilder.verify(
-      leaf: leaf, untrusted: parsed.dropFirst(), store: store, purpose: purpose, at: time)
+    return PathSearch(leaf: leaf, presented: parsed.dropFirst(), store: store, purpose: purpose, at: time)
+      .run(accept: accept)
   }
 }

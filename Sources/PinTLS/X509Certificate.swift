@@ -66,7 +66,7 @@ public final class X509Certificate: @unchecked Sendable {
       issuer: Self.oneLine(X509_get_issuer_name(pointer)),
       commonName: commonName, dnsNames: names.dns, ipAddresses: names.ip,
       notBefore: Self.date(X509_get0_notBefore(pointer)), notAfter: Self.date(X509_get0_notAfter(pointer)),
-      publicKey: publicKeyDescription, signatureAlgorithm: signatureAlgorithm)
+      publicKey: publicKeyDescription, signatureAlgorithm: signatureAlgorithm, profile: profile)
   }
 
   var commonName: String? {
@@ -111,7 +111,22 @@ public final class X509Certificate: @unchecked Sendable {
     case EVP_PKEY_DSA: algorithm = .dsa
     default: algorithm = .other
     }
-    return PublicKeyDescription(algorithm: algorithm, bits: Int(EVP_PKEY_get_bits(key)))
+    return PublicKeyDescription(
+      algorithm: algorithm, bits: Int(EVP_PKEY_get_bits(key)), curve: algorithm == .ec ? Self.curve(of: key) : nil)
+  }
+
+  /// The NIST name of a P-curve, or OpenSSL's short name of any other group.
+  static func curve(of key: OpaquePointer) -> String? {
+    var buffer = [CChar](repeating: 0, count: 64)
+    var length = 0
+    guard EVP_PKEY_get_group_name(key, &buffer, buffer.count, &length) == 1 else { return nil }
+    let name = String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    switch name {
+    case "prime256v1", "secp256r1", "P-256": return "P-256"
+    case "secp384r1", "P-384": return "P-384"
+    case "secp521r1", "P-521": return "P-521"
+    default: return name
+    }
   }
 
   var signatureAlgorithm: String {

@@ -23,11 +23,13 @@ public struct Certificate: Sendable, Hashable, CustomStringConvertible {
   public let publicKey: PublicKeyDescription
   /// The signature algorithm's short name (e.g. `sha256WithRSAEncryption`).
   public let signatureAlgorithm: String
+  /// What the profile checks read (`ChainProfile`).
+  public let profile: CertificateProfile
 
   public init(
     der: [UInt8], fingerprint: Digest256, spkiFingerprint: Digest256, subject: String, issuer: String,
     commonName: String?, dnsNames: [String], ipAddresses: [IPAddress], notBefore: Date, notAfter: Date,
-    publicKey: PublicKeyDescription, signatureAlgorithm: String
+    publicKey: PublicKeyDescription, signatureAlgorithm: String, profile: CertificateProfile
   ) {
     self.der = der
     self.fingerprint = fingerprint
@@ -41,6 +43,7 @@ public struct Certificate: Sendable, Hashable, CustomStringConvertible {
     self.notAfter = notAfter
     self.publicKey = publicKey
     self.signatureAlgorithm = signatureAlgorithm
+    self.profile = profile
   }
 
   /// The pin for this certificate's key, `sha256/BASE64`.
@@ -57,11 +60,17 @@ public struct PublicKeyDescription: Sendable, Hashable, CustomStringConvertible 
   public enum Algorithm: String, Sendable { case rsa, ec, ed25519, ed448, dsa, other }
   public let algorithm: Algorithm
   public let bits: Int
+  /// For EC keys, the named curve: `P-256`, `P-384`, `P-521`, or OpenSSL's
+  /// short name for any other (`secp256k1`, `brainpoolP256r1`).
+  public let curve: String?
 
-  public init(algorithm: Algorithm, bits: Int) {
+  public init(algorithm: Algorithm, bits: Int, curve: String? = nil) {
     self.algorithm = algorithm
     self.bits = bits
+    self.curve = curve
   }
 
-  public var description: String { "\(algorithm.rawValue.uppercased())-\(bits)" }
+  public var description: String {
+    "\(algorithm.rawValue.uppercased())-\(bits)" + (curve.map { " (\($0))" } ?? "")
+  }
 }

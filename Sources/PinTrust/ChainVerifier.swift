@@ -52,7 +52,15 @@ public struct ChainFailure: Sendable, Equatable {
     case wrongPurpose
     /// A certificate acting as CA may not (basicConstraints, path length, usage).
     case invalidCA
+    /// The certificate could not be parsed, or a date field is unreadable.
     case malformed
+    /// The certificate breaks the RFC 5280 / CA/Browser Forum profile
+    /// (`ChainProfile`): `malformed-certificate`.
+    case profileViolation
+    /// A CA's name constraints exclude the host, or do not permit it.
+    case nameConstraints
+    /// A key or signature below the ATS / CA/Browser Forum strength rules.
+    case weakKey
     case other
   }
 
@@ -77,7 +85,17 @@ public struct ChainFailure: Sendable, Equatable {
 /// The TLS layer implements it once per compiled policy (it owns the anchor
 /// stores); PinTrust only decides what the answers mean.
 public protocol ChainVerifier: Sendable {
+  /// Builds a path from the leaf through the presented certificates to an
+  /// anchor, and returns the first path that both verifies (names,
+  /// signatures, basic constraints, usage; not dates, which `accept`
+  /// checks) and passes `accept`. When a path fails, other candidate paths
+  /// through the presented certificates are tried, within fixed bounds;
+  /// when none passes, the result is the first path's failure.
+  ///
+  /// - Parameter accept: the further checks a verified path must pass, nil
+  ///   when it passes (in practice `ChainProfile.violation`).
   func verify(
-    _ chain: PresentedChain, anchors: AnchorSource, purpose: VerificationPurpose, at time: Date
+    _ chain: PresentedChain, anchors: AnchorSource, purpose: VerificationPurpose, at time: Date,
+    accept: (ChainVerification) -> ChainFailure?
   ) -> ChainVerification
 }

@@ -2,6 +2,8 @@
 /// in the `Pinproxy-Error` header and as metric labels. Never rename one.
 public enum FailureCode: String, Sendable, CaseIterable {
   case untrustedChain = "untrusted-chain"
+  /// A certificate breaks the RFC 5280 / CA/Browser Forum profile.
+  case malformedCertificate = "malformed-certificate"
   case hostnameMismatch = "hostname-mismatch"
   case expired = "expired"
   case pinMismatch = "pin-mismatch"

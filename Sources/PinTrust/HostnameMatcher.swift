@@ -9,8 +9,10 @@
 /// - A wildcard is honoured only as the whole leftmost label (`*.example.com`),
 ///   matches exactly one label, and needs at least two labels after it, so
 ///   `*.com`, `f*.example.com` and `www.*.example.com` match nothing (§6.4.3).
-/// - Comparison is case-insensitive and ignores a trailing dot; Unicode names
-///   compare in their A-label form.
+/// - Comparison is case-insensitive and ignores a trailing dot on the host.
+///   A certificate name must be in preferred name syntax (`DNSNameSyntax`):
+///   one with an underscore, a non-ASCII byte or a trailing dot matches no
+///   host. Unicode hosts compare in their A-label form.
 /// - IP hosts match iPAddress entries byte for byte, never a DNS entry.
 public enum HostnameMatcher {
   public static func matches(_ leaf: Certificate, host: TrustHost) -> Bool {
@@ -25,6 +27,9 @@ public enum HostnameMatcher {
   /// `name` must already be normalised (TrustHost does it); `pattern` is taken
   /// as it appears in the certificate.
   public static func matches(pattern rawPattern: String, name: String) -> Bool {
+    // A name outside preferred name syntax (an underscore, a non-ASCII
+    // byte, a trailing dot) matches nothing, not even its punycode spelling.
+    guard DNSNameSyntax.isValidSubjectAltName(rawPattern) else { return false }
     guard let pattern = TrustHost.normalizedDNSName(rawPattern, allowWildcard: true) else { return false }
     guard pattern.contains("*") else { return pattern == name }
     guard pattern.hasPrefix("*.") else { return false }

@@ -22,7 +22,8 @@ public enum TrustEvaluator {
     // 2. Server policy with the host (or none when the host is absent), or basic X.509.
     let check = ServerTrustCheck(
       chain: chain, purpose: policy.validatesDomainName ? .serverAuthentication : .basicX509,
-      host: policy.validatesDomainName ? host : nil, verifier: verifier, time: time)
+      host: policy.validatesDomainName ? host : nil, verifier: verifier, time: time,
+      checksStrength: !policy.allowInvalidCertificates)
 
     // 3. Mode none: allowInvalid, or valid server trust.
     if policy.pinningMode == .none {
@@ -89,10 +90,7 @@ public enum TrustEvaluator {
   ) -> TrustDecision {
     let expected = policy.expectedPublicKeyPins
     guard !expected.isEmpty else { return .rejected(.noPins(.publicKey)) }
-    let verification =
-      anchoredChain
-      ?? check.verifier.verify(
-        check.chain, anchors: .policyAnchors, purpose: check.purpose, at: check.time)
+    let verification = anchoredChain ?? check.verify(anchors: .policyAnchors)
     // A chain that does not even parse is refused whatever the policy allows.
     if let failure = verification.failure, verification.builtChain.isEmpty {
       return .rejected(.chainInvalid(failure, against: .policyAnchors))
@@ -123,17 +121,27 @@ public enum TrustEvaluator {
   }
 }
 
-/// "Server trust is valid" for one anchor choice: the chain verifies under the
-/// purpose, and the leaf matches the host when a host is checked.
+/// "Server trust is valid" for one anchor choice: a path verifies under the
+/// purpose and passes the certificate profile (`ChainProfile`: dates,
+/// RFC 5280 and CA/Browser Forum rules, name constraints on the host, key
+/// strength), and the leaf matches the host when a host is checked.
 struct ServerTrustCheck {
   let chain: PresentedChain
   let purpose: VerificationPurpose
   let host: TrustHost?
   let verifier: any ChainVerifier
   let time: Date
+  /// False when the policy allows invalid certificates (see `KeyStrength`).
+  let checksStrength: Bool
+
+  func verify(anchors: AnchorSource) -> ChainVerification {
+    verifier.verify(chain, anchors: anchors, purpose: purpose, at: time) { path in
+      ChainProfile.violation(in: path.builtChain, host: host, at: time, checksStrength: checksStrength)
+    }
+  }
 
   func run(anchors: AnchorSource) -> (ChainVerification, TrustFailure?) {
-    let verification = verifier.verify(chain, anchors: anchors, purpose: purpose, at: time)
+    let verification = verify(anchors: anchors)
     if let failure = verification.failure {
       return (verification, .chainInvalid(failure, against: anchors))
     }

@@ -23,6 +23,8 @@ public enum TrustFailure: Sendable, Equatable, Error {
     case .chainInvalid(let failure, let against):
       switch failure.kind {
       case .expired, .notYetValid: return .expired
+      case .profileViolation: return .malformedCertificate
+      case .weakKey: return .weakKey
       // Against the pinned certificates, "no path to an anchor" means the
       // chain leads to none of the pins.
       case .untrusted where against == .pinnedCertificates: return .pinMismatch
@@ -44,8 +46,12 @@ public enum TrustFailure: Sendable, Equatable, Error {
     case .chainInvalid(let failure, let against):
       let anchors = against == .policyAnchors ? "the policy's anchors" : "the pinned certificates"
       let subject = failure.subject.map { " (\($0))" } ?? ""
-      return
-        "certificate at depth \(failure.depth)\(subject) does not verify against \(anchors): \(failure.detail)"
+      let certificate = "certificate at depth \(failure.depth)\(subject)"
+      switch failure.kind {
+      case .profileViolation: return "\(certificate) is malformed: \(failure.detail)"
+      case .weakKey: return "\(certificate) is too weak: \(failure.detail)"
+      default: return "\(certificate) does not verify against \(anchors): \(failure.detail)"
+      }
     case .hostnameMismatch(let host, let leaf):
       let names = leaf.dnsNames + leaf.ipAddresses.map(\.description)
       let listed =

@@ -55,10 +55,17 @@ final class CachedEvaluationTests: XCTestCase {
         chain, host: host, policy: .default, identity: compiled.identity, verifier: counting, at: justBefore
       )
       .isTrusted)
-    let afterExpiry = engine.evaluate(
+    // The entry ends at notAfter; the certificate is still valid at that very
+    // instant (RFC 5280 §4.1.2.5, inclusive), which a fresh evaluation finds.
+    let atExpiry = engine.evaluate(
       chain, host: host, policy: .default, identity: compiled.identity, verifier: counting, at: notAfter)
+    XCTAssertTrue(atExpiry.isTrusted, atExpiry.summary)
+    XCTAssertEqual(counting.count, 2, "the lookup at notAfter must evaluate again")
+    let afterExpiry = engine.evaluate(
+      chain, host: host, policy: .default, identity: compiled.identity, verifier: counting,
+      at: notAfter.addingTimeInterval(0.5))
     XCTAssertTrue(afterExpiry.summary.hasPrefix("rejected: expired"), afterExpiry.summary)
-    XCTAssertEqual(counting.count, 2, "the expired lookup must evaluate again")
+    XCTAssertEqual(counting.count, 3, "the expired lookup must evaluate again")
   }
 
   func testEntryEndsAfterTheTTL() {

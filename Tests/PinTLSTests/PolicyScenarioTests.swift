@@ -104,7 +104,7 @@ final class PolicyScenarioTests: XCTestCase {
 
   func testECDSALeafValidatesAndPinsByItsOwnKey() {
     let leaf = Fixtures.certificate("ecdsa.pem")
-    XCTAssertEqual(leaf.publicKey, PublicKeyDescription(algorithm: .ec, bits: 256))
+    XCTAssertEqual(leaf.publicKey, PublicKeyDescription(algorithm: .ec, bits: 256, curve: "P-256"))
     let decision = harness.evaluate(
       publicKeyPolicy([leaf.spkiFingerprint]), chain: "ecdsa-chain.pem", host: "ecdsa.httpbin.org")
     XCTAssertTrue(decision.isTrusted, decision.summary)

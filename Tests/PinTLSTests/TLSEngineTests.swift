@@ -163,14 +163,6 @@ final class TLSEngineTests: XCTestCase {
         "\(error)".contains("not the passphrase"), "the passphrase must never appear in an error")
     }
   }
-
-  func testKeyStrengthRules() {
-    XCTAssertNil(HandshakeDiagnosis.weakness(of: Fixtures.x509("httpbin-chain.pem")))
-    XCTAssertNil(HandshakeDiagnosis.weakness(of: Fixtures.x509("ecdsa-chain.pem")))
-    XCTAssertEqual(
-      HandshakeDiagnosis.weakness(of: Fixtures.x509("weak-chain.pem")),
-      "leaf key RSA-1024 is weaker than RSA-2048")
-  }
 }
 
 extension TLSEngineTests {

@@ -94,10 +94,11 @@ public final class CountingVerifier: ChainVerifier, @unchecked Sendable {
   public var count: Int { lock.withLock { calls } }
 
   public func verify(
-    _ chain: PresentedChain, anchors: AnchorSource, purpose: VerificationPurpose, at time: Date
+    _ chain: PresentedChain, anchors: AnchorSource, purpose: VerificationPurpose, at time: Date,
+    accept: (ChainVerification) -> ChainFailure?
   ) -> ChainVerification {
     lock.withLock { calls += 1 }
-    return base.verify(chain, anchors: anchors, purpose: purpose, at: time)
+    return base.verify(chain, anchors: anchors, purpose: purpose, at: time, accept: accept)
   }
 }
 

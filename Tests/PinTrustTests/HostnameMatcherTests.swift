@@ -11,16 +11,23 @@ final class HostnameMatcherTests: XCTestCase {
       dnsNames: dns, ipAddresses: ip.compactMap(IPAddress.init), notBefore: .distantPast,
       notAfter: .distantFuture,
       publicKey: PublicKeyDescription(algorithm: .rsa, bits: 2048),
-      signatureAlgorithm: "sha256WithRSAEncryption")
+      signatureAlgorithm: "sha256WithRSAEncryption",
+      profile: CertificateProfile(
+        version: 3, extensionCount: 1, basicConstraints: nil, assertsKeyCertSign: false,
+        hasSubjectKeyIdentifier: false, authorityKeyIdentifierHasKeyID: true, subjectAltNameCritical: false,
+        subjectIsEmpty: false, policyConstraintsCritical: nil, nameConstraints: nil, malformedExtensions: [],
+        isSelfSigned: false, signatureDigest: "sha256"))
   }
 
   func matches(_ patterns: [String], _ host: String) -> Bool {
     HostnameMatcher.matches(leaf(dns: patterns), host: TrustHost(host)!)
   }
 
-  func testExactNamesMatchCaseInsensitivelyIgnoringTrailingDots() {
+  func testExactNamesMatchCaseInsensitivelyIgnoringTheHostsTrailingDot() {
     XCTAssertTrue(matches(["Example.COM"], "example.com"))
-    XCTAssertTrue(matches(["example.com."], "EXAMPLE.com."))
+    XCTAssertTrue(matches(["example.com"], "EXAMPLE.com."))
+    // A trailing dot in the certificate is outside preferred name syntax.
+    XCTAssertFalse(matches(["example.com."], "example.com"))
     XCTAssertFalse(matches(["example.com"], "www.example.com"))
     XCTAssertFalse(matches(["www.example.com"], "example.com"))
   }

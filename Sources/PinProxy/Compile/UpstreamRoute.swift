@@ -10,7 +10,6 @@ public struct UpstreamRoute: Sendable {
   public let policy: CompiledPolicy?
   public let context: TLSClientContext?
   public let allowsInsecureHTTPLoads: Bool
-  public let checksKeyStrength: Bool
   /// Whether configuration named this host explicitly (a domain rule or a
   /// passthrough entry for exactly this name, a tunnel's upstream). Only then may it resolve to a
   /// loopback, link-local or own-listener address (`InternalAddresses`).
@@ -37,8 +36,6 @@ public struct UpstreamRoute: Sendable {
     case .denied:
       return nil
     }
-    // ATS key and signature strength apply unless the rule accepts invalid certificates.
-    checksKeyStrength = !(self.policy?.policy.allowInvalidCertificates ?? false)
   }
 
   private init(plainHost: TrustHost, namedExplicitly: Bool) {
@@ -47,7 +44,6 @@ public struct UpstreamRoute: Sendable {
     policy = nil
     context = nil
     allowsInsecureHTTPLoads = true
-    checksKeyStrength = false
     self.namedExplicitly = namedExplicitly
   }
 

@@ -5,8 +5,9 @@ import PinTrust
 /// Where the upstream trust decision is taken: once the TLS handshake with
 /// an origin completes, before any request byte is written (the
 /// `established` check of its `TLSChannel`). The policy decides through the
-/// fingerprint cache; then ATS key and signature strength apply unless the
-/// rule accepts invalid certificates.
+/// fingerprint cache, with the very evaluation `pinproxy evaluate` runs
+/// (key strength and the certificate profile included), so the daemon and
+/// the CLI give the same answer for the same chain, host, policy and time.
 struct UpstreamTrust {
   let key: UpstreamKey
   let route: UpstreamRoute
@@ -22,10 +23,6 @@ struct UpstreamTrust {
     let decision = policy.evaluate(
       PresentedChain(presented.map(\.der)), host: route.host, engine: engine, at: Date())
     if case .rejected(let failure) = decision { return .refused(failure, presented: presented) }
-    if route.checksKeyStrength, let weakness = HandshakeDiagnosis.weakness(of: presented) {
-      return ProxyFailure(
-        status: 502, code: .weakKey, reason: weakness, chain: ProxyFailure.describe(presented))
-    }
     return nil
   }
 
