@@ -25,7 +25,8 @@ enum ChainBuilder {
     guard X509_STORE_CTX_init(context, store.pointer, leaf.pointer, intermediates) == 1 else {
       return failure(.other, OpenSSLErrorQueue.drain(), leaf: leaf)
     }
-    X509_VERIFY_PARAM_set_time(X509_STORE_CTX_get0_param(context), time_t(time.timeIntervalSince1970.rounded(.down)))
+    X509_VERIFY_PARAM_set_time(
+      X509_STORE_CTX_get0_param(context), time_t(time.timeIntervalSince1970.rounded(.down)))
     pp_X509_STORE_CTX_ignore_validity_dates(context)
     if purpose == .serverAuthentication {
       X509_STORE_CTX_set_purpose(context, X509_PURPOSE_SSL_SERVER)
@@ -86,6 +87,10 @@ enum ChainBuilder {
       return .invalidCA
     case X509_V_ERR_ERROR_IN_CERT_NOT_BEFORE_FIELD, X509_V_ERR_ERROR_IN_CERT_NOT_AFTER_FIELD:
       return .malformed
+    // An extension OpenSSL could not decode, or one it found twice: the same
+    // `malformed-certificate` the profile checks give (ChainProfile).
+    case X509_V_ERR_INVALID_EXTENSION:
+      return .profileViolation
     default: return .other
     }
   }

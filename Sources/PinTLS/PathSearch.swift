@@ -62,7 +62,9 @@ struct PathSearch {
       for index in bag.indices where !path.contains(index) {
         issuerTests += 1
         if issuerTests > Self.issuerTestLimit { return first }
-        if X509_check_issued(bag[index].pointer, subject.pointer) == X509_V_OK { issuers.append(path + [index]) }
+        if X509_check_issued(bag[index].pointer, subject.pointer) == X509_V_OK {
+          issuers.append(path + [index])
+        }
       }
       stack.append(contentsOf: issuers.reversed())  // presented order first
     }
@@ -73,7 +75,8 @@ struct PathSearch {
   private func attempt(_ untrusted: [X509Certificate], accept: (ChainVerification) -> ChainFailure?)
     -> ChainVerification
   {
-    var result = ChainBuilder.verify(leaf: leaf, untrusted: untrusted, store: store, purpose: purpose, at: time)
+    var result = ChainBuilder.verify(
+      leaf: leaf, untrusted: untrusted, store: store, purpose: purpose, at: time)
     if result.isValid, let failure = accept(result) { result.failure = failure }
     return result
   }

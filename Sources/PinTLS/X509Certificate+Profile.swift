@@ -14,7 +14,8 @@ extension X509Certificate {
   ]
   /// `SEQUENCE SIZE (1..MAX)` types: an empty sequence (30 00) is malformed.
   static let nonEmptyExtensions: Set<Int32> = [
-    NID_info_access, NID_subject_alt_name, NID_certificate_policies, NID_ext_key_usage, NID_crl_distribution_points,
+    NID_info_access, NID_subject_alt_name, NID_certificate_policies, NID_ext_key_usage,
+    NID_crl_distribution_points,
   ]
 
   var profile: CertificateProfile {
@@ -58,7 +59,8 @@ extension X509Certificate {
       let name = OBJ_nid2ln(nid).map { String(cString: $0) } ?? "extension \(nid)"
       if !seen.insert(nid).inserted { problems.append("\(name): appears twice") }
       if Self.nonEmptyExtensions.contains(nid), let data = X509_EXTENSION_get_data(extensionValue),
-        ASN1_STRING_length(data) == 2, let bytes = ASN1_STRING_get0_data(data), bytes[0] == 0x30, bytes[1] == 0
+        ASN1_STRING_length(data) == 2, let bytes = ASN1_STRING_get0_data(data), bytes[0] == 0x30,
+        bytes[1] == 0
       {
         problems.append("\(name): an empty sequence")
       }

@@ -112,7 +112,8 @@ public final class X509Certificate: @unchecked Sendable {
     default: algorithm = .other
     }
     return PublicKeyDescription(
-      algorithm: algorithm, bits: Int(EVP_PKEY_get_bits(key)), curve: algorithm == .ec ? Self.curve(of: key) : nil)
+      algorithm: algorithm, bits: Int(EVP_PKEY_get_bits(key)),
+      curve: algorithm == .ec ? Self.curve(of: key) : nil)
   }
 
   /// The NIST name of a P-curve, or OpenSSL's short name of any other group.

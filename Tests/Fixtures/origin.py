@@ -119,6 +119,8 @@ def main():
     parser.add_argument("--ciphers", default=None)
     parser.add_argument("--client-ca", default=None)
     parser.add_argument("--log", default=None)
+    parser.add_argument("--sni", action="append", default=[], metavar="HOST=CHAIN:KEY",
+                        help="serve CHAIN with KEY to clients that ask for HOST (repeatable)")
     args = parser.parse_args()
 
     versions = {"1.0": ssl.TLSVersion.TLSv1, "1.1": ssl.TLSVersion.TLSv1_1,
@@ -135,6 +137,23 @@ def main():
     if args.client_ca:
         context.load_verify_locations(args.client_ca)
         context.verify_mode = ssl.CERT_REQUIRED
+
+    # One origin for many hosts: the certificate is chosen by the SNI name;
+    # a client that sends none (an IP host) gets --cert.
+    by_name = {}
+    for entry in args.sni:
+        host, files = entry.split("=", 1)
+        chain, key = files.split(":", 1)
+        named = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        named.set_ciphers("DEFAULT@SECLEVEL=0")
+        named.minimum_version = context.minimum_version
+        named.load_cert_chain(chain, key)
+        by_name[host] = named
+    if by_name:
+        def choose(connection, server_name, _):
+            if server_name in by_name:
+                connection.context = by_name[server_name]
+        context.sni_callback = choose
 
     server = Server(("127.0.0.1", args.port), Handler, bind_and_activate=True)
     server.context = context

@@ -25,7 +25,8 @@ public enum KeyStrength {
         weakDigests.contains(digest)
       {
         return ChainProfile.failure(
-          .weakKey, chain, depth, "signed with \(certificate.signatureAlgorithm) (SHA-256 or stronger required)")
+          .weakKey, chain, depth,
+          "signed with \(certificate.signatureAlgorithm) (SHA-256 or stronger required)")
       }
     }
     return nil
