@@ -52,12 +52,11 @@ public final class AnchorSetRegistry: Sendable {
       }
       // Every member of a named anchor set is a trust point, self-signed or
       // not, as with SecTrustSetAnchorCertificates: an operator given only a
-      // national sub-CA must be able to anchor on it. `system` alone keeps
-      // OpenSSL's default (its roots are self-signed, so for them the flag
-      // changes nothing either way).
-      let partialChain = key.contains { $0 != SecurityPolicy.systemAnchors }
+      // national sub-CA must be able to anchor on it. A chain still goes on
+      // to the root when the set holds it too. `system` alone is unchanged.
+      let named = key.contains { $0 != SecurityPolicy.systemAnchors }
       let store = try AnchorStore(
-        includeSystem: includeSystem, certificates: certificates, partialChain: partialChain)
+        includeSystem: includeSystem, certificates: certificates, partialChain: named ? .whenNoRoot : .never)
       stores[key] = store
       return store
     }

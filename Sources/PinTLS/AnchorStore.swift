@@ -14,20 +14,35 @@ public final class AnchorStore: @unchecked Sendable {
   /// How many certificates were added explicitly (the system store not counted).
   public let explicitCount: Int
   public let includesSystem: Bool
+  /// When a non-self-signed anchor may end a chain.
+  public let partialChain: PartialChain
+
+  /// X509_V_FLAG_PARTIAL_CHAIN, and when it applies.
+  public enum PartialChain: Sendable {
+    /// A chain must reach a self-signed root in the store.
+    case never
+    /// Every anchor is a trust point even when it is not self-signed (a
+    /// pinned leaf or intermediate ends the chain where it appears).
+    case always
+    /// First as `never`, so a chain reaches the root whenever the store has
+    /// it (a public-key pin on that root still sees it); only a chain that
+    /// reaches no root is tried again as `always` (a sub-CA anchor).
+    case whenNoRoot
+  }
 
   /// - Parameters:
   ///   - includeSystem: add OpenSSL's default verify paths (honouring
   ///     `SSL_CERT_FILE` and `SSL_CERT_DIR`).
   ///   - certificates: further anchors.
-  ///   - partialChain: every anchor is a trust point even if it is not
-  ///     self-signed (a pinned leaf or intermediate), X509_V_FLAG_PARTIAL_CHAIN.
-  public init(includeSystem: Bool, certificates: [X509Certificate], partialChain: Bool = false)
+  ///   - partialChain: whether an anchor that is not self-signed ends a chain.
+  public init(includeSystem: Bool, certificates: [X509Certificate], partialChain: PartialChain = .never)
     throws(AnchorStoreError)
   {
     guard let store = X509_STORE_new() else { throw AnchorStoreError(detail: OpenSSLErrorQueue.drain()) }
     pointer = store
     explicitCount = certificates.count
     includesSystem = includeSystem
+    self.partialChain = partialChain
     if includeSystem && X509_STORE_set_default_paths(store) != 1 {
       throw AnchorStoreError(detail: "cannot load the system trust store: \(OpenSSLErrorQueue.drain())")
     }
@@ -39,7 +54,7 @@ public final class AnchorStore: @unchecked Sendable {
       }
       OpenSSLErrorQueue.clear()
     }
-    if partialChain { X509_STORE_set_flags(store, UInt(X509_V_FLAG_PARTIAL_CHAIN)) }
+    if partialChain == .always { X509_STORE_set_flags(store, UInt(X509_V_FLAG_PARTIAL_CHAIN)) }
   }
 
   deinit { X509_STORE_free(pointer) }

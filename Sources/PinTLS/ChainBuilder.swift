@@ -13,6 +13,18 @@ enum ChainBuilder {
     leaf: X509Certificate, untrusted: some Collection<X509Certificate>, store: AnchorStore,
     purpose: VerificationPurpose, at time: Date
   ) -> ChainVerification {
+    let full = verify(
+      leaf: leaf, untrusted: untrusted, store: store, purpose: purpose, at: time, partial: false)
+    guard store.partialChain == .whenNoRoot, full.failure?.kind == .untrusted else { return full }
+    let partial = verify(
+      leaf: leaf, untrusted: untrusted, store: store, purpose: purpose, at: time, partial: true)
+    return partial.isValid ? partial : full
+  }
+
+  private static func verify(
+    leaf: X509Certificate, untrusted: some Collection<X509Certificate>, store: AnchorStore,
+    purpose: VerificationPurpose, at time: Date, partial: Bool
+  ) -> ChainVerification {
     OpenSSLErrorQueue.clear()
     guard let context = X509_STORE_CTX_new(), let intermediates = pp_sk_X509_new_null() else {
       return failure(.other, "out of memory", leaf: leaf)
@@ -28,6 +40,9 @@ enum ChainBuilder {
     X509_VERIFY_PARAM_set_time(
       X509_STORE_CTX_get0_param(context), time_t(time.timeIntervalSince1970.rounded(.down)))
     pp_X509_STORE_CTX_ignore_validity_dates(context)
+    if partial {
+      X509_VERIFY_PARAM_set_flags(X509_STORE_CTX_get0_param(context), UInt(X509_V_FLAG_PARTIAL_CHAIN))
+    }
     if purpose == .serverAuthentication {
       X509_STORE_CTX_set_purpose(context, X509_PURPOSE_SSL_SERVER)
     }

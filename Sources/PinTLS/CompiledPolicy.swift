@@ -24,7 +24,7 @@ public final class CompiledPolicy: ChainVerifier, @unchecked Sendable {
       let pinned = try policy.pinnedCertificates.map { certificate in
         try X509Certificate(der: certificate.der)
       }
-      pinnedAnchors = try AnchorStore(includeSystem: false, certificates: pinned, partialChain: true)
+      pinnedAnchors = try AnchorStore(includeSystem: false, certificates: pinned, partialChain: .always)
     }
   }
 

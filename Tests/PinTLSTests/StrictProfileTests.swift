@@ -124,6 +124,19 @@ final class StrictProfileTests: XCTestCase {
     XCTAssertEqual(code(decision), .untrustedChain, decision.summary)
   }
 
+  func testAnchorSetHoldingRootAndSubCAStillBuildsToTheRoot() {
+    // A sub-CA in the set must not cut the root off the chain as built: a
+    // public-key pin on the root still has to see it (AF step 6).
+    let root = Fixtures.certificate("root-a.pem")
+    let registry = AnchorSetRegistry(
+      sets: ["national": Fixtures.x509("int-a.pem") + Fixtures.x509("root-a.pem")], systemOverride: [])
+    let policy = SecurityPolicy(
+      pinningMode: .publicKey, pinnedPublicKeyHashes: [root.spkiFingerprint], anchors: ["national"])
+    let decision = PolicyHarness(registry: registry).evaluate(
+      policy, chain: "httpbin-chain.pem", host: "httpbin.org")
+    XCTAssertTrue(decision.isTrusted, decision.summary)
+  }
+
   func code(_ decision: TrustDecision) -> FailureCode? {
     if case .rejected(let failure) = decision { return failure.code }
     return nil
