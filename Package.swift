@@ -43,7 +43,7 @@ let package = Package(
     .executableTarget(
       name: "pinproxy",
       dependencies: [
-        "PinProxy", "PinConfig", "PinTLS", "PinTrust",
+        "PinProxy", "PinConfig", "PinTLS", "PinTrust", "PinHTTP",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ]
     ),

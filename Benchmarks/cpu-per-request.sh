@@ -19,20 +19,7 @@ done
 . Benchmarks/lib/tls-origin.sh
 work=$(mktemp -d)
 tls_origin "$work" 19444
-cat > "$work/proxy.yaml" <<CONF
-stateDirectory: "$work/state"
-listeners:
-  - {name: forward, address: "127.0.0.1:13310", mode: forward}
-connectTo: ["httpbin.org:443:127.0.0.1:19444"]
-anchorSets:
-  test: {files: [$pki/root-a.pem]}
-defaults: {action: deny}
-limits: {maxIdlePerUpstream: 64}
-logging: {access: false}
-domains:
-  - {domain: httpbin.org, anchors: [test], pinningMode: publicKey, pinnedCertificates: [$pki/int-a.pem]}
-CONF
-printf 'wrk.path = "http://httpbin.org/small"\nwrk.headers["Host"] = "httpbin.org"\n' > "$work/absolute.lua"
+proxy_config "$work" 13310 19444 "" "stateDirectory: \"$work/state\""
 nginx -c "$work/nginx.conf"
 trap 'nginx -c "$work/nginx.conf" -s stop >/dev/null 2>&1; rm -rf "$work"' EXIT
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }

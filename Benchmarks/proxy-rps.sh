@@ -11,20 +11,8 @@ duration=${1:-10}
 swift build -c release --product pinproxy >/dev/null
 work=$(mktemp -d)
 tls_origin "$work" 19443
-cat > "$work/proxy.yaml" <<CONF
-listeners:
-  - {name: forward, address: "127.0.0.1:13300", mode: forward}
-  - {name: tunnel, address: "127.0.0.1:13301", mode: tunnel, upstream: "httpbin.org:443"}
-connectTo: ["httpbin.org:443:127.0.0.1:19443"]
-anchorSets:
-  test: {files: [$pki/root-a.pem]}
-defaults: {action: deny}
-limits: {maxIdlePerUpstream: 64}
-logging: {access: false}
-domains:
-  - {domain: httpbin.org, anchors: [test], pinningMode: publicKey, pinnedCertificates: [$pki/int-a.pem]}
-CONF
-printf 'wrk.path = "http://httpbin.org/small"\nwrk.headers["Host"] = "httpbin.org"\n' > "$work/absolute.lua"
+proxy_config "$work" 13300 19443 \
+  '  - {name: tunnel, address: "127.0.0.1:13301", mode: tunnel, upstream: "httpbin.org:443"}'
 nginx -c "$work/nginx.conf"
 .build/release/pinproxy run --config "$work/proxy.yaml" 2>"$work/proxy.log" &
 proxy=$!

@@ -2,6 +2,8 @@
 # writes the TLS origin they all measure against (keep-alive, a 100-byte body
 # at /small, the httpbin.org test leaf and its intermediate).
 # Usage: tls_origin WORKDIR PORT   (sets $pki; writes WORKDIR/nginx.conf)
+#        proxy_config WORKDIR LISTEN_PORT ORIGIN_PORT [LISTENER_LINE] [TOP_LINE]
+#          (writes WORKDIR/proxy.yaml and WORKDIR/absolute.lua)
 for tool in nginx wrk; do
   command -v "$tool" >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light wrk; }
 done
@@ -26,4 +28,26 @@ http {
   }
 }
 CONF
+}
+
+# The pinproxy side of every benchmark: a forward listener, httpbin.org
+# mapped to the origin, a publicKey pin on the test intermediate, access log
+# off; plus the wrk script for absolute-form GETs of /small.
+proxy_config() {
+  local work=$1 listen=$2 origin=$3 listener=${4:-} top=${5:-}
+  cat > "$work/proxy.yaml" <<CONF
+$top
+listeners:
+  - {name: forward, address: "127.0.0.1:$listen", mode: forward}
+$listener
+connectTo: ["httpbin.org:443:127.0.0.1:$origin"]
+anchorSets:
+  test: {files: [$pki/root-a.pem]}
+defaults: {action: deny}
+limits: {maxIdlePerUpstream: 64}
+logging: {access: false}
+domains:
+  - {domain: httpbin.org, anchors: [test], pinningMode: publicKey, pinnedCertificates: [$pki/int-a.pem]}
+CONF
+  printf 'wrk.path = "http://httpbin.org/small"\nwrk.headers["Host"] = "httpbin.org"\n' > "$work/absolute.lua"
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PinConfig
+import PinHTTP
 import PinProxy
 import PinTLS
 import PinTrust
@@ -88,11 +89,15 @@ struct EvaluateCommand: ParsableCommand {
     }
     let decision = TrustEvaluator.evaluate(
       presented, host: trustHost, policy: policy.policy, verifier: policy, at: time)
-    print(decision.summary)
+    // A reason quotes names from the certificate file: escaped like every
+    // peer-controlled string before it reaches a terminal (PrintableText).
+    print(PrintableText.escaped(decision.summary))
     if case .trusted(let acceptance) = decision {
       if let waived = acceptance.waived {
         printError(
-          "note: \(label) allows invalid certificates; accepted despite: \(waived.detail) (depth \(waived.depth))"
+          PrintableText.escaped(
+            "note: \(label) allows invalid certificates; accepted despite: \(waived.detail) (depth \(waived.depth))"
+          )
         )
       }
       return

@@ -12,8 +12,8 @@
 ///
 /// A policy that allows invalid certificates skips these checks, as it did
 /// before they were part of the evaluation.
-public enum KeyStrength {
-  public static let permittedCurves: Set<String> = ["P-256", "P-384", "P-521"]
+enum KeyStrength {
+  static let permittedCurves: Set<String> = ["P-256", "P-384", "P-521"]
   static let weakDigests: Set<String> = ["sha1", "md5", "md4", "md2"]
 
   static func violation(in chain: [Certificate]) -> ChainFailure? {
@@ -33,7 +33,7 @@ public enum KeyStrength {
   }
 
   /// Why the key is too weak, or nil.
-  public static func weakness(of key: PublicKeyDescription) -> String? {
+  static func weakness(of key: PublicKeyDescription) -> String? {
     switch key.algorithm {
     case .rsa:
       if key.bits < 2048 { return "key \(key) is weaker than RSA-2048" }

@@ -51,7 +51,7 @@ enum NameConstraintCheck {
     let all = (constraints.permitted ?? []).dnsNames + (constraints.excluded ?? []).dnsNames
     if let bad = all.first(where: { !DNSNameSyntax.isValidConstraint($0) }) {
       return
-        "dNSName constraint \"\(PrintableName(bad))\" is malformed (a leading period or a character outside"
+        "dNSName constraint \"\(bad)\" is malformed (a leading period or a character outside"
         + " preferred name syntax)"
     }
     return nil

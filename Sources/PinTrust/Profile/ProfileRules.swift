@@ -55,7 +55,7 @@ enum ProfileRules {
       }
     }
     if let name = certificate.dnsNames.first(where: { !DNSNameSyntax.isValidSubjectAltName($0) }) {
-      return "RFC 5280 §4.2.1.6: subjectAltName dNSName \"\(PrintableName(name))\""
+      return "RFC 5280 §4.2.1.6: subjectAltName dNSName \"\(name)\""
         + " is not in preferred name syntax (ASCII letters, digits, hyphens)"
     }
     if depth == 0, let failure = commonNameViolation(certificate) { return failure }
@@ -89,9 +89,9 @@ enum ProfileRules {
     guard let commonName = leaf.commonName, !leaf.dnsNames.isEmpty || !leaf.ipAddresses.isEmpty,
       holdsName(commonName)
     else { return nil }
-    if leaf.dnsNames.contains(where: { Array($0.utf8) == Array(commonName.utf8) }) { return nil }
+    if leaf.dnsNames.contains(where: { $0.utf8.elementsEqual(commonName.utf8) }) { return nil }
     if leaf.ipAddresses.contains(where: { $0.description == commonName }) { return nil }
-    return "CA/Browser Forum BR 7.1.4.3: common name \"\(PrintableName(commonName))\""
+    return "CA/Browser Forum BR 7.1.4.3: common name \"\(commonName)\""
       + " is not one of the subjectAltName values"
   }
 
@@ -103,24 +103,5 @@ enum ProfileRules {
     return text.unicodeScalars.allSatisfy { scalar in
       scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || "-._*".unicodeScalars.contains(scalar)
     }
-  }
-}
-
-/// A name from a certificate as it may appear in a reason: printable ASCII
-/// kept, anything else shown as `\u{…}`, at most 80 characters, so a hostile
-/// certificate cannot put control bytes into a log line or a page.
-struct PrintableName: CustomStringConvertible {
-  let raw: String
-  init(_ raw: String) { self.raw = raw }
-  var description: String {
-    var out = ""
-    for scalar in raw.unicodeScalars.prefix(80) {
-      if scalar.value >= 0x20 && scalar.value < 0x7f && scalar != "\"" && scalar != "\\" {
-        out.unicodeScalars.append(scalar)
-      } else {
-        out += "\\u{\(String(scalar.value, radix: 16))}"
-      }
-    }
-    return out
   }
 }
