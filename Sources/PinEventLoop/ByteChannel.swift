@@ -21,6 +21,8 @@ public protocol ByteChannel: AnyObject {
   /// asked only before an idle connection is reused.
   func hasUnreadInput() -> Bool
   func write(_ bytes: [UInt8])
+  /// The same from a buffer the caller reuses: what is not sent at once is copied.
+  func write(_ bytes: UnsafeRawBufferPointer)
   /// Half-close: nothing more will be written (close_notify first over TLS).
   func shutdownOutput()
   /// Closes once what is queued has been written (close_notify first over TLS).
@@ -34,6 +36,10 @@ public protocol ByteChannel: AnyObject {
 /// What a channel tells its owner. Every call arrives on the channel's loop.
 public protocol ChannelDelegate: AnyObject {
   func channel(_ channel: any ByteChannel, didRead bytes: [UInt8])
+  /// The same, in a buffer the loop reuses: valid only during the call.
+  /// What a socket delivers; a delegate that consumes bytes in place (TLS
+  /// feeding its engine) implements it and saves the copy into an array.
+  func channel(_ channel: any ByteChannel, didReadBuffer bytes: UnsafeRawBufferPointer)
   /// The peer finished sending (FIN, or close_notify over TLS); writing may go on.
   func channelDidReadEOF(_ channel: any ByteChannel)
   /// Pending output fell below the low watermark after passing the high one.
@@ -41,4 +47,10 @@ public protocol ChannelDelegate: AnyObject {
   /// Closed, by either side or an error (a `SocketError`, or the TLS
   /// failure that broke the session). The last call.
   func channelDidClose(_ channel: any ByteChannel, error: (any Error)?)
+}
+
+extension ChannelDelegate {
+  public func channel(_ channel: any ByteChannel, didReadBuffer bytes: UnsafeRawBufferPointer) {
+    self.channel(channel, didRead: Array(bytes))
+  }
 }

@@ -1,3 +1,4 @@
+import CEpoll
 import Dispatch
 import Foundation
 
@@ -11,17 +12,18 @@ public struct SocketError: Error, Sendable, CustomStringConvertible {
   public var description: String { "\(operation): \(String(cString: strerror(code)))" }
 }
 
-/// A non-blocking TCP socket watched by one Dispatch read source and one
-/// write source, both on the connection's loop queue.
+/// A non-blocking TCP socket registered with its loop's `Readiness`.
 ///
-/// Lifetime rules: a source is resumed before it is cancelled (a suspended
-/// source is never released), and the fd is closed exactly once, after both
-/// cancel handlers ran. Pending output is bounded only by the caller, which
-/// must stop producing when `isAboveHighWatermark` (back-pressure).
-public final class Connection: ByteChannel, @unchecked Sendable {
+/// Lifetime rules: the fd is registered with the loop's epoll instance the
+/// first time it wants to read or write, and leaves it (EPOLL_CTL_DEL)
+/// before it is closed, exactly once; `channelDidClose` is delivered as a
+/// later loop task, so no delegate call re-enters the caller of `close()`.
+/// Pending output is bounded only by the caller, which must stop producing
+/// when `isAboveHighWatermark` (back-pressure).
+public final class Connection: ByteChannel, ReadinessHandler, @unchecked Sendable {
   public enum State: Equatable {
     case open
-    /// Both sources cancelled; waiting for their cancel handlers.
+    /// Out of the epoll set and closed; `channelDidClose` is on its way.
     case closing
     case closed
   }
@@ -35,8 +37,6 @@ public final class Connection: ByteChannel, @unchecked Sendable {
     case shutDown
   }
 
-  enum SourceState { case running, suspended, cancelled }
-
   public let loop: EventLoop
   public let fd: Int32
   public let peer: String
@@ -47,15 +47,14 @@ public final class Connection: ByteChannel, @unchecked Sendable {
   public var highWatermark = 256 * 1024
   public var lowWatermark = 64 * 1024
 
-  private let readSource: DispatchSourceRead
-  private let writeSource: DispatchSourceWrite
-  private var readState = SourceState.suspended
-  private var writeState = SourceState.suspended
+  /// What the owner wants to hear about, and what epoll was last told.
+  private var wanted: Interest = []
+  private var registered: Interest = []
+  private var token: ReadinessToken?
   private var outputState = OutputState.open
   private var output: [UInt8] = []
   private var outputOffset = 0
   private var passedHighWatermark = false
-  private var pendingCancels = 2
   private var closeError: SocketError?
 
   /// Wraps a connected, non-blocking fd. Nothing is read until the owner
@@ -64,13 +63,11 @@ public final class Connection: ByteChannel, @unchecked Sendable {
     self.fd = fd
     self.peer = peer
     self.loop = loop
-    readSource = DispatchSource.makeReadSource(fileDescriptor: fd, queue: loop.queue)
-    writeSource = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: loop.queue)
-    readSource.setEventHandler { [self] in handleReadable() }
-    writeSource.setEventHandler { [self] in handleWritable() }
-    readSource.setCancelHandler { [self] in sourceCancelled() }
-    writeSource.setCancelHandler { [self] in sourceCancelled() }
   }
+
+  /// Never registered (a registered connection is held by its loop until
+  /// closed), so the fd only needs closing.
+  deinit { if state == .open { _ = Glibc.close(fd) } }
 
   public var pendingOutputBytes: Int { output.count - outputOffset }
   public var isOpen: Bool { state == .open }
@@ -82,20 +79,26 @@ public final class Connection: ByteChannel, @unchecked Sendable {
 
   public func write(_ bytes: [UInt8]) {
     loop.preconditionInLoop()
+    bytes.withUnsafeBytes { write($0) }
+  }
+
+  /// Writes at once what the socket takes; copies only the rest.
+  public func write(_ bytes: UnsafeRawBufferPointer) {
+    loop.preconditionInLoop()
     guard state == .open, outputState == .open, !bytes.isEmpty else { return }
     if pendingOutputBytes == 0 {
-      let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+      let written = Glibc.write(fd, bytes.baseAddress, bytes.count)
       if written == bytes.count { return }
-      if written < 0 && errno != EAGAIN && errno != EWOULDBLOCK {
+      if written < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR {
         return fail(SocketError(operation: "write", code: errno))
       }
       output = Array(bytes[max(0, written)...])
       outputOffset = 0
     } else {
-      output += bytes
+      output.append(contentsOf: bytes)
     }
     if pendingOutputBytes > highWatermark { passedHighWatermark = true }
-    setWriting(true)
+    want(.write, true)
   }
 
   /// Sends FIN after everything queued so far has been written.
@@ -108,20 +111,14 @@ public final class Connection: ByteChannel, @unchecked Sendable {
 
   public func pauseReading() {
     loop.preconditionInLoop()
-    if state == .open && readState == .running {
-      readSource.suspend()
-      readState = .suspended
-    }
+    want(.read, false)
   }
 
+  /// Level-triggered readiness reports bytes that arrived while paused in
+  /// the next batch; nothing has to be read here.
   public func resumeReading() {
     loop.preconditionInLoop()
-    if state == .open && readState == .suspended {
-      readState = .running
-      readSource.resume()
-      // Bytes that arrived while paused may have had their edge already.
-      loop.execute { [self] in handleReadable() }
-    }
+    want(.read, true)
   }
 
   /// Closes now; queued output that was not written is dropped.
@@ -129,15 +126,20 @@ public final class Connection: ByteChannel, @unchecked Sendable {
     loop.preconditionInLoop()
     guard state == .open else { return }
     state = .closing
-    for (source, stateKeyPath) in [
-      (readSource as DispatchSourceProtocol, \Connection.readState), (writeSource, \Connection.writeState),
-    ] {
-      if self[keyPath: stateKeyPath] == .suspended { source.resume() }
-      self[keyPath: stateKeyPath] = .cancelled
-      source.cancel()
+    wanted = []
+    if let token {
+      loop.readiness.deregister(fd, token)
+      self.token = nil
     }
+    _ = Glibc.close(fd)
     output = []
     outputOffset = 0
+    loop.execute { [self] in
+      state = .closed
+      let owner = delegate
+      delegate = nil
+      owner?.channelDidClose(self, error: closeError)
+    }
   }
 
   /// Closes once the queued output has been written (or failed).
@@ -161,29 +163,48 @@ public final class Connection: ByteChannel, @unchecked Sendable {
     return count >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
   }
 
-  // MARK: Source handlers
+  // MARK: Readiness
 
-  /// Reads until the socket would block: libdispatch delivers readiness
-  /// edge-triggered on Linux, so bytes (or a FIN) left unread would get no
-  /// further event. At most 1 MiB per turn, then the rest is continued as a
-  /// new loop task so other connections are served in between.
+  /// Tells epoll what is wanted now. An empty interest leaves the epoll set
+  /// altogether: epoll reports EPOLLHUP and EPOLLERR whatever the mask, and
+  /// a paused reader of a hung-up socket would be woken in every batch.
+  private func want(_ interest: Interest, _ on: Bool) {
+    guard state == .open else { return }
+    if on { wanted.insert(interest) } else { wanted.remove(interest) }
+    guard wanted != registered else { return }
+    do {
+      switch (token, wanted.isEmpty) {
+      case (nil, true): break
+      case (nil, false): token = try loop.readiness.register(fd, wanted, handler: self)
+      case (let current?, true):
+        loop.readiness.deregister(fd, current)
+        token = nil
+      case (let current?, false): try loop.readiness.modify(fd, current, wanted)
+      }
+      registered = wanted
+    } catch {
+      fail(error)
+    }
+  }
+
+  func ready(_ events: UInt32) {
+    let failed = events & (PP_EPOLLERR | PP_EPOLLHUP) != 0
+    if wanted.contains(.write) && (events & PP_EPOLLOUT != 0 || failed) { handleWritable() }
+    if wanted.contains(.read) && (events & PP_EPOLLIN != 0 || failed) { handleReadable() }
+  }
+
+  /// Reads what is there, at most four buffers per batch; a read that did
+  /// not fill the buffer most likely took everything, and if not, the
+  /// level-triggered registration reports the rest in the next batch —
+  /// either way no read is spent just to see EAGAIN.
   private func handleReadable() {
-    var budget = 16
-    while state == .open && readState == .running {
-      guard budget > 0 else {
-        loop.execute { [self] in handleReadable() }
-        return
-      }
-      budget -= 1
-      // Read straight into uninitialised storage: zero-filling 64 KiB per read
-      // showed up as a leading cost per request.
-      var count = 0
-      let bytes = [UInt8](unsafeUninitializedCapacity: 64 * 1024) { buffer, initialized in
-        count = Glibc.read(fd, buffer.baseAddress, buffer.count)
-        initialized = max(0, count)
-      }
+    let buffer = loop.readBuffer
+    for _ in 0..<4 {
+      guard state == .open && wanted.contains(.read) else { return }
+      let count = Glibc.read(fd, buffer.baseAddress, buffer.count)
       if count > 0 {
-        delegate?.channel(self, didRead: bytes)
+        delegate?.channel(self, didReadBuffer: UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+        if count < buffer.count { return }
       } else if count == 0 {
         pauseReading()
         delegate?.channelDidReadEOF(self)
@@ -198,7 +219,7 @@ public final class Connection: ByteChannel, @unchecked Sendable {
     }
   }
 
-  /// Writes until the queue is empty or the socket would block (edge-triggered, as above).
+  /// Writes what is queued until done or the socket would block.
   private func handleWritable() {
     guard state == .open else { return }
     while pendingOutputBytes > 0 {
@@ -223,23 +244,13 @@ public final class Connection: ByteChannel, @unchecked Sendable {
       outputOffset = 0
     }
     if pendingOutputBytes == 0 {
-      setWriting(false)
+      want(.write, false)
       if outputState == .shutdownAfterFlush { finishShutdown() }
       if outputState == .closeAfterFlush { return close() }
     }
     if passedHighWatermark && pendingOutputBytes <= lowWatermark {
       passedHighWatermark = false
       delegate?.channelDidDrain(self)
-    }
-  }
-
-  private func setWriting(_ on: Bool) {
-    if on && writeState == .suspended {
-      writeState = .running
-      writeSource.resume()
-    } else if !on && writeState == .running {
-      writeSource.suspend()
-      writeState = .suspended
     }
   }
 
@@ -251,15 +262,5 @@ public final class Connection: ByteChannel, @unchecked Sendable {
   private func fail(_ error: SocketError) {
     closeError = error
     close()
-  }
-
-  private func sourceCancelled() {
-    pendingCancels -= 1
-    guard pendingCancels == 0 else { return }
-    _ = Glibc.close(fd)
-    state = .closed
-    let owner = delegate
-    delegate = nil
-    owner?.channelDidClose(self, error: closeError)
   }
 }

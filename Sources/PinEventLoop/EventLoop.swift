@@ -3,20 +3,56 @@ import Foundation
 import Synchronization
 
 /// One serial queue: everything a connection does happens on its loop.
+/// Its sockets' readiness comes from one epoll instance the loop owns
+/// (`Readiness`), its timeouts from one table (`TimerTable`).
 public final class EventLoop: Sendable {
   public let queue: DispatchQueue
   public let name: String
   let timers: TimerTable
+  let readiness: Readiness
+  /// Where every socket of the loop reads into, and where TLS decrypts into:
+  /// reused, not a fresh 64 KiB array per read. Touched only on the loop.
+  public nonisolated(unsafe) let readBuffer = UnsafeMutableRawBufferPointer.allocate(
+    byteCount: 64 * 1024, alignment: 16)
+  public nonisolated(unsafe) let plaintextBuffer = UnsafeMutableRawBufferPointer.allocate(
+    byteCount: 64 * 1024, alignment: 16)
+  /// Where TLS ciphertext waits between the engine and the socket's write.
+  public nonisolated(unsafe) let outputBuffer = UnsafeMutableRawBufferPointer.allocate(
+    byteCount: 64 * 1024, alignment: 16)
+  private static let identity = DispatchSpecificKey<ObjectIdentifier>()
 
   public init(name: String) {
     self.name = name
     queue = DispatchQueue(label: "pinproxy.loop.\(name)")
     timers = TimerTable(queue: queue)
+    readiness = Readiness(queue: queue)
+    queue.setSpecific(key: EventLoop.identity, value: ObjectIdentifier(self))
+  }
+
+  deinit {
+    readiness.shutdown()
+    readBuffer.deallocate()
+    plaintextBuffer.deallocate()
+    outputBuffer.deallocate()
   }
 
   public func execute(_ work: @escaping @Sendable () -> Void) { queue.async(execute: work) }
 
   public func preconditionInLoop() { dispatchPrecondition(condition: .onQueue(queue)) }
+
+  /// Whether the caller runs on this loop's queue (for entry points that may
+  /// be called from anywhere and must not `sync` onto their own queue).
+  public var inLoop: Bool { DispatchQueue.getSpecific(key: EventLoop.identity) == ObjectIdentifier(self) }
+
+  /// Runs `work` on the loop and waits for it; at once when already there.
+  public func runAndWait<T>(_ work: () throws -> T) rethrows -> T {
+    inLoop ? try work() : try queue.sync(execute: work)
+  }
+
+  /// How many fds the loop watches (for tests and the admin view).
+  public var watchedDescriptors: Int {
+    runAndWait { readiness.registrations }
+  }
 
   /// A one-shot timeout on this loop, accurate to about 100 ms. Arming and
   /// cancelling only touch a table: per-request Dispatch timer sources each

@@ -1,3 +1,4 @@
+import CEpoll
 import Dispatch
 import Foundation
 
@@ -6,20 +7,21 @@ import Foundation
 #endif
 
 /// A listening socket whose accepts are spread over the loops of a group.
-/// Accepting runs on the listener's own queue; each accepted fd is handed to
-/// the next loop, where `onAccept` builds its connection.
+/// Its fd sits in the first loop's epoll set (`Readiness`); that loop
+/// accepts in batches and hands each connection to the next loop in turn,
+/// calling `onAccept` directly when that is itself.
 ///
-/// Its state is confined to `queue`: the public entry points (`close`,
-/// `pause`, `resume`) hop onto it, and the accept handler runs on it.
-public final class Listener: @unchecked Sendable {
+/// Its state is confined to the first loop: the public entry points
+/// (`close`, `pause`, `resume`) hop onto it, and accepting runs on it.
+public final class Listener: ReadinessHandler, @unchecked Sendable {
   public let address: SocketAddress
   private let fd: Int32
-  private let queue: DispatchQueue
-  private let source: DispatchSourceRead
+  private let loop: EventLoop
   private let group: EventLoopGroup
   private let onAccept: @Sendable (Int32, String, EventLoop) -> Void
   private let onExhausted: @Sendable (String) -> Void
   private var state = State.listening
+  private var token: ReadinessToken?
   /// Accepting stopped because the process or system ran out of file
   /// descriptors (or memory); `accept` would fail again at once.
   private var backingOff = false
@@ -28,8 +30,12 @@ public final class Listener: @unchecked Sendable {
 
   /// How long accepting rests after EMFILE/ENFILE before trying again. The
   /// pending connections wait in the kernel's backlog meanwhile; retrying at
-  /// once would spin the accept queue at full CPU.
+  /// once would spin the accept loop at full CPU.
   public static let exhaustionBackoff = DispatchTimeInterval.milliseconds(100)
+  /// Accepts per readiness batch; the listener stays ready (level-triggered)
+  /// and takes the rest in the next batch, after the sockets already open
+  /// had their turn.
+  static let acceptsPerBatch = 64
 
   public init(
     address: SocketAddress, group: EventLoopGroup,
@@ -41,69 +47,82 @@ public final class Listener: @unchecked Sendable {
     self.group = group
     self.onAccept = onAccept
     self.onExhausted = onExhausted
-    queue = DispatchQueue(label: "pinproxy.accept.\(address)")
-    source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
-    source.setEventHandler { [self] in acceptAll() }
-    let fd = self.fd
-    source.setCancelHandler { _ = Glibc.close(fd) }
-    source.resume()
+    loop = group.loops[0]
+    let failure: SocketError? = loop.runAndWait {
+      do throws(SocketError) {
+        try watch(true)
+        return nil
+      } catch {
+        return error
+      }
+    }
+    if let error = failure {
+      _ = Glibc.close(fd)
+      throw error
+    }
   }
 
   /// Stops accepting and closes the socket (idempotent).
   public func close() {
-    queue.sync {
+    loop.runAndWait {
       guard state != .closed else { return }
-      if isSuspended { source.resume() }
       state = .closed
       backingOff = false
-      source.cancel()
+      try? watch(false)
+      _ = Glibc.close(fd)
     }
   }
 
-  /// The source is suspended while paused or backing off (never both counted twice).
-  private var isSuspended: Bool { state == .paused || backingOff }
-
   /// Stops accepting for a while (e.g. at the connection limit) without closing.
   public func pause() {
-    queue.async { [self] in
+    loop.execute { [self] in
       guard state == .listening else { return }
-      if !backingOff { source.suspend() }
       state = .paused
+      try? watch(false)
     }
   }
 
   public func resume() {
-    queue.async { [self] in
+    loop.execute { [self] in
       guard state == .paused else { return }
       state = .listening
-      if !backingOff { source.resume() }
+      if !backingOff { try? watch(true) }
+    }
+  }
+
+  /// In the epoll set exactly while listening and not backing off.
+  private func watch(_ on: Bool) throws(SocketError) {
+    loop.preconditionInLoop()
+    if on, token == nil {
+      token = try loop.readiness.register(fd, .read, handler: self)
+    } else if !on, let current = token {
+      loop.readiness.deregister(fd, current)
+      token = nil
     }
   }
 
   /// Out of descriptors: stop accepting, and try again after a rest.
   private func backOff(_ reason: String) {
-    dispatchPrecondition(condition: .onQueue(queue))
+    loop.preconditionInLoop()
     guard !backingOff else { return }
     backingOff = true
-    if state == .listening { source.suspend() }
+    try? watch(false)
     onExhausted(reason)
-    queue.asyncAfter(deadline: .now() + Listener.exhaustionBackoff) { [self] in
+    loop.queue.asyncAfter(deadline: .now() + Listener.exhaustionBackoff) { [self] in
       guard backingOff else { return }
       backingOff = false
-      if state == .listening {
-        source.resume()
-        acceptAll()
-      }
+      if state == .listening { try? watch(true) }
     }
   }
 
-  private func acceptAll() {
-    dispatchPrecondition(condition: .onQueue(queue))
-    while state == .listening && !backingOff {
+  func ready(_ events: UInt32) {
+    loop.preconditionInLoop()
+    for _ in 0..<Listener.acceptsPerBatch {
+      guard state == .listening && !backingOff else { return }
       var storage = sockaddr_storage()
       var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
       let client = withUnsafeMutablePointer(to: &storage) { pointer in
-        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { accept(fd, $0, &length) }
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { pp_accept_nonblocking(fd, $0, &length) }
       }
       guard client >= 0 else {
         let error = errno
@@ -114,10 +133,14 @@ public final class Listener: @unchecked Sendable {
         }
         return
       }
-      Socket.makeNonBlocking(client)
+      Socket.setNoDelay(client)
       let peer = SocketAddress(storage: storage, length: length).description
-      let loop = group.next()
-      loop.execute { [onAccept] in onAccept(client, peer, loop) }
+      let target = group.next()
+      if target === loop {
+        onAccept(client, peer, target)
+      } else {
+        target.execute { [onAccept] in onAccept(client, peer, target) }
+      }
     }
   }
 }
@@ -162,10 +185,10 @@ public enum Connector {
   }
 }
 
-/// One in-progress non-blocking connect: a write source reports completion,
-/// a timer bounds it. Exactly one outcome is delivered. Confined to `loop`
-/// (`loop.queue`): the source, the timer and `start` all run there.
-final class PendingConnect: @unchecked Sendable {
+/// One in-progress non-blocking connect: write readiness reports
+/// completion, a timer bounds it. Exactly one outcome is delivered. Confined
+/// to `loop` (`loop.queue`): readiness, the timer and `start` all run there.
+final class PendingConnect: ReadinessHandler, @unchecked Sendable {
   enum State { case waiting, finished }
 
   let fd: Int32
@@ -174,7 +197,7 @@ final class PendingConnect: @unchecked Sendable {
   let timeout: Double
   let completion: (Result<Int32, Connector.Failure>) -> Void
   private var state = State.waiting
-  private var source: DispatchSourceWrite?
+  private var token: ReadinessToken?
   private var timer: LoopTimer?
 
   init(
@@ -190,19 +213,21 @@ final class PendingConnect: @unchecked Sendable {
 
   func start() {
     loop.preconditionInLoop()
-    let source = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: loop.queue)
-    self.source = source
-    source.setEventHandler { [self] in
-      var error: Int32 = 0
-      var length = socklen_t(MemoryLayout<Int32>.size)
-      _ = getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
-      finish(
-        error == 0 ? .success(fd) : .failure(.refused("\(address): \(String(cString: strerror(error)))")))
+    do {
+      token = try loop.readiness.register(fd, .write, handler: self)
+    } catch {
+      return finish(.failure(.refused("\(address): \(error)")))
     }
-    source.resume()
     timer = loop.schedule(after: timeout) { [self] in
       finish(.failure(.timedOut("connect to \(address) took longer than \(timeout) s")))
     }
+  }
+
+  func ready(_ events: UInt32) {
+    var error: Int32 = 0
+    var length = socklen_t(MemoryLayout<Int32>.size)
+    _ = getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
+    finish(error == 0 ? .success(fd) : .failure(.refused("\(address): \(String(cString: strerror(error)))")))
   }
 
   private func finish(_ outcome: Result<Int32, Connector.Failure>) {
@@ -210,9 +235,10 @@ final class PendingConnect: @unchecked Sendable {
     guard state == .waiting else { return }
     state = .finished
     timer?.cancel()
-    // The fd outlives this watcher on success, so the cancel handler must not close it.
-    source?.cancel()
-    source = nil
+    // Out of the epoll set before the fd is closed (failure) or handed on
+    // (success: the new owner registers it afresh).
+    if let token { loop.readiness.deregister(fd, token) }
+    token = nil
     if case .failure = outcome { _ = Glibc.close(fd) }
     completion(outcome)
   }

@@ -9,6 +9,11 @@ enum Socket {
   static func makeNonBlocking(_ fd: Int32) {
     let flags = fcntl(fd, F_GETFL, 0)
     _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+    setNoDelay(fd)
+  }
+
+  /// Small writes (a response head) go out at once instead of waiting for an ACK (Nagle).
+  static func setNoDelay(_ fd: Int32) {
     var one: Int32 = 1
     _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
   }

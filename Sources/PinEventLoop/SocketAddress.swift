@@ -65,15 +65,24 @@ public struct SocketAddress: Sendable, CustomStringConvertible {
     }
   }
 
+  /// `1.2.3.4:80` or `[::1]:80`, formatted from the address bytes
+  /// (inet_ntop; no getnameinfo per accepted connection).
   public var description: String {
     var copy = storage
-    var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
-    _ = withUnsafePointer(to: &copy) { pointer in
-      pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-        getnameinfo($0, length, &host, socklen_t(host.count), nil, 0, NI_NUMERICHOST)
+    let text = withUnsafePointer(to: &copy) { pointer -> String in
+      withUnsafeTemporaryAllocation(of: CChar.self, capacity: Int(INET6_ADDRSTRLEN)) { host in
+        let address: UnsafeRawPointer =
+          family == AF_INET6
+          ? pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+            UnsafeRawPointer($0) + MemoryLayout<sockaddr_in6>.offset(of: \.sin6_addr)!
+          }
+          : pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+            UnsafeRawPointer($0) + MemoryLayout<sockaddr_in>.offset(of: \.sin_addr)!
+          }
+        guard inet_ntop(family, address, host.baseAddress, socklen_t(host.count)) != nil else { return "?" }
+        return String(cString: host.baseAddress!)
       }
     }
-    let text = String(cString: host)
     return family == AF_INET6 ? "[\(text)]:\(port)" : "\(text):\(port)"
   }
 

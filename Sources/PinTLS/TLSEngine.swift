@@ -53,17 +53,29 @@ public final class TLSEngine {
 
   /// Ciphertext received from the peer.
   public func receive(_ bytes: [UInt8]) {
+    bytes.withUnsafeBytes { receive($0) }
+  }
+
+  /// Ciphertext received from the peer, copied into the engine's input.
+  public func receive(_ bytes: UnsafeRawBufferPointer) {
     guard !bytes.isEmpty else { return }
-    _ = bytes.withUnsafeBytes { BIO_write(networkIn, $0.baseAddress, Int32($0.count)) }
+    _ = BIO_write(networkIn, bytes.baseAddress, Int32(bytes.count))
   }
 
   /// Ciphertext to send to the peer (empty when there is none).
   public func pendingOutput() -> [UInt8] {
     let pending = Int(pp_BIO_ctrl_pending(networkOut))
     guard pending > 0 else { return [] }
-    var out = [UInt8](repeating: 0, count: pending)
-    let read = out.withUnsafeMutableBytes { BIO_read(networkOut, $0.baseAddress, Int32(pending)) }
-    return read > 0 ? Array(out[..<Int(read)]) : []
+    return [UInt8](unsafeUninitializedCapacity: pending) { buffer, initialized in
+      initialized = takeOutput(into: UnsafeMutableRawBufferPointer(buffer))
+    }
+  }
+
+  /// Moves up to `buffer.count` bytes of pending ciphertext into `buffer`;
+  /// returns how many (0 when there is none).
+  public func takeOutput(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+    guard pp_BIO_ctrl_pending(networkOut) > 0, !buffer.isEmpty else { return 0 }
+    return max(0, Int(BIO_read(networkOut, buffer.baseAddress, Int32(clamping: buffer.count))))
   }
 
   public var hasPendingOutput: Bool { pp_BIO_ctrl_pending(networkOut) > 0 }
@@ -88,32 +100,49 @@ public final class TLSEngine {
     var failure: Failure?
     // Uninitialised storage: only the bytes SSL_read writes are kept.
     let bytes = [UInt8](unsafeUninitializedCapacity: limit) { buffer, initialized in
-      var total = 0
-      while total < limit {
-        OpenSSLErrorQueue.clear()
-        let count = SSL_read(ssl, buffer.baseAddress! + total, Int32(limit - total))
-        if count > 0 {
-          total += Int(count)
-          continue
-        }
-        do {
-          progress = try classify(count)
-        } catch {
-          failure = error as? Failure
-        }
-        break
+      do throws(Failure) {
+        (initialized, progress) = try read(into: UnsafeMutableRawBufferPointer(buffer))
+      } catch {
+        initialized = 0
+        failure = error
       }
-      initialized = total
     }
     if let failure { throw failure }
     return (bytes, progress)
   }
 
+  /// Decrypts into `buffer` (a buffer the caller reuses) until it is full or
+  /// OpenSSL has nothing more; returns the byte count and the progress.
+  public func read(into buffer: UnsafeMutableRawBufferPointer) throws(Failure) -> (Int, Progress) {
+    var total = 0
+    while total < buffer.count {
+      OpenSSLErrorQueue.clear()
+      let count = SSL_read(ssl, buffer.baseAddress! + total, Int32(clamping: buffer.count - total))
+      if count > 0 {
+        total += Int(count)
+        continue
+      }
+      return (total, try classify(count))
+    }
+    return (total, .complete)
+  }
+
   /// Encrypts application data; with memory buffers it is always taken whole.
   public func write(_ bytes: [UInt8]) throws(Failure) {
+    let result: Result<Void, Failure> = bytes.withUnsafeBytes { raw in
+      do throws(Failure) {
+        return .success(try write(raw))
+      } catch {
+        return .failure(error)
+      }
+    }
+    try result.get()
+  }
+
+  public func write(_ bytes: UnsafeRawBufferPointer) throws(Failure) {
     guard !bytes.isEmpty else { return }
     OpenSSLErrorQueue.clear()
-    let written = bytes.withUnsafeBytes { SSL_write(ssl, $0.baseAddress, Int32($0.count)) }
+    let written = SSL_write(ssl, bytes.baseAddress, Int32(clamping: bytes.count))
     if written <= 0 { _ = try classify(written) }
   }
 

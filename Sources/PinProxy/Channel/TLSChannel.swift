@@ -100,6 +100,10 @@ final class TLSChannel: ByteChannel, ChannelDelegate, @unchecked Sendable {
   // MARK: ByteChannel
 
   func write(_ bytes: [UInt8]) {
+    bytes.withUnsafeBytes { write($0) }
+  }
+
+  func write(_ bytes: UnsafeRawBufferPointer) {
     loop.preconditionInLoop()
     guard isOpen, !bytes.isEmpty else { return }
     do {
@@ -150,9 +154,15 @@ final class TLSChannel: ByteChannel, ChannelDelegate, @unchecked Sendable {
 
   // MARK: The pump
 
+  /// Sends what the engine produced, through the loop's output buffer
+  /// (the socket copies only what it could not send at once).
   private func flush() {
-    let output = engine.pendingOutput()
-    if !output.isEmpty { connection.write(output) }
+    let buffer = loop.outputBuffer
+    while true {
+      let count = engine.takeOutput(into: buffer)
+      guard count > 0 else { return }
+      connection.write(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+    }
   }
 
   /// One handshake step: refused by a check, failed, waiting, or complete.
@@ -197,17 +207,27 @@ final class TLSChannel: ByteChannel, ChannelDelegate, @unchecked Sendable {
   // MARK: ChannelDelegate (the socket)
 
   func channel(_ channel: any ByteChannel, didRead bytes: [UInt8]) {
+    bytes.withUnsafeBytes { self.channel(channel, didReadBuffer: $0) }
+  }
+
+  /// Ciphertext from the socket's read buffer goes into the engine; the
+  /// plaintext is decrypted into the loop's plaintext buffer and handed to
+  /// the delegate in place (valid during the call, like the socket's).
+  func channel(_ channel: any ByteChannel, didReadBuffer bytes: UnsafeRawBufferPointer) {
     loop.preconditionInLoop()
     engine.receive(bytes)
     if case .handshaking = state { step() }
     guard isOpen else { return }
+    let plaintext = loop.plaintextBuffer
     do {
       while true {
-        let (plaintext, progress) = try engine.read()
+        let (count, progress) = try engine.read(into: plaintext)
         flush()
-        if !plaintext.isEmpty { delegate?.channel(self, didRead: plaintext) }
+        if count > 0 {
+          delegate?.channel(self, didReadBuffer: UnsafeRawBufferPointer(rebasing: plaintext[..<count]))
+        }
         if progress == .closed { return delegate?.channelDidReadEOF(self) ?? () }
-        if plaintext.isEmpty || !isOpen { return }
+        if count == 0 || !isOpen { return }
       }
     } catch {
       fail(error)

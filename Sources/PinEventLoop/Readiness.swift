@@ -1,0 +1,150 @@
+import CEpoll
+import Dispatch
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// What a registration asked to be told about.
+public struct Interest: OptionSet, Sendable {
+  public let rawValue: UInt8
+  public init(rawValue: UInt8) { self.rawValue = rawValue }
+  public static let read = Interest(rawValue: 1)
+  public static let write = Interest(rawValue: 2)
+
+  var epollEvents: UInt32 {
+    (contains(.read) ? PP_EPOLLIN : 0) | (contains(.write) ? PP_EPOLLOUT : 0)
+  }
+}
+
+/// Whatever owns a registered fd: told on the loop when it became ready.
+/// `events` are epoll's bits (EPOLLIN, EPOLLOUT, EPOLLHUP, EPOLLERR).
+protocol ReadinessHandler: AnyObject {
+  func ready(_ events: UInt32)
+}
+
+/// Where one fd sits in its loop's `Readiness`: a slot index and the slot's
+/// generation when it was taken, so an event still in a batch for a slot
+/// that was released (its fd closed, the number maybe reused) is dropped.
+struct ReadinessToken: Equatable {
+  let slot: UInt32
+  let generation: UInt32
+  var raw: UInt64 { UInt64(generation) << 32 | UInt64(slot) }
+}
+
+/// The readiness of every socket of one loop: an epoll instance the loop
+/// owns, watched by one Dispatch read source on the loop's queue. The
+/// source's handler drains ready events in batches and calls each fd's
+/// handler, so one wake-up of the loop serves every socket that became
+/// ready meanwhile — instead of one Dispatch source per socket, each
+/// created, suspended, resumed and cancelled through libdispatch's manager
+/// thread (the leading cost per request before; docs/ARCHITECTURE.md §6).
+///
+/// Registrations are level-triggered: a handler may leave bytes unread (its
+/// read budget ran out) and is told again in the next batch. Confined to
+/// the loop's queue: every member runs there.
+final class Readiness: @unchecked Sendable {
+  private struct Slot {
+    var generation: UInt32 = 0
+    var handler: (any ReadinessHandler)?
+  }
+
+  let epollFD: Int32
+  private let queue: DispatchQueue
+  private var source: DispatchSourceRead?
+  private var slots: [Slot] = []
+  private var free: [UInt32] = []
+  private let batch: UnsafeMutablePointer<pp_ready>
+  /// Batches handled per wake-up before the rest waits for a fresh turn of
+  /// the queue, so timers and `execute`d work are not starved by a flood.
+  static let roundsPerTurn = 4
+  static let batchSize = 64
+
+  init(queue: DispatchQueue) {
+    self.queue = queue
+    epollFD = pp_epoll_create()
+    precondition(epollFD >= 0, "epoll_create1 failed: errno \(errno)")
+    batch = .allocate(capacity: Readiness.batchSize)
+    let source = DispatchSource.makeReadSource(fileDescriptor: epollFD, queue: queue)
+    source.setEventHandler { [weak self] in self?.drain() }
+    let epollFD = self.epollFD
+    source.setCancelHandler { _ = Glibc.close(epollFD) }
+    source.resume()
+    self.source = source
+  }
+
+  /// The loop is going away: stop watching (the cancel handler closes the epoll fd).
+  func shutdown() {
+    source?.cancel()
+    source = nil
+  }
+
+  deinit { batch.deallocate() }
+
+  /// Adds `fd`; the handler is held strongly until `deregister`.
+  func register(_ fd: Int32, _ interest: Interest, handler: any ReadinessHandler) throws(SocketError)
+    -> ReadinessToken
+  {
+    dispatchPrecondition(condition: .onQueue(queue))
+    let slot: UInt32
+    if let reused = free.popLast() {
+      slot = reused
+    } else {
+      slot = UInt32(slots.count)
+      slots.append(Slot())
+    }
+    slots[Int(slot)].handler = handler
+    let token = ReadinessToken(slot: slot, generation: slots[Int(slot)].generation)
+    guard pp_epoll_ctl(epollFD, PP_EPOLL_CTL_ADD, fd, interest.epollEvents, token.raw) == 0 else {
+      let code = errno
+      release(token)
+      throw SocketError(operation: "epoll_ctl add", code: code)
+    }
+    return token
+  }
+
+  func modify(_ fd: Int32, _ token: ReadinessToken, _ interest: Interest) throws(SocketError) {
+    dispatchPrecondition(condition: .onQueue(queue))
+    guard pp_epoll_ctl(epollFD, PP_EPOLL_CTL_MOD, fd, interest.epollEvents, token.raw) == 0 else {
+      throw SocketError(operation: "epoll_ctl mod", code: errno)
+    }
+  }
+
+  /// Removes `fd` (still open: the caller closes it after this) and drops
+  /// the handler; events for it later in the current batch are ignored.
+  func deregister(_ fd: Int32, _ token: ReadinessToken) {
+    dispatchPrecondition(condition: .onQueue(queue))
+    _ = pp_epoll_ctl(epollFD, PP_EPOLL_CTL_DEL, fd, 0, 0)
+    release(token)
+  }
+
+  private func release(_ token: ReadinessToken) {
+    let index = Int(token.slot)
+    guard slots[index].generation == token.generation else { return }
+    slots[index].handler = nil
+    slots[index].generation &+= 1
+    free.append(token.slot)
+  }
+
+  var registrations: Int { slots.count - free.count }
+
+  /// Handles what is ready, in batches, until epoll reports nothing (or the
+  /// turn's budget ran out: then the rest continues as a new queue item).
+  private func drain() {
+    dispatchPrecondition(condition: .onQueue(queue))
+    for _ in 0..<Readiness.roundsPerTurn {
+      let count = pp_epoll_wait(epollFD, batch, Int32(Readiness.batchSize))
+      if count < 0 && errno == EINTR { continue }
+      guard count > 0 else { return }
+      for index in 0..<Int(count) {
+        let event = batch[index]
+        let slot = Int(truncatingIfNeeded: event.token & 0xFFFF_FFFF)
+        guard slot < slots.count, slots[slot].generation == UInt32(truncatingIfNeeded: event.token >> 32),
+          let handler = slots[slot].handler
+        else { continue }
+        handler.ready(event.events)
+      }
+    }
+    queue.async { [weak self] in self?.drain() }
+  }
+}
