@@ -60,7 +60,7 @@ let package = Package(
       name: "AFSecurityPolicyTests",
       dependencies: ["PinTLS", "PinTrust", "PinConfig", "PinProxy", "PinTestSupport"]),
     .testTarget(
-      name: "PinProxyTests", dependencies: ["PinConfig", "PinProxy", "PinTLS", "PinTrust", "PinTestSupport"]),
+      name: "PinProxyTests", dependencies: ["PinConfig", "PinHTTP", "PinProxy", "PinTLS", "PinTrust", "PinTestSupport"]),
     .testTarget(name: "EndToEndTests", dependencies: ["PinTLS", "PinTrust", "PinTestSupport"]),
   ],
   swiftLanguageModes: [.v6]

@@ -201,17 +201,14 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
   private func logAccess(_ record: ExchangeRecord) {
     guard context.logger.access else { return }
     let exchange = record.exchange
-    let elapsed = Double(DispatchTime.now().uptimeNanoseconds &- exchange.started) / 1e9
-    context.logger.log(
-      .info, "request",
-      [
-        "client": client.peer, "method": exchange.request.method, "host": exchange.target.key.description,
-        "path": String(exchange.target.path.prefix(200)), "status": String(record.status),
-        "sent": String(exchange.requestBodyBytes), "received": String(record.responseBytes),
-        "upstream_ms": String(Int(elapsed * 1000)),
-        "upstream_connection": exchange.upstreamWasPooled ? "pooled" : "new",
-        "upstream_tls": exchange.upstreamTLS.rawValue,
-      ])
+    let elapsed = DispatchTime.now().uptimeNanoseconds &- exchange.started
+    context.logger.access(
+      AccessLine(
+        client: client.peer, method: exchange.request.method, host: exchange.target.key.description,
+        path: exchange.target.path.prefix(200), status: record.status, sent: exchange.requestBodyBytes,
+        received: record.responseBytes, upstreamMilliseconds: Int(elapsed / 1_000_000),
+        upstreamConnection: exchange.upstreamWasPooled ? "pooled" : "new",
+        upstreamTLS: exchange.upstreamTLS.rawValue))
   }
 
   // MARK: DrainableSession

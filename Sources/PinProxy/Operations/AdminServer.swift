@@ -113,7 +113,7 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
         cacheHits: cache.hits, cacheMisses: cache.misses, cacheEntries: cache.count,
         openConnections: context.admission.open.load(ordering: .relaxed),
         generation: context.snapshot.generation,
-        draining: context.isDraining)
+        draining: context.isDraining, droppedLogLines: context.logger.droppedLines)
       respond(
         status: 200, reason: "OK", type: "text/plain; version=0.0.4", body: context.metrics.render(gauges))
     case "/policies":

@@ -24,7 +24,9 @@ public final class ProxyLogger: Sendable {
   public let minimum: Level
   /// Whether served requests get an access line.
   public let access: Bool
+  let format: LineLogHandler.Format
   private let logger: Logger
+  private let sink: LogSink
 
   /// The logger a configuration asks for. Without an explicit format, JSON
   /// when systemd connected standard error to the journal (JOURNAL_STREAM).
@@ -40,10 +42,16 @@ public final class ProxyLogger: Sendable {
   }
 
   /// - Parameter format: `.text` for people, `.json` for collectors.
-  public init(minimum: Level = .info, format: LineLogHandler.Format = .text, access: Bool = true) {
+  public init(
+    minimum: Level = .info, format: LineLogHandler.Format = .text, access: Bool = true,
+    sink: LogSink = .standardError
+  ) {
     self.minimum = minimum
     self.access = access
-    var logger = Logger(label: "pinproxy") { label in LineLogHandler(label: label, format: format) }
+    self.format = format
+    self.sink = sink
+    var logger = Logger(label: "pinproxy") { label in LineLogHandler(label: label, format: format, sink: sink)
+    }
     logger.logLevel = minimum.swiftLog
     self.logger = logger
   }
@@ -54,6 +62,19 @@ public final class ProxyLogger: Sendable {
     for (key, value) in fields { metadata[key] = .string(value) }
     logger.log(level: level.swiftLog, "\(event)", metadata: metadata)
   }
+
+  /// One `request` line, queued for the background writer (`LogSink`): the
+  /// loop formats it and goes on.
+  func access(_ line: AccessLine) {
+    guard access, minimum <= .info else { return }
+    sink.enqueue(line.formatted(format))
+  }
+
+  /// Access lines dropped because the writer fell behind.
+  var droppedLines: Int { sink.droppedLines }
+
+  /// Writes every queued line (before the process exits).
+  public func flush() { sink.flush() }
 }
 
 /// A swift-log handler writing one line per event to standard error: text
@@ -66,9 +87,12 @@ public struct LineLogHandler: LogHandler {
   public var metadata: Logger.Metadata = [:]
   public var logLevel: Logger.Level = .info
   let format: Format
-  private static let lock = NSLock()
+  let sink: LogSink
 
-  public init(label: String, format: Format) { self.format = format }
+  public init(label: String, format: Format, sink: LogSink = .standardError) {
+    self.format = format
+    self.sink = sink
+  }
 
   public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
     get { metadata[key] }
@@ -97,7 +121,7 @@ public struct LineLogHandler: LogHandler {
         (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
       line = String(decoding: data, as: UTF8.self) + "\n"
     }
-    Self.lock.withLock { FileHandle.standardError.write(Data(line.utf8)) }
+    sink.writeNow(Array(line.utf8))
   }
 
   static func levelName(_ level: Logger.Level) -> String {

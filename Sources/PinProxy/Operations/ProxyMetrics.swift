@@ -45,6 +45,7 @@ final class ProxyMetrics: Sendable {
     var openConnections: Int
     var generation: UInt64
     var draining: Bool
+    var droppedLogLines: Int
   }
 
   func render(_ gauges: Gauges) -> String {
@@ -74,6 +75,9 @@ final class ProxyMetrics: Sendable {
       "pinproxy_config_generation", "gauge", "Generation of the configuration in force.",
       String(gauges.generation))
     single("pinproxy_draining", "gauge", "1 while shutting down.", gauges.draining ? "1" : "0")
+    single(
+      "pinproxy_access_log_dropped_total", "counter",
+      "Access lines dropped because standard error did not keep up.", String(gauges.droppedLogLines))
     single(
       "process_start_time_seconds", "gauge", "Start time of the process since the Unix epoch.",
       String(format: "%.3f", startTime.timeIntervalSince1970))
