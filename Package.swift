@@ -2,7 +2,7 @@
 import PackageDescription
 
 // Dependencies point one way (docs/ARCHITECTURE.md): PinTrust ← PinTLS ← PinProxy ← pinproxy,
-// PinTrust ← PinConfig ← PinProxy; PinHTTP and PinEventLoop (over CEpoll) stand alone. PinTrust is pure
+// PinTrust ← PinConfig ← PinProxy; PinHTTP and PinEventLoop (over CLinuxEpoll) stand alone. PinTrust is pure
 // Swift: it never sees an OpenSSL pointer. PinConfig never sees a socket or a TLS context.
 let package = Package(
   name: "pinproxy",
@@ -30,8 +30,8 @@ let package = Package(
     .target(name: "PinTLS", dependencies: ["COpenSSL", "PinTrust"]),
     .target(name: "PinHTTP"),
     // epoll and accept4, which Glibc's Swift module does not export (a header of static inline shims).
-    .systemLibrary(name: "CEpoll"),
-    .target(name: "PinEventLoop", dependencies: ["CEpoll"]),
+    .target(name: "CLinuxEpoll"),
+    .target(name: "PinEventLoop", dependencies: ["CLinuxEpoll"]),
     // The configuration model and its YAML reader: no TLS, no sockets, no
     // runtime types. The data path sees only the parsed values.
     .target(name: "PinConfig", dependencies: ["PinTrust", .product(name: "Yams", package: "Yams")]),

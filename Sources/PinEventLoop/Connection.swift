@@ -1,4 +1,4 @@
-import CEpoll
+import CLinuxEpoll
 import Dispatch
 import Foundation
 
@@ -55,6 +55,8 @@ public final class Connection: ByteChannel, ReadinessHandler, @unchecked Sendabl
   private var output: [UInt8] = []
   private var outputOffset = 0
   private var passedHighWatermark = false
+  /// Writes are queued, not sent, until `uncork` (see `cork`).
+  private var corked = false
   private var closeError: SocketError?
 
   /// Wraps a connected, non-blocking fd. Nothing is read until the owner
@@ -86,7 +88,7 @@ public final class Connection: ByteChannel, ReadinessHandler, @unchecked Sendabl
   public func write(_ bytes: UnsafeRawBufferPointer) {
     loop.preconditionInLoop()
     guard state == .open, outputState == .open, !bytes.isEmpty else { return }
-    if pendingOutputBytes == 0 {
+    if pendingOutputBytes == 0 && !corked {
       let written = Glibc.write(fd, bytes.baseAddress, bytes.count)
       if written == bytes.count { return }
       if written < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR {
@@ -98,7 +100,26 @@ public final class Connection: ByteChannel, ReadinessHandler, @unchecked Sendabl
       output.append(contentsOf: bytes)
     }
     if pendingOutputBytes > highWatermark { passedHighWatermark = true }
-    want(.write, true)
+    if !corked { want(.write, true) }
+  }
+
+  /// Holds writes back until `uncork`: what one event produces — a
+  /// response head, its body, the end of a chunked stream — then leaves in
+  /// one `write` instead of one each (the syscall, and the peer's wake-up,
+  /// cost more than the copy into the queue). Back-pressure still sees the
+  /// queued bytes.
+  public func cork() {
+    loop.preconditionInLoop()
+    corked = true
+  }
+
+  /// Sends what was held back; a socket that takes only part of it is
+  /// watched for writability as usual.
+  public func uncork() {
+    loop.preconditionInLoop()
+    guard corked else { return }
+    corked = false
+    if state == .open && pendingOutputBytes > 0 && !registered.contains(.write) { handleWritable() }
   }
 
   /// Sends FIN after everything queued so far has been written.
@@ -237,7 +258,9 @@ public final class Connection: ByteChannel, ReadinessHandler, @unchecked Sendabl
       outputOffset += written
     }
     if outputOffset == output.count {
-      output = []
+      // A small queue keeps its storage for the next response; a large one
+      // is given back (idle connections must stay small).
+      if output.capacity <= 4096 { output.removeAll(keepingCapacity: true) } else { output = [] }
       outputOffset = 0
     } else if outputOffset > 1 << 20 {
       output.removeFirst(outputOffset)
@@ -247,6 +270,8 @@ public final class Connection: ByteChannel, ReadinessHandler, @unchecked Sendabl
       want(.write, false)
       if outputState == .shutdownAfterFlush { finishShutdown() }
       if outputState == .closeAfterFlush { return close() }
+    } else {
+      want(.write, true)
     }
     if passedHighWatermark && pendingOutputBytes <= lowWatermark {
       passedHighWatermark = false

@@ -1,4 +1,4 @@
-import CEpoll
+import CLinuxEpoll
 import Dispatch
 import Foundation
 
@@ -122,7 +122,7 @@ public final class Listener: ReadinessHandler, @unchecked Sendable {
       var storage = sockaddr_storage()
       var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
       let client = withUnsafeMutablePointer(to: &storage) { pointer in
-        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { pp_accept_nonblocking(fd, $0, &length) }
+        pp_accept_nonblocking(fd, pointer, &length)
       }
       guard client >= 0 else {
         let error = errno

@@ -1,4 +1,4 @@
-import CEpoll
+import CLinuxEpoll
 import Dispatch
 
 #if canImport(Glibc)

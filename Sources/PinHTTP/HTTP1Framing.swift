@@ -39,16 +39,29 @@ enum HTTP1Framing {
 
   /// All Content-Length values (and list elements) must be the same digits.
   static func contentLength(_ headers: HTTPHeaders) throws(HTTPParseError) -> Int {
-    let values = headers.values("Content-Length").flatMap {
-      $0.split(separator: ",", omittingEmptySubsequences: false)
+    var first: ArraySlice<UInt8>?
+    for field in headers where field.hasName("Content-Length") {
+      var start = field.valueBytes.startIndex
+      while start <= field.valueBytes.endIndex {
+        let end = field.valueBytes[start...].firstIndex(of: UInt8(ascii: ",")) ?? field.valueBytes.endIndex
+        var element = field.valueBytes[start..<end]
+        while let byte = element.first, ASCII.isBlank(byte) { element = element.dropFirst() }
+        while let byte = element.last, ASCII.isBlank(byte) { element = element.dropLast() }
+        if let first {
+          guard first.elementsEqual(element) else {
+            throw HTTPParseError(.badRequest, "differing Content-Length values")
+          }
+        } else {
+          first = element
+        }
+        start = end + 1
+      }
     }
-    .map { $0.trimmingCharacters(in: " \t") }
-    guard let first = values.first, values.allSatisfy({ $0 == first }) else {
-      throw HTTPParseError(.badRequest, "differing Content-Length values")
+    guard let first else { throw HTTPParseError(.badRequest, "differing Content-Length values") }
+    guard !first.isEmpty, first.count <= 18, first.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+      let shown = String(decoding: first.prefix(40), as: UTF8.self)
+      throw HTTPParseError(.badRequest, "invalid Content-Length \"\(shown)\"")
     }
-    guard !first.isEmpty, first.count <= 18, first.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
-      let length = Int(first)
-    else { throw HTTPParseError(.badRequest, "invalid Content-Length \"\(first.prefix(40))\"") }
-    return length
+    return first.reduce(0) { $0 * 10 + Int($1 - 0x30) }
   }
 }

@@ -24,19 +24,35 @@ public enum RequestTarget: Sendable, Equatable {
     }
     if text == "*" { return method == "OPTIONS" ? .asterisk : nil }
     // A fragment is the client's business (RFC 9110 §4.2.5): it is never sent on.
-    let text = text.firstIndex(of: "#").map { String(text[..<$0]) } ?? text
-    if text.hasPrefix("/") { return .origin(text) }
-    guard let schemeEnd = text.firstRange(of: "://") else { return nil }
-    let scheme = text[..<schemeEnd.lowerBound].lowercased()
-    guard scheme == "http" || scheme == "https" else { return nil }
-    let rest = text[schemeEnd.upperBound...]
-    let pathStart = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
+    let text = text.utf8.firstIndex(of: UInt8(ascii: "#")).map { String(text[..<$0]) } ?? text
+    let bytes = text.utf8
+    if bytes.first == UInt8(ascii: "/") { return .origin(text) }
+    // `scheme://`: a scheme holds no colon, so the first one must start "://".
+    guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")),
+      bytes[colon...].starts(with: "://".utf8)
+    else { return nil }
+    let scheme: String
+    if ASCII.equalsIgnoringCase(httpScheme, bytes[..<colon]) {
+      scheme = "http"
+    } else if ASCII.equalsIgnoringCase(httpsScheme, bytes[..<colon]) {
+      scheme = "https"
+    } else {
+      return nil
+    }
+    let rest = text[bytes.index(colon, offsetBy: 3)...]
+    let pathStart =
+      rest.utf8.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") } ?? rest.endIndex
     let authority = rest[..<pathStart]
-    guard !authority.contains("@"), let (host, port) = splitAuthority(authority) else { return nil }
+    guard !authority.utf8.contains(UInt8(ascii: "@")), let (host, port) = splitAuthority(authority) else {
+      return nil
+    }
     var path = String(rest[pathStart...])
-    if path.isEmpty { path = "/" } else if path.hasPrefix("?") { path = "/" + path }
+    if path.isEmpty { path = "/" } else if path.utf8.first == UInt8(ascii: "?") { path = "/" + path }
     return .absolute(scheme: scheme, host: host, port: port, path: path)
   }
+
+  private static let httpScheme = Array("http".utf8)
+  private static let httpsScheme = Array("https".utf8)
 
   /// `host[:port]` or `[v6][:port]`; the port, when present, must be 1–65535
   /// written as plain digits (`+443` is not a port). A host with a colon must

@@ -64,17 +64,37 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
   /// How many field lines carry that name.
   public func count(of name: String) -> Int { fields.reduce(0) { $0 + ($1.hasName(name) ? 1 : 0) } }
 
-  /// Comma-separated list elements of every field of that name, trimmed and lower-cased.
+  /// Comma-separated list elements of every field of that name, trimmed and
+  /// lower-cased. Worked out on the bytes: this runs for several fields of
+  /// every message, and most messages have none of them.
   public func tokens(_ name: String) -> [String] {
-    values(name).flatMap { $0.split(separator: ",") }.map {
-      $0.trimmingCharacters(in: " \t").lowercased()
-    }.filter { !$0.isEmpty }
+    var result: [String] = []
+    for field in fields where field.hasName(name) {
+      field.valueBytes.withUnsafeBufferPointer { value in
+        var start = 0
+        while start <= value.count {
+          var end = start
+          while end < value.count && value[end] != UInt8(ascii: ",") { end += 1 }
+          var low = start
+          var high = end
+          while low < high && ASCII.isBlank(value[low]) { low += 1 }
+          while high > low && ASCII.isBlank(value[high - 1]) { high -= 1 }
+          if low < high {
+            result.append(String(decoding: value[low..<high].lazy.map(ASCII.lower), as: UTF8.self))
+          }
+          start = end + 1
+        }
+      }
+    }
+    return result
   }
 }
 
 /// Byte helpers for ASCII protocol text.
 enum ASCII {
   static func lower(_ byte: UInt8) -> UInt8 { (0x41...0x5a).contains(byte) ? byte | 0x20 : byte }
+  /// Optional whitespace (RFC 9110 §5.6.3): space or horizontal tab.
+  static func isBlank(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
 
   static func equalsIgnoringCase<S: Sequence<UInt8>>(_ bytes: [UInt8], _ other: S) -> Bool {
     var index = 0

@@ -11,6 +11,13 @@ public enum TrustHost: Sendable, Hashable, CustomStringConvertible {
   /// Returns nil for anything that is neither a valid IP address nor a valid
   /// DNS name; callers treat that as an error, never as "no host".
   public init?(_ raw: String) {
+    // The common case first: a name with no colon and a last label that is
+    // not a number cannot be an IP address in any spelling.
+    if !raw.utf8.contains(UInt8(ascii: ":")) && !NumericHost.endsInNumber(Substring(raw)) {
+      guard let name = TrustHost.normalizedDNSName(raw) else { return nil }
+      self = .dns(name)
+      return
+    }
     var text = raw
     if text.hasPrefix("["), text.hasSuffix("]") {
       text = String(text.dropFirst().dropLast())
@@ -37,6 +44,7 @@ public enum TrustHost: Sendable, Hashable, CustomStringConvertible {
   /// or holds characters a host name cannot have. `*` is allowed only when
   /// `allowWildcard` (certificate patterns), and only as a whole label.
   static func normalizedDNSName(_ raw: String, allowWildcard: Bool = false) -> String? {
+    if let plain = alreadyNormalized(raw) { return plain }
     var text = raw
     if text.hasSuffix(".") { text.removeLast() }
     guard !text.isEmpty, text.utf8.count <= 1000 else { return nil }
@@ -67,6 +75,30 @@ public enum TrustHost: Sendable, Hashable, CustomStringConvertible {
     // is a malformed IP address and must not be matched as a name.
     if let last = labels.last, last.allSatisfy(\.isNumber) { return nil }
     return labels.joined(separator: ".")
+  }
+
+  /// `raw` itself when it is already lower-case ASCII letters, digits,
+  /// hyphens and underscores in non-empty labels of at most 63 bytes, with a
+  /// last label that is not all digits — what the slow path would return
+  /// unchanged. Nil means "take the slow path", not "invalid".
+  private static func alreadyNormalized(_ raw: String) -> String? {
+    var labelLength = 0
+    var labelAllDigits = true
+    for byte in raw.utf8 {
+      if byte == UInt8(ascii: ".") {
+        guard labelLength > 0 else { return nil }
+        labelLength = 0
+        labelAllDigits = true
+        continue
+      }
+      let digit = byte >= 0x30 && byte <= 0x39
+      guard (byte >= 0x61 && byte <= 0x7a) || digit || byte == 0x2d || byte == 0x5f else { return nil }
+      labelAllDigits = labelAllDigits && digit
+      labelLength += 1
+      guard labelLength <= 63 else { return nil }
+    }
+    guard labelLength > 0, !labelAllDigits, raw.utf8.count <= 1000 else { return nil }
+    return raw
   }
 
   public var description: String {

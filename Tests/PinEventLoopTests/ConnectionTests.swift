@@ -137,6 +137,32 @@ final class ConnectionTests: XCTestCase {
     XCTAssertTrue(server.wait { $0.received.count == total })
   }
 
+  /// Corked writes wait in the queue and leave together on `uncork`; a
+  /// close asked for meanwhile happens after them.
+  func testCorkedWritesLeaveTogetherOnUncork() throws {
+    let group = EventLoopGroup(count: 1)
+    let server = Recorder()
+    let (listener, client, _) = try makePair(group: group, serverDelegate: server)
+    defer { listener.close() }
+    nonisolated(unsafe) var heldBack = -1
+    nonisolated(unsafe) var writeInterest = true
+    let done = DispatchSemaphore(value: 0)
+    client.loop.execute {
+      client.cork()
+      client.write(Array("head|".utf8))
+      client.write(Array("body|".utf8))
+      client.closeAfterFlush()
+      heldBack = client.pendingOutputBytes
+      writeInterest = client.isOpen == false
+      client.uncork()
+      done.signal()
+    }
+    done.wait()
+    XCTAssertEqual(heldBack, 10, "nothing is written while corked")
+    XCTAssertFalse(writeInterest, "closeAfterFlush waits for the corked bytes")
+    XCTAssertTrue(server.wait { String(decoding: $0.received, as: UTF8.self) == "head|body|" && $0.eof })
+  }
+
   static func setBuffer(_ fd: Int32, _ option: Int32, _ size: Int32) {
     var value = size
     setsockopt(fd, SOL_SOCKET, option, &value, socklen_t(MemoryLayout<Int32>.size))

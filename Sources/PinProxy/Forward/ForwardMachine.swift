@@ -72,7 +72,7 @@ struct ForwardMachine<Upstream: AnyObject> {
   var state = State.awaitingRequest
   var parser: HTTP1Parser
   let limits: HTTPLimits
-  let router: ForwardRouter
+  var router: ForwardRouter
   /// Parsed but not yet handled (body while connecting, pipelined requests).
   var pending = RingBuffer<HTTP1Parser.Event>()
   var actions = RingBuffer<Action>(capacity: 16)

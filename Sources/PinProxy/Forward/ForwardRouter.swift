@@ -49,10 +49,28 @@ enum RoutingDecision {
 struct ForwardRouter {
   let snapshot: RuntimeSnapshot
   let listener: ListenerConfig
+  /// The last forward decision, by what it was decided from. A keep-alive
+  /// client names the same host request after request; host parsing and the
+  /// rule lookup are then done once per connection, not once per request.
+  /// Sound because the snapshot is fixed for the router's lifetime and the
+  /// decision depends on nothing else.
+  private var last: (from: RouteInput, key: UpstreamKey, route: UpstreamRoute)?
+
+  private struct RouteInput: Equatable {
+    var scheme: String
+    var host: String
+    var port: Int?
+    var insideTunnel: Bool
+  }
+
+  init(snapshot: RuntimeSnapshot, listener: ListenerConfig) {
+    self.snapshot = snapshot
+    self.listener = listener
+  }
 
   /// - Parameter tunnel: set inside an intercepted CONNECT, whose host is
   ///   authoritative for every request in it.
-  func route(_ head: HTTPRequestHead, inside tunnel: ConnectTarget?) -> RoutingDecision {
+  mutating func route(_ head: HTTPRequestHead, inside tunnel: ConnectTarget?) -> RoutingDecision {
     let scheme: String
     let rawHost: String
     let explicitPort: Int?
@@ -69,6 +87,10 @@ struct ForwardRouter {
     default:
       return .refuse(.badRequest("a forward proxy needs absolute-form requests, e.g. GET http://host/path"))
     }
+    let input = RouteInput(scheme: scheme, host: rawHost, port: explicitPort, insideTunnel: tunnel != nil)
+    if let last, last.from == input {
+      return .forward(ForwardTarget(key: last.key, route: last.route, path: path))
+    }
     guard let host = TrustHost(rawHost) else {
       return .refuse(.badRequest("\"\(rawHost)\" is not a valid host"))
     }
@@ -79,6 +101,7 @@ struct ForwardRouter {
     // Inside an intercepted CONNECT the port was checked on the CONNECT line.
     if tunnel == nil, let refusal = portRefusal(port) { return .refuse(refusal) }
     let key = UpstreamKey(host: host, port: port, tls: tls, policy: route.identity)
+    last = (input, key, route)
     return .forward(ForwardTarget(key: key, route: route, path: path))
   }
 

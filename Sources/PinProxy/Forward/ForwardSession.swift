@@ -62,7 +62,13 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
     event(&machine)
     guard !running else { return }
     running = true
-    defer { running = false }
+    // What the actions write to the client leaves in one syscall at the end
+    // (a response head and body, or a refusal), TLS records included.
+    connection.cork()
+    defer {
+      running = false
+      connection.uncork()
+    }
     while let action = machine.nextAction() { execute(action) }
   }
 

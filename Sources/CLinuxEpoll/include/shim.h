@@ -7,8 +7,6 @@
 
 #include <stdint.h>
 #include <sys/epoll.h>
-#include <sys/socket.h>
-#include <sys/uio.h>
 
 /// One ready registration, as `pp_epoll_wait` reports it.
 typedef struct pp_ready {
@@ -48,9 +46,9 @@ static inline int pp_epoll_wait(int epfd, pp_ready *out, int capacity) {
   return count;
 }
 
-/// accept4 with the flags every accepted socket gets: non-blocking, close-on-exec.
-static inline int pp_accept_nonblocking(int fd, struct sockaddr *address, socklen_t *length) {
-  return accept4(fd, address, length, SOCK_NONBLOCK | SOCK_CLOEXEC);
-}
+/// accept4 with the flags every accepted socket gets: non-blocking,
+/// close-on-exec. Defined in shim.c: <sys/socket.h> included here would
+/// shadow Glibc's own module's socket declarations in Swift.
+int pp_accept_nonblocking(int fd, void *address, unsigned int *length);
 
 #endif

@@ -1,0 +1,65 @@
+import PinConfig
+import PinHTTP
+import XCTest
+
+@testable import PinProxy
+
+/// The router's per-connection memo: a repeated request reuses the last
+/// decision, and anything that could change the decision misses it.
+final class ForwardRouterTests: XCTestCase {
+  static let config = """
+    listeners:
+      - {name: forward, address: "127.0.0.1:3128", mode: forward, allowedConnectPorts: [443, 80]}
+    defaults: {action: deny}
+    domains:
+      - {domain: origin.test, allowsInsecureHTTPLoads: true}
+      - {domain: secure.test}
+    """
+
+  func makeRouter() throws -> ForwardRouter {
+    let configuration = try ConfigurationParser.parse(ForwardRouterTests.config, file: "test.yaml")
+    let snapshot = try RuntimeSnapshot.compile(configuration, generation: 1)
+    return ForwardRouter(snapshot: snapshot, listener: configuration.listeners[0])
+  }
+
+  func head(_ target: String) throws -> HTTPRequestHead {
+    var parser = HTTP1Parser(role: .request, limits: HTTPLimits(), pausesBetweenMessages: true)
+    let events = try parser.feed(Array("GET \(target) HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
+    for case .request(let head) in events { return head }
+    throw HTTPParseError(.badRequest, "no head")
+  }
+
+  func forwarded(_ decision: RoutingDecision) -> ForwardTarget? {
+    if case .forward(let target) = decision { return target }
+    return nil
+  }
+
+  func testRepeatedHostReusesTheDecisionWithTheNewPath() throws {
+    var router = try makeRouter()
+    let first = try XCTUnwrap(forwarded(router.route(try head("http://origin.test/a"), inside: nil)))
+    let second = try XCTUnwrap(forwarded(router.route(try head("http://origin.test/b?c"), inside: nil)))
+    XCTAssertEqual(first.key, second.key)
+    XCTAssertEqual(second.path, "/b?c")
+    XCTAssertFalse(second.key.tls, "allowsInsecureHTTPLoads keeps http:// plain")
+  }
+
+  func testADifferentSchemeHostOrPortIsDecidedAfresh() throws {
+    var router = try makeRouter()
+    _ = router.route(try head("http://origin.test/"), inside: nil)
+    let secure = try XCTUnwrap(forwarded(router.route(try head("http://secure.test/"), inside: nil)))
+    XCTAssertTrue(secure.key.tls, "a rule without allowsInsecureHTTPLoads upgrades to TLS")
+    XCTAssertEqual(secure.key.port, 443)
+    let https = try XCTUnwrap(forwarded(router.route(try head("https://origin.test/"), inside: nil)))
+    XCTAssertTrue(https.key.tls)
+    guard case .refuse(let port) = router.route(try head("http://origin.test:8080/"), inside: nil) else {
+      return XCTFail("port 8080 is not in allowedConnectPorts")
+    }
+    XCTAssertEqual(port.status, 403)
+    guard case .refuse(let denied) = router.route(try head("http://other.test/"), inside: nil) else {
+      return XCTFail("a host without a rule is denied")
+    }
+    XCTAssertEqual(denied.code, .deniedByPolicy)
+    // A refusal is never remembered: the allowed host still routes after it.
+    XCTAssertNotNil(forwarded(router.route(try head("http://origin.test/"), inside: nil)))
+  }
+}
