@@ -11,23 +11,31 @@
 /// are always dropped and written anew.
 public enum ForwardedHead {
   /// Fields a `Connection` token may not remove: framing and routing.
-  static let protected = ["content-length", "transfer-encoding", "host"]
+  static let protected = HeaderNameSet(["content-length", "transfer-encoding", "host"])
 
   /// Always connection-specific.
-  static let hopByHop = [
+  static let hopByHopNames = [
     "connection", "proxy-connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade",
   ]
+  /// What a request drops: hop-by-hop fields, the framing it gets anew, the
+  /// Host it gets anew, and Proxy-Authorization (meant for this proxy).
+  static let droppedFromRequests = HeaderNameSet(
+    hopByHopNames + ["content-length", "host", "proxy-authorization"])
+  /// What a response drops: hop-by-hop fields, the framing it gets anew, and
+  /// Proxy-Authenticate (this proxy's own challenge, never the origin's).
+  static let droppedFromResponses = HeaderNameSet(
+    hopByHopNames + ["content-length", "proxy-authenticate"])
 
   /// Fields a trailer section may not carry on (RFC 9110 §6.5.1): framing,
   /// routing, request modifiers, authentication, response control and
   /// content format. A recipient could otherwise merge them into the head.
-  static let prohibitedInTrailers = [
+  static let prohibitedInTrailers = HeaderNameSet([
     "content-length", "transfer-encoding", "host", "connection", "proxy-connection", "keep-alive", "te",
     "trailer", "upgrade", "authorization", "proxy-authorization", "www-authenticate", "proxy-authenticate",
     "cookie", "set-cookie", "content-type", "content-encoding", "content-range", "content-location",
     "cache-control", "expect", "max-forwards", "range", "if-match", "if-none-match", "if-modified-since",
     "if-unmodified-since", "if-range", "age", "expires", "date", "location", "retry-after", "vary",
-  ]
+  ])
 
   /// The request head for the upstream: `target` in origin-form, `authority`
   /// as the only Host, the client's fields less hop-by-hop ones and
@@ -37,7 +45,7 @@ public enum ForwardedHead {
   {
     var headers = HTTPHeaders()
     headers.add("Host", authority)
-    for field in endToEnd(head.headers, alsoDropping: ["host", "proxy-authorization"]) {
+    for field in endToEnd(head.headers, dropping: droppedFromRequests) {
       headers.add(field)
     }
     switch head.framing {
@@ -66,7 +74,7 @@ public enum ForwardedHead {
     _ head: HTTPResponseHead, clientVersion: HTTPVersion, closing: Bool, via: String
   ) -> (head: [UInt8], framing: ClientFraming) {
     var headers = HTTPHeaders()
-    for field in endToEnd(head.headers, alsoDropping: ["proxy-authenticate"]) { headers.add(field) }
+    for field in endToEnd(head.headers, dropping: droppedFromResponses) { headers.add(field) }
     let framing: ClientFraming
     switch head.framing {
     case .length(let length):
@@ -96,7 +104,7 @@ public enum ForwardedHead {
   /// The trailer fields that may be passed on.
   public static func trailers(_ trailers: HTTPHeaders) -> HTTPHeaders {
     var kept = trailers
-    kept.filter { field in !prohibitedInTrailers.contains { field.hasName($0) } }
+    kept.filter { field in !prohibitedInTrailers.contains(field.nameBytes) }
     return kept
   }
 
@@ -104,14 +112,12 @@ public enum ForwardedHead {
   /// and whatever `Connection`/`Proxy-Connection` name — except the
   /// protected framing and routing fields, whose tokens are ignored. Names
   /// are compared as bytes, without building a string per field.
-  static func endToEnd(_ headers: HTTPHeaders, alsoDropping extra: [String]) -> HTTPHeaders {
-    var named = hopByHop + ["content-length"] + extra
-    for token in headers.tokens("Connection") + headers.tokens("Proxy-Connection")
-    where !protected.contains(token) {
-      named.append(token)
-    }
+  static func endToEnd(_ headers: HTTPHeaders, dropping fixed: HeaderNameSet) -> HTTPHeaders {
+    var named = fixed
+    let tokens = headers.tokens("Connection") + headers.tokens("Proxy-Connection")
+    if !tokens.isEmpty { named.insert(contentsOf: tokens.filter { !protected.contains($0) }) }
     var kept = headers
-    kept.filter { field in !named.contains { field.hasName($0) } }
+    kept.filter { field in !named.contains(field.nameBytes) }
     return kept
   }
 }

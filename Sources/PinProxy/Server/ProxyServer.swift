@@ -22,7 +22,7 @@ public final class ProxyServer: Sendable {
   public init(snapshot: RuntimeSnapshot, logger: ProxyLogger = ProxyLogger()) throws(StartError) {
     SignalHandling.ignoreSIGPIPE()
     let count = snapshot.configuration.eventLoops
-    group = count > 0 ? EventLoopGroup(count: count) : EventLoopGroup()
+    group = EventLoopGroup(count: count > 0 ? count : EventLoopGroup.automaticCount())
     context = ProxyContext(snapshot: snapshot, group: group, logger: logger)
     var bound: [(ListenerConfig, Listener)] = []
     for config in snapshot.configuration.listeners {
