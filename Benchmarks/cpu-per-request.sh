@@ -4,7 +4,9 @@
 # small GETs in absolute-form through a forward listener (publicKey pin) to
 # an nginx TLS origin. The binaries alternate for ROUNDS rounds; medians and
 # the ratio to the first binary are printed. Installs nginx and wrk if missing.
-#   Benchmarks/cpu-per-request.sh [--seconds 8] [--rounds 3] BINARY [BINARY ...]
+# A binary may carry ":loops=N" to run it with `eventLoops: N` (the same
+# binary can then be compared with itself at another loop count).
+#   Benchmarks/cpu-per-request.sh [--seconds 8] [--rounds 3] BINARY[:loops=N] [BINARY ...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=8 rounds=3
@@ -15,7 +17,7 @@ while [ $# -gt 0 ]; do
     *) break ;;
   esac
 done
-[ $# -gt 0 ] || { echo "usage: $0 [--seconds N] [--rounds N] BINARY [BINARY ...]" >&2; exit 2; }
+[ $# -gt 0 ] || { echo "usage: $0 [--seconds N] [--rounds N] BINARY[:loops=N] [BINARY ...]" >&2; exit 2; }
 . Benchmarks/lib/tls-origin.sh
 work=$(mktemp -d)
 tls_origin "$work" 19444
@@ -27,7 +29,9 @@ hz=$(getconf CLK_TCK)
 declare -A samples
 for round in $(seq "$rounds"); do
   for binary in "$@"; do
-    "$binary" run --config "$work/proxy.yaml" 2>/dev/null &
+    cp "$work/proxy.yaml" "$work/run.yaml"
+    case "$binary" in *:loops=*) echo "eventLoops: ${binary##*:loops=}" >> "$work/run.yaml" ;; esac
+    "${binary%%:loops=*}" run --config "$work/run.yaml" 2>/dev/null &
     proxy=$!
     sleep 1
     wrk -t1 -c32 -d1s -s "$work/absolute.lua" http://127.0.0.1:13310 >/dev/null   # warm the pool
