@@ -4,9 +4,10 @@
 # small GETs in absolute-form through a forward listener (publicKey pin) to
 # an nginx TLS origin. The binaries alternate for ROUNDS rounds; medians and
 # the ratio to the first binary are printed. Installs nginx and wrk if missing.
-# A binary may carry ":loops=N" to run it with `eventLoops: N` (the same
-# binary can then be compared with itself at another loop count).
-#   Benchmarks/cpu-per-request.sh [--seconds 8] [--rounds 3] BINARY[:loops=N] [BINARY ...]
+# A binary may carry ":loops=N" to run it with `eventLoops: N`, or
+# ":access" to run it with the access log on (written to a file), so the
+# same binary can be compared with itself.
+#   Benchmarks/cpu-per-request.sh [--seconds 8] [--rounds 3] BINARY[:loops=N|:access] [BINARY ...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=8 rounds=3
@@ -17,7 +18,7 @@ while [ $# -gt 0 ]; do
     *) break ;;
   esac
 done
-[ $# -gt 0 ] || { echo "usage: $0 [--seconds N] [--rounds N] BINARY[:loops=N] [BINARY ...]" >&2; exit 2; }
+[ $# -gt 0 ] || { echo "usage: $0 [--seconds N] [--rounds N] BINARY[:loops=N|:access] [BINARY ...]" >&2; exit 2; }
 . Benchmarks/lib/tls-origin.sh
 work=$(mktemp -d)
 tls_origin "$work" 19444
@@ -30,8 +31,12 @@ declare -A samples
 for round in $(seq "$rounds"); do
   for binary in "$@"; do
     cp "$work/proxy.yaml" "$work/run.yaml"
-    case "$binary" in *:loops=*) echo "eventLoops: ${binary##*:loops=}" >> "$work/run.yaml" ;; esac
-    "${binary%%:loops=*}" run --config "$work/run.yaml" 2>/dev/null &
+    case "$binary" in
+      *:loops=*) echo "eventLoops: ${binary##*:loops=}" >> "$work/run.yaml" ;;
+      *:access) sed -i 's/^logging: {access: false}/logging: {access: true}/' "$work/run.yaml" ;;
+    esac
+    program=${binary%%:loops=*}
+    "${program%:access}" run --config "$work/run.yaml" 2>"$work/proxy.log" &
     proxy=$!
     sleep 1
     wrk -t1 -c32 -d1s -s "$work/absolute.lua" http://127.0.0.1:13310 >/dev/null   # warm the pool

@@ -53,8 +53,13 @@ def main():
     parser.add_argument("--connections", type=int, default=10000)
     parser.add_argument("binary", nargs="?", default=f"{ROOT}/.build/release/pinproxy")
     args = parser.parse_args()
-    limit = args.connections * 2 + 1000
-    resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+    # This process and pinproxy (which inherits the limit) each hold one fd
+    # per connection, plus a few hundred.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = args.connections + 500
+    if hard != resource.RLIM_INFINITY and hard < want:
+        raise SystemExit(f"the descriptor limit ({hard}) is below {want}: raise it (ulimit -Hn) or ask for fewer")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (want if hard == resource.RLIM_INFINITY else hard, hard))
 
     work = tempfile.mkdtemp(prefix="pinproxy-idle-")
     origin, listen = free_port(), free_port()

@@ -26,28 +26,37 @@ struct AccessLine {
   func formatted(_ format: LoggingConfig.Format, now: time_t = time(nil)) -> [UInt8] {
     var out: [UInt8] = []
     out.reserveCapacity(256)
-    let fields: [(StaticString, Value)] = [
-      ("client", .text(client)), ("host", .text(host)), ("method", .text(method)),
-      ("path", .text(String(path))), ("received", .number(received)), ("sent", .number(sent)),
-      ("status", .number(status)), ("upstream_connection", .text(upstreamConnection)),
-      ("upstream_ms", .number(upstreamMilliseconds)), ("upstream_tls", .text(upstreamTLS)),
-    ]
     switch format {
     case .text:
+      // Appended in place, keys in sorted order: no field list is built.
       AccessLine.appendTime(now, to: &out)
       out.append(contentsOf: " info request".utf8)
-      for (key, value) in fields {
+      func field(_ key: StaticString, _ value: Value) {
         out.append(UInt8(ascii: " "))
         out.append(contentsOf: UnsafeRawBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
         out.append(UInt8(ascii: "="))
         value.appendText(to: &out)
       }
+      field("client", .text(client))
+      field("host", .text(host))
+      field("method", .text(method))
+      field("path", .text(String(path)))
+      field("received", .number(received))
+      field("sent", .number(sent))
+      field("status", .number(status))
+      field("upstream_connection", .text(upstreamConnection))
+      field("upstream_ms", .number(upstreamMilliseconds))
+      field("upstream_tls", .text(upstreamTLS))
     case .json:
       // Keys sorted as `JSONSerialization(.sortedKeys)` sorts them: event,
       // level and time fall between the fields.
-      var all = fields.map { (String(describing: $0.0), $0.1) }
-      all += [("event", .text("request")), ("level", .text("info")), ("time", .time(now))]
-      all.sort { $0.0 < $1.0 }
+      let all: [(String, Value)] = [
+        ("client", .text(client)), ("event", .text("request")), ("host", .text(host)),
+        ("level", .text("info")), ("method", .text(method)), ("path", .text(String(path))),
+        ("received", .number(received)), ("sent", .number(sent)), ("status", .number(status)),
+        ("time", .time(now)), ("upstream_connection", .text(upstreamConnection)),
+        ("upstream_ms", .number(upstreamMilliseconds)), ("upstream_tls", .text(upstreamTLS)),
+      ]
       out.append(UInt8(ascii: "{"))
       for (index, (key, value)) in all.enumerated() {
         if index > 0 { out.append(UInt8(ascii: ",")) }
@@ -68,7 +77,7 @@ struct AccessLine {
 
     func appendText(to out: inout [UInt8]) {
       switch self {
-      case .number(let value): out.append(contentsOf: String(value).utf8)
+      case .number(let value): AccessLine.appendDecimal(value, to: &out)
       case .time(let seconds): AccessLine.appendTime(seconds, to: &out)
       case .text(let value):
         if AccessLine.isPlainToken(value) { return out.append(contentsOf: value.utf8) }
@@ -143,6 +152,12 @@ struct AccessLine {
     out.append(UInt8(ascii: ":"))
     two(parts.tm_sec)
     out.append(UInt8(ascii: "Z"))
+  }
+
+  static func appendDecimal(_ value: Int, to out: inout [UInt8]) {
+    if value < 0 { return out.append(contentsOf: String(value).utf8) }
+    if value >= 10 { appendDecimal(value / 10, to: &out) }
+    out.append(UInt8(ascii: "0") + UInt8(value % 10))
   }
 
   private static func hexDigit(_ value: UInt8) -> UInt8 {
