@@ -5,6 +5,10 @@ set -euo pipefail
 packages=(libssl-dev libnghttp2-dev openssl curl pkg-config ca-certificates)
 # The end-to-end tests' origin is a Python script (standard library only).
 command -v python3 >/dev/null || packages+=(python3)
+# Clients the end-to-end tests drive as people run them: Java's HttpClient
+# (`java File.java`) and headless Chromium (the refusal page, rendered).
+command -v java >/dev/null || packages+=(openjdk-17-jdk-headless)
+packages+=(chromium)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
@@ -18,4 +22,6 @@ if ((${#missing[@]})); then
 fi
 # The admin tests parse /metrics with Prometheus' own Python parser.
 python3 -c "import prometheus_client" 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check prometheus-client
+# Python's requests is one of the clients the end-to-end tests drive.
+python3 -c "import requests" 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check requests
 command -v swift >/dev/null || { echo "swift 6.x is required on PATH (https://swift.org/install)" >&2; exit 1; }

@@ -57,6 +57,10 @@ public struct TimeoutsConfig: Sendable, Equatable {
   public var tunnelIdle: Double = 300
   /// On SIGTERM, in-flight requests may finish within this; then the process exits.
   public var drain: Double = 30
+  /// After an early answer (a refusal while the client may still be
+  /// sending), the client's remaining bytes are read and discarded for at
+  /// most this long before the socket closes (RFC 9112 §9.6).
+  public var lingeringClose: Double = 30
 
   public init() {}
 }
@@ -72,6 +76,8 @@ public struct LimitsConfig: Sendable, Equatable {
   public var maxURILength = 8 * 1024
   /// Idle pooled connections kept per upstream (host, port, policy generation).
   public var maxIdlePerUpstream = 8
+  /// The most bytes read and discarded while closing lingeringly.
+  public var lingeringCloseBytes = 64 * 1024 * 1024
 
   public init() {}
 }

@@ -7,7 +7,7 @@ extension ConfigurationParser {
       ("upstreamConnect", \.upstreamConnect),
       ("tlsHandshake", \.tlsHandshake), ("upstreamResponse", \.upstreamResponse),
       ("upstreamIdle", \.upstreamIdle),
-      ("tunnelIdle", \.tunnelIdle), ("drain", \.drain),
+      ("tunnelIdle", \.tunnelIdle), ("drain", \.drain), ("lingeringClose", \.lingeringClose),
     ]
     guard let mapping = node.mapping(allowed: Set(fields.map(\.0))) else { return timeouts }
     for (key, path) in fields {
@@ -29,6 +29,7 @@ extension ConfigurationParser {
       ("maxHeaderBytes", \.maxHeaderBytes, 1024...1 << 20),
       ("maxHeaderCount", \.maxHeaderCount, 8...10_000), ("maxURILength", \.maxURILength, 64...1 << 20),
       ("maxIdlePerUpstream", \.maxIdlePerUpstream, 0...10_000),
+      ("lingeringCloseBytes", \.lingeringCloseBytes, 0...1 << 34),
     ]
     guard let mapping = node.mapping(allowed: Set(fields.map(\.0))) else { return limits }
     for (key, path, range) in fields {

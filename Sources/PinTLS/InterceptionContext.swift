@@ -36,12 +36,18 @@ public final class InterceptionContext: @unchecked Sendable {
   deinit { SSL_CTX_free(context) }
 
   /// A server engine presenting `leaf` (and the CA's chain, if it has one).
-  public func makeEngine(presenting leaf: X509Certificate) throws(TLSEngine.Failure) -> TLSEngine {
+  /// A server engine presenting both leaves: OpenSSL keeps one certificate
+  /// per key type and picks the one the client's ciphers and signature
+  /// algorithms allow. The CA chain goes with each (chain certificates
+  /// attach to the certificate set last).
+  public func makeEngine(presenting leaves: LeafPair) throws(TLSEngine.Failure) -> TLSEngine {
     let engine = try TLSEngine(context: context, server: true)
-    guard SSL_use_certificate(engine.ssl, leaf.pointer) == 1,
-      SSL_use_PrivateKey(engine.ssl, ca.leafKey.pointer) == 1
-    else { throw TLSEngine.currentFailure() }
-    for certificate in ca.chain { _ = pp_SSL_add1_chain_cert(engine.ssl, certificate.pointer) }
+    for (leaf, key) in [(leaves.rsa, ca.rsaLeafKey), (leaves.ecdsa, ca.leafKey)] {
+      guard SSL_use_certificate(engine.ssl, leaf.pointer) == 1,
+        SSL_use_PrivateKey(engine.ssl, key.pointer) == 1
+      else { throw TLSEngine.currentFailure() }
+      for certificate in ca.chain { _ = pp_SSL_add1_chain_cert(engine.ssl, certificate.pointer) }
+    }
     return engine
   }
 }

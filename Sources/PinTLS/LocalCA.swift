@@ -15,9 +15,14 @@ public final class LocalCA: Sendable {
   /// Certificates sent after the minted leaf (the CA itself when it is an
   /// intermediate of the operator's PKI).
   public let chain: [X509Certificate]
-  /// One key for every minted leaf, generated at start: minting then costs a
-  /// signature, not a key generation.
+  /// One key of each type for every minted leaf, generated at start:
+  /// minting then costs a signature, not a key generation. Each host gets a
+  /// P-256 leaf and an RSA-2048 leaf; OpenSSL serves whichever the client
+  /// can use, as nginx does with two `ssl_certificate`s — a legacy client
+  /// that offers only RSA key exchange (`AES128-SHA`) or RSA signatures
+  /// would find no shared cipher with an ECDSA leaf alone.
   let leafKey: PrivateKey
+  let rsaLeafKey: PrivateKey
   private let minted: Locked<MintCache>
   public let leafValidity: TimeInterval
 
@@ -40,6 +45,7 @@ public final class LocalCA: Sendable {
     self.leafValidity = leafValidity
     do {
       leafKey = try PrivateKey.generateP256()
+      rsaLeafKey = try PrivateKey.generateRSA(bits: 2048)
     } catch {
       throw Failure(description: error.description)
     }
@@ -147,25 +153,32 @@ public final class LocalCA: Sendable {
   /// Minting happens under the cache lock, so concurrent first requests for
   /// one host mint it once; a mint is one ECDSA signature (see the note's figures).
   public func leaf(for host: TrustHost, now: Date = Date()) throws(Failure) -> X509Certificate {
-    try leafReportingMint(for: host, now: now).certificate
+    try leafReportingMint(for: host, now: now).leaves.ecdsa
   }
 
-  /// The leaf, and whether this call minted it (for logs and metrics).
+  /// Both leaves for `host`.
+  public func leaves(for host: TrustHost, now: Date = Date()) throws(Failure) -> LeafPair {
+    try leafReportingMint(for: host, now: now).leaves
+  }
+
+  /// The leaves, and whether this call minted them (for logs and metrics).
   public func leafReportingMint(for host: TrustHost, now: Date = Date()) throws(Failure) -> (
-    certificate: X509Certificate, minted: Bool
+    leaves: LeafPair, minted: Bool
   ) {
-    try minted.withLock { cache throws(Failure) -> (certificate: X509Certificate, minted: Bool) in
+    try minted.withLock { cache throws(Failure) -> (leaves: LeafPair, minted: Bool) in
       if let existing = cache.get(host, now: now) { return (existing, false) }
-      let leaf = try mint(host, now: now)
-      cache.put(host, leaf, expires: now.addingTimeInterval(leafValidity - 3600))
-      return (leaf, true)
+      let leaves = LeafPair(
+        ecdsa: try mint(host, key: leafKey, now: now), rsa: try mint(host, key: rsaLeafKey, now: now))
+      cache.put(host, leaves, expires: now.addingTimeInterval(leafValidity - 3600))
+      return (leaves, true)
     }
   }
 
   public var mintedCount: Int { minted.withLock { $0.mints } }
   public var cachedCount: Int { minted.withLock { $0.count } }
 
-  private func mint(_ host: TrustHost, now: Date) throws(Failure) -> X509Certificate {
+  private func mint(_ host: TrustHost, key leafKey: PrivateKey, now: Date) throws(Failure) -> X509Certificate
+  {
     let name: String
     let san: String
     switch host {
@@ -183,7 +196,13 @@ public final class LocalCA: Sendable {
         notBefore: now.addingTimeInterval(-3600),
         notAfter: min(now.addingTimeInterval(leafValidity), caEnd),
         extensions: [
-          (NID_basic_constraints, "critical,CA:FALSE"), (NID_key_usage, "critical,digitalSignature"),
+          (NID_basic_constraints, "critical,CA:FALSE"),
+          // RSA key exchange (TLS_RSA_* suites) encrypts the premaster
+          // secret to the leaf's key: it needs keyEncipherment too.
+          (
+            NID_key_usage,
+            leafKey === rsaLeafKey ? "critical,digitalSignature,keyEncipherment" : "critical,digitalSignature"
+          ),
           (NID_ext_key_usage, "serverAuth"), (NID_subject_alt_name, san),
           (NID_authority_key_identifier, "keyid"),
         ], issuer: (certificate, key), signingKey: key)
@@ -193,10 +212,16 @@ public final class LocalCA: Sendable {
   }
 }
 
+/// The two leaves minted for one host, one per key type.
+public struct LeafPair: Sendable {
+  public let ecdsa: X509Certificate
+  public let rsa: X509Certificate
+}
+
 /// A small LRU of minted leaves.
 struct MintCache {
   let capacity: Int
-  private var entries: [TrustHost: (certificate: X509Certificate, expires: Date, used: UInt64)] = [:]
+  private var entries: [TrustHost: (certificate: LeafPair, expires: Date, used: UInt64)] = [:]
   private var clock: UInt64 = 0
   private(set) var mints = 0
 
@@ -204,14 +229,14 @@ struct MintCache {
 
   var count: Int { entries.count }
 
-  mutating func get(_ host: TrustHost, now: Date) -> X509Certificate? {
+  mutating func get(_ host: TrustHost, now: Date) -> LeafPair? {
     guard let entry = entries[host], entry.expires > now else { return nil }
     clock += 1
     entries[host]?.used = clock
     return entry.certificate
   }
 
-  mutating func put(_ host: TrustHost, _ certificate: X509Certificate, expires: Date) {
+  mutating func put(_ host: TrustHost, _ certificate: LeafPair, expires: Date) {
     mints += 1
     if entries[host] == nil, entries.count >= capacity,
       let oldest = entries.min(by: { $0.value.used < $1.value.used })?.key

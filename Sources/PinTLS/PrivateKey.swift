@@ -30,6 +30,21 @@ public final class PrivateKey: @unchecked Sendable {
     return PrivateKey(owning: key)
   }
 
+  /// An RSA key of `bits` (for leaves legacy clients can use: RSA key
+  /// exchange and RSA signatures).
+  public static func generateRSA(bits: Int = 2048) throws(Failure) -> PrivateKey {
+    OpenSSLErrorQueue.clear()
+    guard let context = EVP_PKEY_CTX_new_from_name(nil, "RSA", nil) else {
+      throw Failure(description: OpenSSLErrorQueue.drain())
+    }
+    defer { EVP_PKEY_CTX_free(context) }
+    var key: OpaquePointer?
+    guard EVP_PKEY_keygen_init(context) == 1, EVP_PKEY_CTX_set_rsa_keygen_bits(context, Int32(bits)) == 1,
+      EVP_PKEY_generate(context, &key) == 1, let key
+    else { throw Failure(description: "cannot generate an RSA key: \(OpenSSLErrorQueue.drain())") }
+    return PrivateKey(owning: key)
+  }
+
   /// Reads a PEM private key (unencrypted).
   public static func load(_ path: String) throws(Failure) -> PrivateKey {
     guard let data = FileManager.default.contents(atPath: path) else {

@@ -175,6 +175,12 @@ extension ForwardMachine {
     return early
   }
 
+  /// The client's first bytes in an intercepted tunnel were not a TLS
+  /// handshake: its requests are plain HTTP for the CONNECT host.
+  mutating func tunnelIsPlain() {
+    tunnel?.plain = true
+  }
+
   mutating func interceptionFailed(_ failure: ProxyFailure) {
     guard case .openingTunnel(let head, _) = state else { return }
     fail(failure, request: head)

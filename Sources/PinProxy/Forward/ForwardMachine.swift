@@ -66,6 +66,8 @@ struct ForwardMachine<Upstream: AnyObject> {
     let method: String
     let target: String
     let rule: String
+    /// The request's `Accept` lists `text/html`: a person is reading.
+    let wantsHTML: Bool
   }
 
   // Internal rather than private: the upstream half lives in ForwardMachine+Upstream.swift.
@@ -285,7 +287,7 @@ struct ForwardMachine<Upstream: AnyObject> {
       .refuse(
         Refusal(
           failure: failure, method: request?.method ?? "-", target: described,
-          rule: target?.route.ruleName ?? "-"))
+          rule: target?.route.ruleName ?? "-", wantsHTML: RefusalPage.wanted(by: request)))
     )
     state = .closing
   }

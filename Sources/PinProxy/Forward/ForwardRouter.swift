@@ -30,6 +30,10 @@ final class ForwardTarget: Sendable {
 struct ConnectTarget: Equatable {
   let host: TrustHost
   let port: Int
+  /// The client spoke plain HTTP in the tunnel instead of TLS (undici's
+  /// ProxyAgent does for `http://` URLs): its requests are `http://host:port`
+  /// requests, upgraded to TLS unless the rule allows insecure loads.
+  var plain = false
 }
 
 /// What to do with a request head, decided from the configuration alone
@@ -78,6 +82,11 @@ struct ForwardRouter {
     switch (head.target, tunnel) {
     case (.authority(let host, let port), nil):
       return routeConnect(host: host, port: port)
+    case (.origin(let originPath), let tunnel?) where tunnel.plain:
+      // Port 80 is http's own: an upgrade to TLS then goes to 443, as it
+      // does for `http://host/` in absolute form.
+      let port = tunnel.port == 80 ? nil : tunnel.port
+      (scheme, rawHost, explicitPort, path) = ("http", tunnel.host.description, port, originPath)
     case (.origin(let originPath), let tunnel?):
       (scheme, rawHost, explicitPort, path) = ("https", tunnel.host.description, tunnel.port, originPath)
     case (.absolute(let urlScheme, let urlHost, let urlPort, let urlPath), nil):
@@ -115,7 +124,18 @@ struct ForwardRouter {
     let passthrough = snapshot.passthrough[listener.name]
     let listedPassthrough = passthrough?.contains(host) ?? false
     let route = UpstreamRoute(host: host, snapshot: snapshot)
-    guard listedPassthrough || route != nil else { return .refuse(.denied(host)) }
+    guard listedPassthrough || route != nil else {
+      // A denied host on an intercepting listener: the CONNECT is accepted
+      // and the 403 answers the first request inside the client's TLS, where
+      // a browser or a script shows it to the person (a refused CONNECT
+      // shows only a generic tunnel error). Nothing is sent upstream: the
+      // requests inside route to this same refusal. Without interception
+      // there is no leaf to answer inside with, so the CONNECT gets the 403.
+      if listener.intercept, let interception = snapshot.interception[listener.name] {
+        return .intercept(ConnectTarget(host: host, port: port), interception)
+      }
+      return .refuse(.denied(host))
+    }
     if listedPassthrough || !listener.intercept {
       let named = (passthrough?.names(host) ?? false) || route?.namedExplicitly == true
       let key = UpstreamKey(

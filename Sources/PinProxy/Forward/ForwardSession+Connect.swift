@@ -6,6 +6,12 @@ import PinTrust
 /// The I/O of a CONNECT the router accepted: a passthrough host is dialled
 /// and spliced raw; an intercepted one gets TLS under a leaf minted for the
 /// host, and the requests inside are served by the same machine.
+/// An intercepted tunnel whose client has not spoken yet.
+struct PendingTunnel {
+  let engine: TLSEngine
+  let target: ConnectTarget
+}
+
 extension ForwardSession {
   /// The reply that opens a tunnel, whichever kind (RFC 9110 §9.3.6: any 2xx).
   static let connectEstablished = Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)
@@ -40,13 +46,13 @@ extension ForwardSession {
     let engine: TLSEngine
     do {
       let started = Date()
-      let (leaf, minted) = try interception.ca.leafReportingMint(for: target.host)
+      let (leaves, minted) = try interception.ca.leafReportingMint(for: target.host)
       if minted {
         context.metrics.mintedCertificates.add(1)
         let milliseconds = String(format: "%.3f", Date().timeIntervalSince(started) * 1000)
         context.logger.log(.info, "minted", ["host": target.host.description, "ms": milliseconds])
       }
-      engine = try interception.makeEngine(presenting: leaf)
+      engine = try interception.makeEngine(presenting: leaves)
     } catch {
       let failure = ProxyFailure(
         status: 502, code: .handshakeFailed, reason: "cannot serve TLS for \(target.host): \(error)")
@@ -56,9 +62,29 @@ extension ForwardSession {
     run { early = $0.interceptionReady(target) }
     guard let early else { return }
     connection.write(ForwardSession.connectEstablished)
-    client = serveTLS(
-      on: connection, engine: engine, host: target.host, target: "\(target.host):\(target.port)", early: early
-    )
+    let pending = PendingTunnel(engine: engine, target: target)
+    if early.isEmpty {
+      tunnelAwaitingFirstBytes = pending
+    } else {
+      startTunnel(pending, first: early)
+    }
+  }
+
+  /// Decides what the client speaks in the tunnel from its first byte: 0x16
+  /// opens a TLS handshake record (RFC 8446 §5.1, and every TLS before it);
+  /// anything else is taken as plain HTTP, which the parser then judges.
+  func startTunnel(_ pending: PendingTunnel, first bytes: [UInt8]) {
+    if bytes.first == 0x16 {
+      let target = pending.target
+      client = serveTLS(
+        on: connection, engine: pending.engine, host: target.host, target: "\(target.host):\(target.port)",
+        early: bytes)
+    } else {
+      run {
+        $0.tunnelIsPlain()
+        $0.clientRead(bytes)
+      }
+    }
   }
 
   /// Terminates the client's TLS on `connection` with a leaf for `host`; the

@@ -25,12 +25,16 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
   var machine: ForwardMachine<UpstreamConnection>
   /// Set once a passthrough CONNECT is spliced.
   var splice: Splice?
+  /// An intercepted CONNECT whose first bytes decide between TLS and plain HTTP.
+  var tunnelAwaitingFirstBytes: PendingTunnel?
   var headTimer: LoopTimer?
   var responseTimer: LoopTimer?
   /// When the session last started waiting for a request (uptime ns), to
   /// pick the longest waiting under overload.
   var awaitingSince = DispatchTime.now().uptimeNanoseconds
   private var running = false
+  /// A refusal was written: close lingeringly when the current run ends.
+  private var lingerAfterRun = false
 
   var loop: EventLoop { connection.loop }
   var pool: UpstreamPool { context.pool(for: loop) }
@@ -70,11 +74,25 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
       connection.uncork()
     }
     while let action = machine.nextAction() { execute(action) }
+    // After every action of this run (a trailing pauseClient among them),
+    // so that nothing the machine queued stops the lingering reads.
+    if lingerAfterRun {
+      lingerAfterRun = false
+      LingeringClose.start(
+        client, owner: self, timeout: snapshot.timeouts.lingeringClose,
+        byteLimit: snapshot.limits.lingeringCloseBytes)
+    }
   }
 
   // MARK: Client channel
 
-  func channel(_ channel: any ByteChannel, didRead bytes: [UInt8]) { run { $0.clientRead(bytes) } }
+  func channel(_ channel: any ByteChannel, didRead bytes: [UInt8]) {
+    if let pending = tunnelAwaitingFirstBytes {
+      tunnelAwaitingFirstBytes = nil
+      return startTunnel(pending, first: bytes)
+    }
+    run { $0.clientRead(bytes) }
+  }
   func channelDidReadEOF(_ channel: any ByteChannel) { run { $0.clientEOF() } }
   func channelDidDrain(_ channel: any ByteChannel) { run { $0.clientDrained() } }
 
@@ -200,8 +218,14 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
       ])
     context.metrics.refusal(failure, rule: refusal.rule)
     context.metrics.request(listener: listener.name, status: failure.status)
-    client.write(failure.response())
-    client.closeAfterFlush()
+    let page =
+      refusal.wantsHTML
+      ? RefusalPage(failure: failure, host: refusal.target, rule: refusal.rule, time: Date()) : nil
+    client.write(failure.response(page: page))
+    // The client may still be sending (a refused upload): close lingeringly
+    // so the answer is not destroyed by a reset (LingeringClose), once this
+    // run's actions are done.
+    lingerAfterRun = true
   }
 
   private func logAccess(_ record: ExchangeRecord) {

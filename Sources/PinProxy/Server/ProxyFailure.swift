@@ -65,11 +65,13 @@ public struct ProxyFailure: Error, Sendable {
   }
 
   /// The response the client gets: plain text naming the code and reason,
-  /// and the `Pinproxy-Error` header.
-  func response(closing: Bool = true) -> [UInt8] {
-    let body = Array("pinproxy: \(code.rawValue): \(PrintableText.escaped(reason))\n".utf8)
+  /// or the HTML `page` for a client that asked for HTML; either way the
+  /// same status and the `Pinproxy-Error` header.
+  func response(closing: Bool = true, page: RefusalPage? = nil) -> [UInt8] {
+    let body = page?.html() ?? Array("pinproxy: \(code.rawValue): \(PrintableText.escaped(reason))\n".utf8)
+    let type = page == nil ? "text/plain; charset=utf-8" : "text/html; charset=utf-8"
     var headers = HTTPHeaders([
-      ("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", String(body.count)),
+      ("Content-Type", type), ("Content-Length", String(body.count)),
       ("Pinproxy-Error", code.rawValue), ("Cache-Control", "no-store"),
     ])
     if closing { headers.add("Connection", "close") }

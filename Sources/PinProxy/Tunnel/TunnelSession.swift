@@ -64,7 +64,7 @@ final class TunnelSession: ChannelDelegate, DrainableSession, @unchecked Sendabl
           ProxyFailure(status: 502, code: .handshakeFailed, reason: "no local CA for downstream TLS"))
       }
       do {
-        let engine = try interception.makeEngine(presenting: try interception.ca.leaf(for: host))
+        let engine = try interception.makeEngine(presenting: try interception.ca.leaves(for: host))
         // The client's handshake proceeds while the upstream connects.
         client = TLSChannel.serve(
           connection, engine: engine, host: host, target: host.description, logger: context.logger,

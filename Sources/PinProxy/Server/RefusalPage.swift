@@ -1,0 +1,112 @@
+import Foundation
+import PinHTTP
+import PinTrust
+
+/// The refusal as a small self-contained HTML page, for a person looking at
+/// a browser or a web view: what happened in plain words, the failure code,
+/// the host and the rule, when, what an operator can run to see why, and the
+/// presented chain's pins folded away. No script, no style sheet or image
+/// from elsewhere; every value is escaped for HTML after `PrintableText`.
+struct RefusalPage {
+  let failure: ProxyFailure
+  let host: String
+  let rule: String
+  let time: Date
+
+  /// Whether a request asked for HTML: its `Accept` lists `text/html`
+  /// (browsers and web views do; curl, scripts and SDKs do not).
+  static func wanted(by request: HTTPRequestHead?) -> Bool {
+    guard let request else { return false }
+    return request.headers.tokens("Accept").contains { token in
+      token.split(separator: ";", maxSplits: 1).first?.trimmingCharacters(in: .whitespaces) == "text/html"
+    }
+  }
+
+  /// The sentence a person reads first.
+  static func headline(_ code: FailureCode) -> String {
+    switch code {
+    case .pinMismatch, .noPins: return "This site's certificate does not match what it is pinned to"
+    case .dynamicPinsUntrusted, .dynamicPinsEmpty:
+      return "This site's certificate is not in its signed list of allowed certificates"
+    case .untrustedChain, .selfSignedRequiresPinning:
+      return "This site's certificate is not issued by an authority trusted for it"
+    case .malformedCertificate: return "This site's certificate is malformed"
+    case .hostnameMismatch: return "This site's certificate is for a different name"
+    case .expired: return "This site's certificate has expired or is not valid yet"
+    case .tlsVersion, .weakCipher, .weakKey:
+      return "This site's connection security is below what is required for it"
+    case .handshakeFailed: return "A secure connection to this site could not be set up"
+    case .upstreamUnreachable: return "This site could not be reached"
+    case .upstreamTimeout: return "This site took too long to answer"
+    case .deniedByPolicy: return "This site is not allowed through this proxy"
+    case .badRequest: return "The request could not be understood"
+    }
+  }
+
+  /// What an operator can run on the proxy's host to see the same decision.
+  var operatorHint: String {
+    let bare = host.split(separator: ":").first.map(String.init) ?? host
+    switch failure.code {
+    case .deniedByPolicy:
+      return "Add a domain rule for \(bare) to the configuration, then `pinproxy check --config FILE`."
+    case .upstreamUnreachable, .upstreamTimeout, .badRequest:
+      return "See the proxy's log line for this request (event `refused`)."
+    default:
+      return
+        "Run `pinproxy pin \(host)` to see what the site presents, and `pinproxy evaluate --host \(bare) "
+        + "--chain CHAIN.pem --config FILE` to see the rule's decision."
+    }
+  }
+
+  func html() -> [UInt8] {
+    let when = time.formatted(.iso8601)
+    var page = """
+      <!doctype html>
+      <html lang="en"><head><meta charset="utf-8">
+      <meta name="viewport" content="width=device-width, initial-scale=1">
+      <title>\(RefusalPage.escape(RefusalPage.headline(failure.code)))</title>
+      <style>body{font:16px/1.5 system-ui,sans-serif;max-width:44em;margin:2em auto;padding:0 1em;color:#222}
+      h1{font-size:1.4em}dt{font-weight:600}code,pre{font:13px ui-monospace,monospace;overflow-wrap:anywhere;white-space:pre-wrap}
+      .code{color:#a00}</style></head>
+      <body>
+      <h1>\(RefusalPage.escape(RefusalPage.headline(failure.code)))</h1>
+      <p>The proxy refused this request to keep the connection safe. Nothing was sent to the site.</p>
+      <dl>
+      <dt>Failure code</dt><dd><code class="code">\(RefusalPage.escape(failure.code.rawValue))</code></dd>
+      <dt>Site</dt><dd><code>\(RefusalPage.escape(host))</code></dd>
+      <dt>Rule</dt><dd><code>\(RefusalPage.escape(rule))</code></dd>
+      <dt>When</dt><dd>\(when)</dd>
+      <dt>Why</dt><dd>\(RefusalPage.escape(failure.reason))</dd>
+      </dl>
+      <h2>For the operator</h2>
+      <p>\(RefusalPage.escape(operatorHint))</p>
+
+      """
+    if let chain = failure.chain {
+      page += """
+        <details><summary>Certificates the site presented (pins and digests)</summary>
+        <pre>\(RefusalPage.escape(chain.replacingOccurrences(of: "] [", with: "]\n[")))</pre></details>
+
+        """
+    }
+    page += "</body></html>\n"
+    return Array(page.utf8)
+  }
+
+  /// `PrintableText` first (no control or bidi characters), then the five
+  /// characters HTML gives meaning to.
+  static func escape(_ text: String) -> String {
+    var out = ""
+    for character in PrintableText.escaped(text) {
+      switch character {
+      case "&": out += "&amp;"
+      case "<": out += "&lt;"
+      case ">": out += "&gt;"
+      case "\"": out += "&quot;"
+      case "'": out += "&#39;"
+      default: out.append(character)
+      }
+    }
+    return out
+  }
+}
