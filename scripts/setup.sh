@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-swift build -c release --product pinproxy
+swift build -c release --product pinproxy --static-swift-stdlib
 bin=.build/release/pinproxy
 "$bin" version
 "$bin" check --config config/pinproxy.yaml

@@ -68,6 +68,8 @@ struct ForwardMachine<Upstream: AnyObject> {
     let rule: String
     /// The request's `Accept` lists `text/html`: a person is reading.
     let wantsHTML: Bool
+    /// `host:port` the request was for, as far as it is known (for the page).
+    let site: String
   }
 
   // Internal rather than private: the upstream half lives in ForwardMachine+Upstream.swift.
@@ -287,9 +289,22 @@ struct ForwardMachine<Upstream: AnyObject> {
       .refuse(
         Refusal(
           failure: failure, method: request?.method ?? "-", target: described,
-          rule: target?.route.ruleName ?? "-", wantsHTML: RefusalPage.wanted(by: request)))
+          rule: target?.route.ruleName ?? "-", wantsHTML: RefusalPage.wanted(by: request),
+          site: site(of: request, target: target)))
     )
     state = .closing
+  }
+
+  /// The upstream a refused request was for: the routed target, else the
+  /// tunnel's host, else what the request line names.
+  private func site(of request: HTTPRequestHead?, target: ForwardTarget?) -> String {
+    if let target { return target.key.description }
+    if let tunnel { return "\(tunnel.host):\(tunnel.port)" }
+    switch request?.target {
+    case .absolute(_, let host, let port, _)?: return port.map { "\(host):\($0)" } ?? host
+    case .authority(let host, let port)?: return "\(host):\(port)"
+    default: return "-"
+    }
   }
 
   /// Closes the upstream connection of an exchange in progress: mid-exchange

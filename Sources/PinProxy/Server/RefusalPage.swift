@@ -43,18 +43,32 @@ struct RefusalPage {
     }
   }
 
-  /// What an operator can run on the proxy's host to see the same decision.
-  var operatorHint: String {
+  /// What happened to the request, in one sentence.
+  var summary: String {
+    switch failure.code {
+    case .upstreamTimeout: return "The proxy gave up waiting for the site's answer."
+    case .upstreamUnreachable: return "The proxy could not connect to the site."
+    case .badRequest: return "The proxy could not forward this request as it was sent."
+    default: return "The proxy refused this request to keep the connection safe; it was not sent to the site."
+    }
+  }
+
+  /// What an operator can do, and the commands to run on the proxy's host
+  /// to see the same decision.
+  var operatorAdvice: (sentence: String, commands: [String]) {
     let bare = host.split(separator: ":").first.map(String.init) ?? host
     switch failure.code {
     case .deniedByPolicy:
-      return "Add a domain rule for \(bare) to the configuration, then `pinproxy check --config FILE`."
+      return (
+        "Add a domain rule for \(bare) to the configuration, then check it:", ["pinproxy check --config FILE"]
+      )
     case .upstreamUnreachable, .upstreamTimeout, .badRequest:
-      return "See the proxy's log line for this request (event `refused`)."
+      return ("The proxy's log line for this request (event \"refused\") has the details.", [])
     default:
-      return
-        "Run `pinproxy pin \(host)` to see what the site presents, and `pinproxy evaluate --host \(bare) "
-        + "--chain CHAIN.pem --config FILE` to see the rule's decision."
+      return (
+        "See what the site presents, then the rule's decision on it:",
+        ["pinproxy pin \(host)", "pinproxy evaluate --host \(bare) --chain CHAIN.pem --config FILE"]
+      )
     }
   }
 
@@ -70,7 +84,7 @@ struct RefusalPage {
       .code{color:#a00}</style></head>
       <body>
       <h1>\(RefusalPage.escape(RefusalPage.headline(failure.code)))</h1>
-      <p>The proxy refused this request to keep the connection safe. Nothing was sent to the site.</p>
+      <p>\(RefusalPage.escape(summary))</p>
       <dl>
       <dt>Failure code</dt><dd><code class="code">\(RefusalPage.escape(failure.code.rawValue))</code></dd>
       <dt>Site</dt><dd><code>\(RefusalPage.escape(host))</code></dd>
@@ -79,9 +93,12 @@ struct RefusalPage {
       <dt>Why</dt><dd>\(RefusalPage.escape(failure.reason))</dd>
       </dl>
       <h2>For the operator</h2>
-      <p>\(RefusalPage.escape(operatorHint))</p>
+      <p>\(RefusalPage.escape(operatorAdvice.sentence))</p>
 
       """
+    for command in operatorAdvice.commands {
+      page += "<pre><code>\(RefusalPage.escape(command))</code></pre>\n"
+    }
     if let chain = failure.chain {
       page += """
         <details><summary>Certificates the site presented (pins and digests)</summary>
