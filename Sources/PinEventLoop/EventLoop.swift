@@ -63,6 +63,14 @@ public final class EventLoop: Sendable {
     timers.add(deadline: EventLoop.deadline(after: seconds), work)
   }
 
+  /// A timer that is not armed yet and can be armed again and again with
+  /// `LoopTimer.schedule(after:)`: a timeout armed once per request (the
+  /// next request's head, the upstream's response) then costs a table
+  /// update, not a new closure and timer object each time.
+  public func makeTimer(_ work: @escaping @Sendable () -> Void) -> LoopTimer {
+    timers.makeTimer(work)
+  }
+
   /// Now plus `seconds`, in uptime nanoseconds, saturating.
   static func deadline(after seconds: Double, now: UInt64 = DispatchTime.now().uptimeNanoseconds) -> UInt64 {
     let nanoseconds = seconds * 1e9
@@ -78,13 +86,23 @@ public final class EventLoop: Sendable {
 public final class LoopTimer: Sendable {
   let id: UInt64
   let table: TimerTable
+  /// What runs when it fires, kept for `schedule(after:)` (nil for one-shot timers).
+  let work: (@Sendable () -> Void)?
 
-  init(id: UInt64, table: TimerTable) {
+  init(id: UInt64, table: TimerTable, work: (@Sendable () -> Void)? = nil) {
     self.id = id
     self.table = table
+    self.work = work
   }
 
   public func cancel() { table.remove(id) }
+
+  /// Arms (or re-arms) a timer made by `EventLoop.makeTimer`: it fires
+  /// `seconds` from now, once, unless cancelled or re-armed first.
+  public func schedule(after seconds: Double) {
+    guard let work else { preconditionFailure("schedule(after:) needs a timer from EventLoop.makeTimer") }
+    table.set(id, deadline: EventLoop.deadline(after: seconds), work)
+  }
 }
 
 /// The timeouts of one loop, checked by one repeating Dispatch timer that
@@ -107,17 +125,36 @@ final class TimerTable: @unchecked Sendable {
     nextID &+= 1
     let id = nextID
     entries[id] = (deadline, work)
-    let start = source == nil
-    if start {
-      let timer = DispatchSource.makeTimerSource(queue: queue)
-      timer.schedule(
-        deadline: .now() + TimerTable.tick, repeating: TimerTable.tick, leeway: .milliseconds(20))
-      timer.setEventHandler { [weak self] in self?.fire() }
-      source = timer
-      timer.resume()
-    }
+    startIfNeeded()
     lock.unlock()
     return LoopTimer(id: id, table: self)
+  }
+
+  /// Starts the sweeping Dispatch timer if it is not running (under `lock`).
+  private func startIfNeeded() {
+    guard source == nil else { return }
+    let timer = DispatchSource.makeTimerSource(queue: queue)
+    timer.schedule(deadline: .now() + TimerTable.tick, repeating: TimerTable.tick, leeway: .milliseconds(20))
+    timer.setEventHandler { [weak self] in self?.fire() }
+    source = timer
+    timer.resume()
+  }
+
+  /// A timer with its own id and no deadline yet.
+  func makeTimer(_ work: @escaping @Sendable () -> Void) -> LoopTimer {
+    lock.lock()
+    nextID &+= 1
+    let id = nextID
+    lock.unlock()
+    return LoopTimer(id: id, table: self, work: work)
+  }
+
+  /// Arms `id` for `deadline`, replacing its earlier deadline if any.
+  func set(_ id: UInt64, deadline: UInt64, _ work: @escaping @Sendable () -> Void) {
+    lock.lock()
+    entries[id] = (deadline, work)
+    startIfNeeded()
+    lock.unlock()
   }
 
   func remove(_ id: UInt64) {

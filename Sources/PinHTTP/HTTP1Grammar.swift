@@ -157,16 +157,20 @@ enum HTTP1Grammar {
       guard first != 0x20 && first != 0x09 else {
         throw HTTPParseError(.badRequest, "obs-fold in header section")
       }
-      guard let colon = line.firstIndex(of: 0x3a), let name = token(line[line.startIndex..<colon]) else {
+      guard let colon = line.firstIndex(of: 0x3a), colon > line.startIndex,
+        line[line.startIndex..<colon].allSatisfy(isTokenCharacter)
+      else {
         throw HTTPParseError(.badRequest, "malformed header field (whitespace before the colon or no name)")
       }
+      let nameBytes = line[line.startIndex..<colon]
       let rawValue = line[(colon + 1)...].drop { $0 == 0x20 || $0 == 0x09 }
       var value = rawValue
       while let last = value.last, last == 0x20 || last == 0x09 { value = value.dropLast() }
       guard value.allSatisfy({ $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7f) }) else {
-        throw HTTPParseError(.badRequest, "control character in header \(name)")
+        throw HTTPParseError(
+          .badRequest, "control character in header \(String(decoding: nameBytes, as: UTF8.self))")
       }
-      headers.add(HTTPHeaders.Field(nameBytes: Array(name.utf8), valueBytes: Array(value)))
+      headers.add(HTTPHeaders.Field(nameBytes: CommonHeaderNames.shared(nameBytes), valueBytes: Array(value)))
       guard headers.count <= limits.maxHeaderCount else {
         throw HTTPParseError(.headersTooLarge, "more than \(limits.maxHeaderCount) header fields")
       }
@@ -179,7 +183,12 @@ enum HTTP1Grammar {
     return (head[head.startIndex..<end], head[min(head.endIndex, end + 2)...])
   }
 
+  private static let http11 = Array("HTTP/1.1".utf8)
+  private static let http10 = Array("HTTP/1.0".utf8)
+
   static func httpVersion(_ bytes: ArraySlice<UInt8>) throws(HTTPParseError) -> HTTPVersion {
+    if bytes.elementsEqual(http11) { return .http11 }
+    if bytes.elementsEqual(http10) { return .http10 }
     let text = String(decoding: bytes, as: UTF8.self)
     if let version = HTTPVersion(rawValue: text) { return version }
     if text.hasPrefix("HTTP/"), text.count == 8 {
@@ -197,7 +206,9 @@ enum HTTP1Grammar {
   static func isTokenCharacter(_ byte: UInt8) -> Bool {
     switch byte {
     case 0x30...0x39, 0x41...0x5a, 0x61...0x7a: return true
-    default: return Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
+    // ! # $ % & ' * + - . ^ _ ` | ~
+    case 0x21, 0x23, 0x24, 0x25, 0x26, 0x27, 0x2a, 0x2b, 0x2d, 0x2e, 0x5e, 0x5f, 0x60, 0x7c, 0x7e: return true
+    default: return false
     }
   }
 

@@ -27,8 +27,19 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
   var splice: Splice?
   /// An intercepted CONNECT whose first bytes decide between TLS and plain HTTP.
   var tunnelAwaitingFirstBytes: PendingTunnel?
-  var headTimer: LoopTimer?
-  var responseTimer: LoopTimer?
+  /// Made once, re-armed per request (see `EventLoop.makeTimer`).
+  lazy var headTimer: LoopTimer? = loop.makeTimer { [weak self] in
+    guard let self else { return }
+    let seconds = self.headTimerSeconds
+    self.run { $0.headTimerFired(after: seconds) }
+  }
+  lazy var responseTimer: LoopTimer? = loop.makeTimer { [weak self] in
+    guard let self else { return }
+    let (exchange, seconds) = (self.responseTimerExchange, self.snapshot.timeouts.upstreamResponse)
+    self.run { $0.responseTimerFired(exchange: exchange, after: seconds) }
+  }
+  private var headTimerSeconds = 0.0
+  private var responseTimerExchange = 0
   /// When the session last started waiting for a request (uptime ns), to
   /// pick the longest waiting under overload.
   var awaitingSince = DispatchTime.now().uptimeNanoseconds
@@ -155,10 +166,8 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
     case .resumeUpstream(let upstream):
       upstream.resumeReading()
     case .armResponseTimer(let id):
-      let seconds = snapshot.timeouts.upstreamResponse
-      responseTimer = loop.schedule(after: seconds) { [weak self] in
-        self?.run { $0.responseTimerFired(exchange: id, after: seconds) }
-      }
+      responseTimerExchange = id
+      responseTimer?.schedule(after: snapshot.timeouts.upstreamResponse)
     case .cancelResponseTimer:
       responseTimer?.cancel()
     case .poolUpstream(let upstream):
@@ -184,10 +193,8 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
   }
 
   private func armHeadTimer(seconds: Double) {
-    headTimer?.cancel()
-    headTimer = loop.schedule(after: seconds) { [weak self] in
-      self?.run { $0.headTimerFired(after: seconds) }
-    }
+    headTimerSeconds = seconds
+    headTimer?.schedule(after: seconds)
   }
 
   private func acquireUpstream(exchange id: Int, _ target: ForwardTarget, poolAllowed: Bool) {
@@ -220,7 +227,7 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
     context.metrics.request(listener: listener.name, status: failure.status)
     let page =
       refusal.wantsHTML
-      ? RefusalPage(failure: failure, host: refusal.target, rule: refusal.rule, time: Date()) : nil
+      ? RefusalPage(failure: failure, host: refusal.site, rule: refusal.rule, time: Date()) : nil
     client.write(failure.response(page: page))
     // The client may still be sending (a refused upload): close lingeringly
     // so the answer is not destroyed by a reset (LingeringClose), once this
