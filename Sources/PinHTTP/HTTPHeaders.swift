@@ -10,7 +10,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
     public var valueBytes: [UInt8]
 
     public init(name: String, value: String) {
-      nameBytes = Array(name.utf8)
+      nameBytes = CommonHeaderNames.shared(name)
       valueBytes = Array(value.utf8)
     }
 
