@@ -12,7 +12,11 @@ final class ClientReachTests: ProxyTestCase {
 
   /// An intercepting forward listener: httpbin.org is allowed,
   /// pinned.httpbin.org is pinned to a key the origin does not have.
-  func start(origin: Origin, listenerOptions: String = "") throws {
+  func start(
+    origin: Origin, listenerOptions: String = "", lingering: String = "timeouts: {lingeringClose: 30s}"
+  )
+    throws
+  {
     let config = """
       listeners:
         - {name: forward, address: "127.0.0.1:{port:forward}", mode: forward\(listenerOptions)}
@@ -20,7 +24,7 @@ final class ClientReachTests: ProxyTestCase {
       anchorSets:
         test: {files: ["\(Fixtures.path("root-a.pem"))"]}
       defaults: {action: deny}
-      timeouts: {lingeringClose: 30s}
+      \(lingering)
       domains:
         - {domain: httpbin.org, anchors: [test]}
         - domain: pinned.httpbin.org
@@ -117,6 +121,40 @@ final class ClientReachTests: ProxyTestCase {
     XCTAssertEqual(
       output,
       "https://pinned.httpbin.org/upload 502 pin-mismatch\nhttps://httpbin.org/hello 200 -\n")
+  }
+
+  /// A client that keeps sending and never reads cannot hold a refused
+  /// connection open: the time bound and the byte bound each end it.
+  func testLingeringIsBoundedInTimeAndInBytes() throws {
+    let script = """
+      import socket, sys, time
+      sock = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+      sock.sendall(b"POST http://pinned.httpbin.org/upload HTTP/1.1\\r\\nHost: pinned.httpbin.org\\r\\n"
+                   b"Content-Length: 1000000000\\r\\n\\r\\n")
+      # 64 KiB every 10 ms: about 6 MB/s, slow enough that only the time
+      # bound can end the first case, fast enough to pass 1 MiB in the second.
+      started, chunk = time.time(), b"a" * 65536
+      sock.settimeout(1)
+      try:
+          while time.time() - started < 20:
+              sock.send(chunk)
+              time.sleep(0.01)
+          print("still open")
+      except OSError:
+          print("closed after %.1f s" % (time.time() - started))
+      """
+    for (lingering, bound, atLeast) in [
+      ("timeouts: {lingeringClose: 3s}\nlimits: {lingeringCloseBytes: 17179869184}", "time", 2.0),
+      ("limits: {lingeringCloseBytes: 1048576}", "bytes", 0.0),
+    ] {
+      proxy = nil
+      try start(origin: try origin(), lingering: lingering)
+      let result = try Subprocess.run("/usr/bin/env", ["python3", "-c", script, String(port)])
+      let seconds = Double(result.stdout.split(separator: " ").dropFirst(2).first ?? "") ?? 99
+      XCTAssertTrue(result.stdout.hasPrefix("closed after"), "\(bound): \(result.stdout) \(result.stderr)")
+      XCTAssertLessThan(seconds, 10, "\(bound) bound: \(result.stdout)")
+      XCTAssertGreaterThanOrEqual(seconds, atLeast, "\(bound) bound: \(result.stdout)")
+    }
   }
 
   // MARK: 2. Legacy clients that can only use RSA, and clients that only use ECDSA

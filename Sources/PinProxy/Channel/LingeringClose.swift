@@ -41,14 +41,17 @@ final class LingeringClose: ChannelDelegate, @unchecked Sendable {
     channel.shutdownOutput()
     channel.resumeReading()
     lingering.timer = channel.loop.schedule(after: timeout) { [weak lingering] in
-      lingering?.finish()
+      lingering?.finish(force: true)
     }
   }
 
-  private func finish() {
+  /// The client closed or sent too much: close once the answer is out. At
+  /// the deadline close regardless — a client that reads nothing must not
+  /// keep the connection (and its slot) by leaving the answer unflushed.
+  private func finish(force: Bool = false) {
     channel.loop.preconditionInLoop()
     timer?.cancel()
-    channel.closeAfterFlush()
+    if force { channel.close() } else { channel.closeAfterFlush() }
   }
 
   func channel(_ channel: any ByteChannel, didRead bytes: [UInt8]) {
