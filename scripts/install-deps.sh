@@ -8,7 +8,7 @@ command -v python3 >/dev/null || packages+=(python3)
 # Clients the end-to-end tests drive as people run them: Java's HttpClient
 # (`java File.java`) and headless Chromium (the refusal page, rendered).
 command -v java >/dev/null || packages+=(openjdk-17-jdk-headless)
-packages+=(chromium)
+packages+=(chromium fonts-liberation)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
