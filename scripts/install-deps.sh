@@ -6,9 +6,9 @@ packages=(libssl-dev libnghttp2-dev openssl curl pkg-config ca-certificates)
 # The end-to-end tests' origin is a Python script (standard library only).
 command -v python3 >/dev/null || packages+=(python3)
 # Clients the end-to-end tests drive as people run them: Java's HttpClient
-# (`java File.java`) and headless Chromium (the refusal page, rendered).
+# (`java File.java`), wget, and headless Chromium (the refusal page, rendered).
 command -v java >/dev/null || packages+=(openjdk-17-jdk-headless)
-packages+=(chromium fonts-liberation)
+packages+=(chromium fonts-liberation wget)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -58,6 +58,23 @@ final class ClientReachTests: ProxyTestCase {
     }
   }
 
+  func testRefusedTenMegabyteUploadGetsThe502WithWget() throws {
+    try start(origin: try origin())
+    let file = try bigFile()
+    for url in ["https://pinned.httpbin.org/upload", "http://pinned.httpbin.org/upload"] {
+      // wget exits 8 on an error status; -S prints the response head on stderr.
+      let result = try Subprocess.run(
+        "/usr/bin/env",
+        [
+          "wget", "-S", "-O", "/dev/null", "--tries=1", "--timeout=30", "--ca-certificate=\(caPath)",
+          "--post-file=\(file)", url,
+        ],
+        environment: ["https_proxy": "http://127.0.0.1:\(port)", "http_proxy": "http://127.0.0.1:\(port)"])
+      XCTAssertTrue(result.stderr.contains("HTTP/1.1 502 Bad Gateway"), "\(url): \(result.stderr)")
+      XCTAssertTrue(result.stderr.contains("Pinproxy-Error: pin-mismatch"), "\(url): \(result.stderr)")
+    }
+  }
+
   func testRefusedTenMegabyteUploadGetsThe502WithPythonUrllibAndRequests() throws {
     try start(origin: try origin())
     let script = """
@@ -309,6 +326,12 @@ final class ClientReachTests: ProxyTestCase {
       dom.stdout.contains("This site's certificate does not match what it is pinned to"),
       dom.stdout + dom.stderr)
     XCTAssertTrue(dom.stdout.contains("pin-mismatch"))
+    // A host the policy denies: the CONNECT is accepted and the 403 page is
+    // what the browser shows, not a generic tunnel error.
+    let denied = try Subprocess.run(chromium, common + ["--dump-dom", "https://example.com/"])
+    XCTAssertTrue(
+      denied.stdout.contains("This site is not allowed through this proxy"), denied.stdout + denied.stderr)
+    XCTAssertTrue(denied.stdout.contains("denied-by-policy"))
     // The screenshot is kept as the test's artifact (Tests/Artifacts, ignored by git).
     let artifacts = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
       .appendingPathComponent("Artifacts")
