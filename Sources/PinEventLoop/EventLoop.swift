@@ -49,11 +49,6 @@ public final class EventLoop: Sendable {
     inLoop ? try work() : try queue.sync(execute: work)
   }
 
-  /// How many fds the loop watches (for tests and the admin view).
-  public var watchedDescriptors: Int {
-    runAndWait { readiness.registrations }
-  }
-
   /// A one-shot timeout on this loop, accurate to about 100 ms. Arming and
   /// cancelling only touch a table: per-request Dispatch timer sources each
   /// woke libdispatch's manager thread and were the leading cost per request.

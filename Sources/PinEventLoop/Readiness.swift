@@ -38,7 +38,8 @@ struct ReadinessToken: Equatable {
 /// handler, so one wake-up of the loop serves every socket that became
 /// ready meanwhile — instead of one Dispatch source per socket, each
 /// created, suspended, resumed and cancelled through libdispatch's manager
-/// thread (the leading cost per request before; docs/ARCHITECTURE.md §6).
+/// thread (the leading cost per request before; docs/ARCHITECTURE.md §2, "Event
+/// loops and timers").
 ///
 /// Registrations are level-triggered: a handler may leave bytes unread (its
 /// read budget ran out) and is told again in the next batch. Confined to
@@ -125,8 +126,6 @@ final class Readiness: @unchecked Sendable {
     slots[index].generation &+= 1
     free.append(token.slot)
   }
-
-  var registrations: Int { slots.count - free.count }
 
   /// Handles what is ready, in batches, until epoll reports nothing (or the
   /// turn's budget ran out: then the rest continues as a new queue item).

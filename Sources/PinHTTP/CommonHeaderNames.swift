@@ -10,18 +10,11 @@ enum CommonHeaderNames {
     "Authorization", "Origin", "Referer", "Expires", "Pragma", "X-Forwarded-For", "Upgrade",
   ].map { Array($0.utf8) }
 
-  /// The same for a name the proxy writes itself (`Via`, `Content-Length`, …).
-  static func shared(_ name: String) -> [UInt8] {
-    let count = name.utf8.count
-    for candidate in names where candidate.count == count && candidate.elementsEqual(name.utf8) {
-      return candidate
-    }
-    return Array(name.utf8)
-  }
-
-  /// The shared array when `bytes` spell a common name exactly, else a copy.
-  static func shared(_ bytes: ArraySlice<UInt8>) -> [UInt8] {
-    for name in names where name.count == bytes.count && name.elementsEqual(bytes) { return name }
+  /// The shared array when `bytes` spell a common name exactly, else a
+  /// copy: for parsed names and for the ones the proxy writes (`Via`, …).
+  static func shared<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> [UInt8] {
+    let count = bytes.count
+    for name in names where name.count == count && name.elementsEqual(bytes) { return name }
     return Array(bytes)
   }
 }

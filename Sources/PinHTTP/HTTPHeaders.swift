@@ -10,7 +10,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
     public var valueBytes: [UInt8]
 
     public init(name: String, value: String) {
-      nameBytes = CommonHeaderNames.shared(name)
+      nameBytes = CommonHeaderNames.shared(name.utf8)
       valueBytes = Array(value.utf8)
     }
 

@@ -35,8 +35,7 @@ public final class InterceptionContext: @unchecked Sendable {
 
   deinit { SSL_CTX_free(context) }
 
-  /// A server engine presenting `leaf` (and the CA's chain, if it has one).
-  /// A server engine presenting both leaves: OpenSSL keeps one certificate
+  /// A server engine presenting both leaves (and the CA's chain, if it has one): OpenSSL keeps one certificate
   /// per key type and picks the one the client's ciphers and signature
   /// algorithms allow. The CA chain goes with each (chain certificates
   /// attach to the certificate set last).

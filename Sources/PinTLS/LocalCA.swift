@@ -151,7 +151,7 @@ public final class LocalCA: Sendable {
 
   /// The leaf for `host`, minted once and then served from a bounded LRU.
   /// Minting happens under the cache lock, so concurrent first requests for
-  /// one host mint it once; a mint is one ECDSA signature (see the note's figures).
+  /// one host mint it once; a mint is two CA signatures, one per leaf.
   public func leaf(for host: TrustHost, now: Date = Date()) throws(Failure) -> X509Certificate {
     try leafReportingMint(for: host, now: now).leaves.ecdsa
   }
@@ -167,8 +167,11 @@ public final class LocalCA: Sendable {
   ) {
     try minted.withLock { cache throws(Failure) -> (leaves: LeafPair, minted: Bool) in
       if let existing = cache.get(host, now: now) { return (existing, false) }
+      // RSA key exchange (TLS_RSA_* suites) encrypts the premaster secret to
+      // the leaf's key: the RSA leaf needs keyEncipherment too.
       let leaves = LeafPair(
-        ecdsa: try mint(host, key: leafKey, now: now), rsa: try mint(host, key: rsaLeafKey, now: now))
+        ecdsa: try mint(host, key: leafKey, keyUsage: "critical,digitalSignature", now: now),
+        rsa: try mint(host, key: rsaLeafKey, keyUsage: "critical,digitalSignature,keyEncipherment", now: now))
       cache.put(host, leaves, expires: now.addingTimeInterval(leafValidity - 3600))
       return (leaves, true)
     }
@@ -177,7 +180,8 @@ public final class LocalCA: Sendable {
   public var mintedCount: Int { minted.withLock { $0.mints } }
   public var cachedCount: Int { minted.withLock { $0.count } }
 
-  private func mint(_ host: TrustHost, key leafKey: PrivateKey, now: Date) throws(Failure) -> X509Certificate
+  private func mint(_ host: TrustHost, key leafKey: PrivateKey, keyUsage: String, now: Date) throws(Failure)
+    -> X509Certificate
   {
     let name: String
     let san: String
@@ -196,13 +200,7 @@ public final class LocalCA: Sendable {
         notBefore: now.addingTimeInterval(-3600),
         notAfter: min(now.addingTimeInterval(leafValidity), caEnd),
         extensions: [
-          (NID_basic_constraints, "critical,CA:FALSE"),
-          // RSA key exchange (TLS_RSA_* suites) encrypts the premaster
-          // secret to the leaf's key: it needs keyEncipherment too.
-          (
-            NID_key_usage,
-            leafKey === rsaLeafKey ? "critical,digitalSignature,keyEncipherment" : "critical,digitalSignature"
-          ),
+          (NID_basic_constraints, "critical,CA:FALSE"), (NID_key_usage, keyUsage),
           (NID_ext_key_usage, "serverAuth"), (NID_subject_alt_name, san),
           (NID_authority_key_identifier, "keyid"),
         ], issuer: (certificate, key), signingKey: key)
@@ -221,7 +219,7 @@ public struct LeafPair: Sendable {
 /// A small LRU of minted leaves.
 struct MintCache {
   let capacity: Int
-  private var entries: [TrustHost: (certificate: LeafPair, expires: Date, used: UInt64)] = [:]
+  private var entries: [TrustHost: (leaves: LeafPair, expires: Date, used: UInt64)] = [:]
   private var clock: UInt64 = 0
   private(set) var mints = 0
 
@@ -233,10 +231,10 @@ struct MintCache {
     guard let entry = entries[host], entry.expires > now else { return nil }
     clock += 1
     entries[host]?.used = clock
-    return entry.certificate
+    return entry.leaves
   }
 
-  mutating func put(_ host: TrustHost, _ certificate: LeafPair, expires: Date) {
+  mutating func put(_ host: TrustHost, _ leaves: LeafPair, expires: Date) {
     mints += 1
     if entries[host] == nil, entries.count >= capacity,
       let oldest = entries.min(by: { $0.value.used < $1.value.used })?.key
@@ -244,6 +242,6 @@ struct MintCache {
       entries[oldest] = nil
     }
     clock += 1
-    entries[host] = (certificate, expires, clock)
+    entries[host] = (leaves, expires, clock)
   }
 }

@@ -18,30 +18,29 @@ public final class PrivateKey: @unchecked Sendable {
 
   /// A fresh ECDSA P-256 key: fast to create and to sign with.
   public static func generateP256() throws(Failure) -> PrivateKey {
-    OpenSSLErrorQueue.clear()
-    guard let context = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else {
-      throw Failure(description: OpenSSLErrorQueue.drain())
-    }
-    defer { EVP_PKEY_CTX_free(context) }
-    var key: OpaquePointer?
-    guard EVP_PKEY_keygen_init(context) == 1, EVP_PKEY_CTX_set_group_name(context, "P-256") == 1,
-      EVP_PKEY_generate(context, &key) == 1, let key
-    else { throw Failure(description: "cannot generate a P-256 key: \(OpenSSLErrorQueue.drain())") }
-    return PrivateKey(owning: key)
+    try generate("EC", "a P-256 key") { EVP_PKEY_CTX_set_group_name($0, "P-256") }
   }
 
   /// An RSA key of `bits` (for leaves legacy clients can use: RSA key
   /// exchange and RSA signatures).
   public static func generateRSA(bits: Int = 2048) throws(Failure) -> PrivateKey {
+    try generate("RSA", "an RSA key") { EVP_PKEY_CTX_set_rsa_keygen_bits($0, Int32(bits)) }
+  }
+
+  /// A key of OpenSSL's `algorithm`, with `configure` setting its parameters
+  /// (returning 1 on success) between keygen init and generation.
+  private static func generate(
+    _ algorithm: String, _ what: String, configure: (OpaquePointer) -> Int32
+  ) throws(Failure) -> PrivateKey {
     OpenSSLErrorQueue.clear()
-    guard let context = EVP_PKEY_CTX_new_from_name(nil, "RSA", nil) else {
+    guard let context = EVP_PKEY_CTX_new_from_name(nil, algorithm, nil) else {
       throw Failure(description: OpenSSLErrorQueue.drain())
     }
     defer { EVP_PKEY_CTX_free(context) }
     var key: OpaquePointer?
-    guard EVP_PKEY_keygen_init(context) == 1, EVP_PKEY_CTX_set_rsa_keygen_bits(context, Int32(bits)) == 1,
-      EVP_PKEY_generate(context, &key) == 1, let key
-    else { throw Failure(description: "cannot generate an RSA key: \(OpenSSLErrorQueue.drain())") }
+    guard EVP_PKEY_keygen_init(context) == 1, configure(context) == 1, EVP_PKEY_generate(context, &key) == 1,
+      let key
+    else { throw Failure(description: "cannot generate \(what): \(OpenSSLErrorQueue.drain())") }
     return PrivateKey(owning: key)
   }
 

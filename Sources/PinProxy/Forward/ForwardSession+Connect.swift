@@ -3,15 +3,15 @@ import PinEventLoop
 import PinTLS
 import PinTrust
 
-/// The I/O of a CONNECT the router accepted: a passthrough host is dialled
-/// and spliced raw; an intercepted one gets TLS under a leaf minted for the
-/// host, and the requests inside are served by the same machine.
 /// An intercepted tunnel whose client has not spoken yet.
 struct PendingTunnel {
   let engine: TLSEngine
   let target: ConnectTarget
 }
 
+/// The I/O of a CONNECT the router accepted: a passthrough host is dialled
+/// and spliced raw; an intercepted one gets TLS under a leaf minted for the
+/// host, and the requests inside are served by the same machine.
 extension ForwardSession {
   /// The reply that opens a tunnel, whichever kind (RFC 9110 §9.3.6: any 2xx).
   static let connectEstablished = Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)
@@ -32,7 +32,7 @@ extension ForwardSession {
         var opened: (early: [UInt8], clientFinished: Bool)?
         self.run { opened = $0.passthroughReady() }
         guard let opened else { return upstream.close() }
-        self.headTimer?.cancel()
+        self.headTimer.cancel()
         self.client.write(ForwardSession.connectEstablished)
         self.splice = Splice(
           client: self.client, upstream: upstream, idleLimit: self.snapshot.timeouts.tunnelIdle,

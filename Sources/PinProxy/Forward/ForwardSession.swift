@@ -28,12 +28,12 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
   /// An intercepted CONNECT whose first bytes decide between TLS and plain HTTP.
   var tunnelAwaitingFirstBytes: PendingTunnel?
   /// Made once, re-armed per request (see `EventLoop.makeTimer`).
-  lazy var headTimer: LoopTimer? = loop.makeTimer { [weak self] in
+  lazy var headTimer: LoopTimer = loop.makeTimer { [weak self] in
     guard let self else { return }
     let seconds = self.headTimerSeconds
     self.run { $0.headTimerFired(after: seconds) }
   }
-  lazy var responseTimer: LoopTimer? = loop.makeTimer { [weak self] in
+  lazy var responseTimer: LoopTimer = loop.makeTimer { [weak self] in
     guard let self else { return }
     let (exchange, seconds) = (self.responseTimerExchange, self.snapshot.timeouts.upstreamResponse)
     self.run { $0.responseTimerFired(exchange: exchange, after: seconds) }
@@ -115,8 +115,8 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
   /// The client connection is gone: nothing of this session remains.
   func ended() {
     loop.preconditionInLoop()
-    headTimer?.cancel()
-    responseTimer?.cancel()
+    headTimer.cancel()
+    responseTimer.cancel()
     splice = nil
     context.registry(for: loop).remove(self)
     context.admission.release(client: connection.peer)
@@ -149,7 +149,7 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
     case .armHeaderTimer:
       armHeadTimer(seconds: snapshot.timeouts.clientHeader)
     case .cancelHeadTimer:
-      headTimer?.cancel()
+      headTimer.cancel()
     case .acquireUpstream(let id, let target, let poolAllowed):
       acquireUpstream(exchange: id, target, poolAllowed: poolAllowed)
     case .adoptUpstream(let upstream, let method):
@@ -167,9 +167,9 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
       upstream.resumeReading()
     case .armResponseTimer(let id):
       responseTimerExchange = id
-      responseTimer?.schedule(after: snapshot.timeouts.upstreamResponse)
+      responseTimer.schedule(after: snapshot.timeouts.upstreamResponse)
     case .cancelResponseTimer:
-      responseTimer?.cancel()
+      responseTimer.cancel()
     case .poolUpstream(let upstream):
       upstream.rememberSession()
       pool.put(
@@ -194,7 +194,7 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
 
   private func armHeadTimer(seconds: Double) {
     headTimerSeconds = seconds
-    headTimer?.schedule(after: seconds)
+    headTimer.schedule(after: seconds)
   }
 
   private func acquireUpstream(exchange id: Int, _ target: ForwardTarget, poolAllowed: Bool) {

@@ -6,11 +6,10 @@ import PinHTTP
 ///
 /// The line has the shape every event line has (`LineLogHandler`): text
 /// `TIME info request key=value…` or one JSON object, keys sorted, values
-/// escaped by `PrintableText` — but without swift-log's metadata dictionary,
-/// a sort per line and a date formatter per line, which together cost more
-/// than the request they describe. Values a client chose (`method`, `host`,
-/// `path`) take the escaping path whenever they hold anything but plain
-/// printable ASCII.
+/// escaped by `PrintableText` — but without swift-log's metadata dictionary
+/// and a sort per line, which together cost more than the request they
+/// describe. Values a client chose (`method`, `host`, `path`) take the
+/// escaping path whenever they hold anything but plain printable ASCII.
 struct AccessLine {
   var client: String
   var method: String
@@ -130,7 +129,8 @@ struct AccessLine {
     out.append(UInt8(ascii: "\""))
   }
 
-  /// `2026-11-24T02:35:16Z`, as `Date.ISO8601FormatStyle()` writes it.
+  /// `2026-11-24T02:35:16Z` (ISO 8601, UTC, whole seconds): the time of
+  /// every log line, access and event alike.
   static func appendTime(_ seconds: time_t, to out: inout [UInt8]) {
     var parts = tm()
     var copy = seconds

@@ -72,9 +72,6 @@ public final class ProxyLogger: Sendable {
 
   /// Access lines dropped because the writer fell behind.
   var droppedLines: Int { sink.droppedLines }
-
-  /// Writes every queued line (before the process exits).
-  public func flush() { sink.flush() }
 }
 
 /// A swift-log handler writing one line per event to standard error: text
@@ -100,7 +97,9 @@ public struct LineLogHandler: LogHandler {
   }
 
   public func log(event: LogEvent) {
-    let time = Date().formatted(.iso8601)
+    var timeBytes: [UInt8] = []
+    AccessLine.appendTime(Glibc.time(nil), to: &timeBytes)
+    let time = String(decoding: timeBytes, as: UTF8.self)
     let message = PrintableText.escaped("\(event.message)")
     let fields = (event.metadata ?? [:]).merging(metadata) { explicit, _ in explicit }
     // Metadata is a dictionary: sort for stable lines. Values may hold what
