@@ -29,10 +29,24 @@ public final class CompiledPolicy: ChainVerifier, @unchecked Sendable {
   }
 
   /// Evaluates through the engine's fingerprint cache.
-  public func evaluate(_ chain: PresentedChain, host: TrustHost?, engine: TrustEngine, at time: Date)
-    -> TrustDecision
-  {
-    engine.evaluate(chain, host: host, policy: policy, identity: identity, verifier: self, at: time)
+  /// - Parameter dynamicPins: the rule's list in force and its version
+  ///   (which keys the cache), nil for a rule without `dynamicPins`.
+  public func evaluate(
+    _ chain: PresentedChain, host: TrustHost?, dynamicPins: (DynamicPinRequirement, version: UInt64)? = nil,
+    engine: TrustEngine, at time: Date
+  ) -> TrustDecision {
+    engine.evaluate(
+      chain, host: host, policy: policy, dynamicPins: dynamicPins?.0,
+      identity: identity.under(pinList: dynamicPins?.version ?? 0), verifier: self, at: time)
+  }
+
+  public func certificates(of chain: PresentedChain) -> [Certificate] {
+    var values: [Certificate] = []
+    for der in chain.certificates {
+      guard let parsed = try? X509Certificate(der: der) else { break }
+      values.append(parsed.value())
+    }
+    return values
   }
 
   public func verify(

@@ -1,6 +1,6 @@
 /// Standard base64 (RFC 4648 §4) with padding, strict on input: pins are
 /// configuration, and a typo must be an error rather than a different pin.
-enum Base64 {
+public enum Base64 {
   private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
 
   private static let decodeTable: [UInt8] = {
@@ -9,7 +9,7 @@ enum Base64 {
     return table
   }()
 
-  static func encode(_ bytes: [UInt8]) -> String {
+  public static func encode(_ bytes: [UInt8]) -> String {
     var out: [UInt8] = []
     out.reserveCapacity((bytes.count + 2) / 3 * 4)
     var index = 0
@@ -27,7 +27,7 @@ enum Base64 {
   }
 
   /// Returns nil for any character outside the alphabet, misplaced padding or a bad length.
-  static func decode(_ text: String) -> [UInt8]? {
+  public static func decode(_ text: String) -> [UInt8]? {
     let chars = Array(text.utf8)
     guard chars.count % 4 == 0 else { return nil }
     var out: [UInt8] = []

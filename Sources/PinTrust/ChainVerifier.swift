@@ -98,4 +98,8 @@ public protocol ChainVerifier: Sendable {
     _ chain: PresentedChain, anchors: AnchorSource, purpose: VerificationPurpose, at time: Date,
     accept: (ChainVerification) -> ChainFailure?
   ) -> ChainVerification
+
+  /// The presented certificates as values, leaf first, as far as they parse
+  /// (the dynamic pin check reads the leaf's CN and digest).
+  func certificates(of chain: PresentedChain) -> [Certificate]
 }

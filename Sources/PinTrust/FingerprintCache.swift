@@ -112,17 +112,27 @@ public enum RuleID: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// The identity of a compiled policy: which configuration generation it came
-/// from and which rule it is within it.
+/// from, which rule it is within it, and for a rule with `dynamicPins` which
+/// version of its list (0 without one). Versions are unique across the
+/// process and only grow, so a connection or verdict keyed by an older list
+/// never matches a key made under the current one.
 public struct PolicyIdentity: Sendable, Hashable, CustomStringConvertible {
   public let generation: UInt64
   public let rule: RuleID
+  public let pinList: UInt64
 
-  public init(generation: UInt64, rule: RuleID) {
+  public init(generation: UInt64, rule: RuleID, pinList: UInt64 = 0) {
     self.generation = generation
     self.rule = rule
+    self.pinList = pinList
   }
 
-  public var description: String { "g\(generation)/\(rule)" }
+  /// The same rule under list version `version`.
+  public func under(pinList version: UInt64) -> PolicyIdentity {
+    PolicyIdentity(generation: generation, rule: rule, pinList: version)
+  }
+
+  public var description: String { "g\(generation)/\(rule)" + (pinList == 0 ? "" : "/l\(pinList)") }
 }
 
 private final class Shard: Sendable {

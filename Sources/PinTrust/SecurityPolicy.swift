@@ -26,13 +26,18 @@ public struct SecurityPolicy: Sendable, Equatable {
   public var allowInvalidCertificates: Bool
   /// Names of the anchor sets whose union is trusted; `system` is the OS store.
   public var anchors: [String]
+  /// False is report-only (`report.enforce: false`, TrustKit's
+  /// `enforcePinning`): a pin failure is reported and the connection
+  /// proceeds if the chain is otherwise valid (`RuleEvaluator`).
+  public var enforcesPins: Bool
 
   public static let systemAnchors = "system"
 
   public init(
     pinningMode: PinningMode = .none, pinnedCertificates: [Certificate] = [],
     pinnedPublicKeyHashes: [Digest256] = [], validatesDomainName: Bool = true,
-    allowInvalidCertificates: Bool = false, anchors: [String] = [SecurityPolicy.systemAnchors]
+    allowInvalidCertificates: Bool = false, anchors: [String] = [SecurityPolicy.systemAnchors],
+    enforcesPins: Bool = true
   ) {
     self.pinningMode = pinningMode
     self.pinnedCertificates = pinnedCertificates
@@ -40,6 +45,7 @@ public struct SecurityPolicy: Sendable, Equatable {
     self.validatesDomainName = validatesDomainName
     self.allowInvalidCertificates = allowInvalidCertificates
     self.anchors = anchors
+    self.enforcesPins = enforcesPins
   }
 
   /// AFSecurityPolicy's `defaultPolicy`: no pinning, invalid certificates refused,

@@ -7,16 +7,26 @@ public struct TrustEngine: Sendable {
 
   public init(cache: FingerprintCache = FingerprintCache()) { self.cache = cache }
 
-  /// A cached acceptance when one is in force; otherwise a full evaluation,
-  /// whose acceptance is cached. Refusals are never cached.
+  /// A cached acceptance when one is in force; otherwise a full evaluation
+  /// (`RuleEvaluator`), whose acceptance is cached. Refusals are never
+  /// cached, nor report-only acceptances that waived a pin failure (each
+  /// connection is logged and reported as one that would have been refused).
+  ///
+  /// - Parameter identity: must name `dynamicPins`' list version
+  ///   (`PolicyIdentity.pinList`), so that an acceptance under one list is
+  ///   never served under another.
   public func evaluate(
-    _ chain: PresentedChain, host: TrustHost?, policy: SecurityPolicy, identity: PolicyIdentity,
-    verifier: some ChainVerifier, at time: Date
+    _ chain: PresentedChain, host: TrustHost?, policy: SecurityPolicy,
+    dynamicPins: DynamicPinRequirement? = nil,
+    identity: PolicyIdentity, verifier: some ChainVerifier, at time: Date
   ) -> TrustDecision {
     let key = FingerprintCache.Key(policy: identity, host: host, chain: chain)
     if let acceptance = cache.lookup(key, at: time) { return .trusted(acceptance) }
-    let decision = TrustEvaluator.evaluate(chain, host: host, policy: policy, verifier: verifier, at: time)
-    if case .trusted(let acceptance) = decision { cache.insert(key, acceptance: acceptance, at: time) }
+    let decision = RuleEvaluator.evaluate(
+      chain, host: host, policy: policy, dynamicPins: dynamicPins, verifier: verifier, at: time)
+    if case .trusted(let acceptance) = decision, acceptance.waivedPinFailure == nil {
+      cache.insert(key, acceptance: acceptance, at: time)
+    }
     return decision
   }
 }

@@ -16,6 +16,11 @@ public enum TrustFailure: Sendable, Equatable, Error {
   case pinMismatch(mode: PinningMode, expected: [Digest256], seen: [Certificate])
   /// The server sent no certificate at all.
   case emptyChain
+  /// The dynamic pin list has entries for the leaf (or names the leaf may
+  /// have) and the leaf is not among them.
+  case dynamicPinsUntrusted(commonName: String?, fingerprint: Digest256, mismatch: DynamicPinMismatch)
+  /// The dynamic pin list has no unexpired entry that could apply.
+  case dynamicPinsEmpty(commonName: String?, source: PinList.Source, total: Int, usable: Int)
 
   public var code: FailureCode {
     switch self {
@@ -34,6 +39,17 @@ public enum TrustFailure: Sendable, Equatable, Error {
     case .noPins: return .noPins
     case .pinMismatch: return .pinMismatch
     case .emptyChain: return .untrustedChain
+    case .dynamicPinsUntrusted: return .dynamicPinsUntrusted
+    case .dynamicPinsEmpty: return .dynamicPinsEmpty
+    }
+  }
+
+  /// A failure of the pins (static or dynamic) rather than of the chain,
+  /// the host or the transport: what report-only (`report.enforce: false`) waives.
+  public var isPinFailure: Bool {
+    switch code {
+    case .pinMismatch, .noPins, .dynamicPinsUntrusted, .dynamicPinsEmpty: return true
+    default: return false
     }
   }
 
@@ -70,7 +86,44 @@ public enum TrustFailure: Sendable, Equatable, Error {
       return "no \(what) in the chain matches a pin; expected one of [\(want)], chain has [\(got)]"
     case .emptyChain:
       return "the server presented no certificate"
+    case .dynamicPinsUntrusted(let name, let fingerprint, .unexpectedName(let expected)):
+      return "leaf common name \(name.map { "\"\($0)\"" } ?? "(none)") is not among the dynamic pin list's"
+        + " expectedCommonNames [\(expected.joined(separator: ", "))] (certificate sha256 \(fingerprint.base64))"
+    case .dynamicPinsUntrusted(let name, let fingerprint, .noMatchingEntry(let entries)):
+      let listed = entries.prefix(8).map {
+        "sha256 \($0.fingerprint.base64) until \(TrustFailure.day($0.expires))"
+      }
+      return
+        "leaf \(name ?? "(no common name)") has certificate sha256 \(fingerprint.base64), which is not in"
+        + " the dynamic pin list; its \(entries.count) unexpired entries for that name are [\(listed.joined(separator: "; "))]"
+    case .dynamicPinsEmpty(let name, let source, let total, let usable):
+      if source == .none {
+        return "no dynamic pin list was fetched, stored or configured as a fallback yet, so nothing can match"
+      }
+      return
+        "the dynamic pin list (\(source.rawValue), \(total) entries, \(usable) unexpired) has no unexpired"
+        + " entry for \(name.map { "\"\($0)\"" } ?? "a leaf without a common name")"
     }
+  }
+}
+
+extension TrustFailure {
+  /// A calendar day in UTC, for reasons (`2027-06-01`).
+  static func day(_ date: Date) -> String {
+    let seconds = Int64(date.timeIntervalSince1970.rounded(.down))
+    let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+    // Civil-from-days (Howard Hinnant's algorithm): no calendar object, no locale.
+    let z = days + 719_468
+    let era = (z >= 0 ? z : z - 146_096) / 146_097
+    let doe = z - era * 146_097
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+    let mp = (5 * doy + 2) / 153
+    let day = doy - (153 * mp + 2) / 5 + 1
+    let month = mp < 10 ? mp + 3 : mp - 9
+    let year = yoe + era * 400 + (month <= 2 ? 1 : 0)
+    func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
+    return "\(year)-\(two(month))-\(two(day))"
   }
 }
 
@@ -86,18 +139,28 @@ public struct Acceptance: Sendable, Equatable {
     case pinnedPublicKey(Digest256)
     /// Mode none with `allowInvalidCertificates`: nothing was enforced.
     case invalidCertificatesAllowed
+    /// The static policy accepted on `under`, and the chain matched this
+    /// dynamic pin list entry.
+    indirect case dynamicPin(PinListEntry, under: Basis)
   }
 
   public var basis: Basis
   /// The failure `allowInvalidCertificates` let through, if the chain had one.
   public var waived: ChainFailure?
+  /// Report-only (`report.enforce: false`): the pin failure that would have
+  /// refused the chain. Such an acceptance is logged as "would have refused"
+  /// and reported, and never cached.
+  public var waivedPinFailure: TrustFailure?
   /// The decision holds until this instant at most (the earliest notAfter of
   /// the certificates it relied on; `.distantFuture` when dates were not enforced).
   public var validUntil: Date
 
-  public init(basis: Basis, waived: ChainFailure? = nil, validUntil: Date) {
+  public init(
+    basis: Basis, waived: ChainFailure? = nil, waivedPinFailure: TrustFailure? = nil, validUntil: Date
+  ) {
     self.basis = basis
     self.waived = waived
+    self.waivedPinFailure = waivedPinFailure
     self.validUntil = validUntil
   }
 }

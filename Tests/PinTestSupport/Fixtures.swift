@@ -100,6 +100,8 @@ public final class CountingVerifier: ChainVerifier, @unchecked Sendable {
     lock.withLock { calls += 1 }
     return base.verify(chain, anchors: anchors, purpose: purpose, at: time, accept: accept)
   }
+
+  public func certificates(of chain: PresentedChain) -> [Certificate] { base.certificates(of: chain) }
 }
 
 /// A file holding `text` in the temporary directory; `remove()` deletes it.
