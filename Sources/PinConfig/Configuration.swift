@@ -202,7 +202,9 @@ public struct ClientIdentityConfig: Sendable {
 
 public struct DynamicPinsConfig: Sendable {
   public var url: String
+  public var urlLocation: Location
   public var publicKey: String
+  public var publicKeyLocation: Location
   public var useChallenge = false
   public var expectedCommonNames: [String] = []
   public var updateInterval: Double = 7 * 86_400
@@ -212,5 +214,6 @@ public struct DynamicPinsConfig: Sendable {
 
 public struct ReportConfig: Sendable {
   public var enforce = true
-  public var uris: [String] = []
+  /// Each URI with where it was written.
+  public var uris: [(uri: String, location: Location)] = []
 }

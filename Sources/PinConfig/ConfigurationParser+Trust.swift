@@ -79,8 +79,11 @@ extension ConfigurationParser {
     }
     if let dynamic = mapping["dynamicPins"] { domain.dynamicPins = parseDynamicPins(dynamic, file: file) }
     if let report = mapping["report"]?.mapping(allowed: ["enforce", "uris"]) {
-      domain.report = ReportConfig(
-        enforce: report["enforce"]?.bool ?? true, uris: report["uris"]?.strings ?? [])
+      var config = ReportConfig(enforce: report["enforce"]?.bool ?? true)
+      for uri in report["uris"]?.sequence ?? [] {
+        if let text = uri.string { config.uris.append((text, location(uri))) }
+      }
+      domain.report = config
     }
     let modeIsNone = (mapping["pinningMode"].flatMap { $0.node.string } ?? "none") == "none"
     if modeIsNone && (!domain.pinnedCertificates.isEmpty || !domain.pinnedPublicKeyHashes.isEmpty) {
@@ -100,10 +103,11 @@ extension ConfigurationParser {
       "expirationUpdateThreshold",
       "fallback",
     ]
-    guard let mapping = node.mapping(allowed: keys), let url = mapping.required("url")?.string,
-      let publicKey = mapping.required("publicKey")?.string
+    guard let mapping = node.mapping(allowed: keys), let urlNode = mapping.required("url"),
+      let url = urlNode.string, let keyNode = mapping.required("publicKey"), let publicKey = keyNode.string
     else { return nil }
-    var config = DynamicPinsConfig(url: url, publicKey: publicKey)
+    var config = DynamicPinsConfig(
+      url: url, urlLocation: location(urlNode), publicKey: publicKey, publicKeyLocation: location(keyNode))
     config.useChallenge = mapping["useChallenge"]?.bool ?? false
     config.expectedCommonNames = mapping["expectedCommonNames"]?.strings ?? []
     for (key, apply) in [

@@ -2,8 +2,8 @@ import COpenSSL
 import PinTrust
 
 /// SHA-256 through OpenSSL's EVP interface (hardware-accelerated where the CPU allows).
-enum SHA256 {
-  static func digest(_ bytes: UnsafeRawBufferPointer) -> Digest256 {
+public enum SHA256 {
+  public static func digest(_ bytes: UnsafeRawBufferPointer) -> Digest256 {
     var out = [UInt8](repeating: 0, count: 32)
     var length: UInt32 = 0
     let ok = EVP_Digest(bytes.baseAddress, bytes.count, &out, &length, EVP_sha256(), nil)
@@ -11,5 +11,5 @@ enum SHA256 {
     return Digest256(bytes: out)!
   }
 
-  static func digest(_ bytes: [UInt8]) -> Digest256 { bytes.withUnsafeBytes { digest($0) } }
+  public static func digest(_ bytes: [UInt8]) -> Digest256 { bytes.withUnsafeBytes { digest($0) } }
 }

@@ -80,19 +80,25 @@ struct EvaluateCommand: ParsableCommand {
     } catch {
       throw UsageError(error.description)
     }
-    let (policy, label) = try resolvePolicy(host: trustHost)
+    let (policy, dynamicPins, label) = try resolvePolicy(host: trustHost)
     guard let policy else {
       print(
         "rejected: \(FailureCode.deniedByPolicy.rawValue): no domain rule matches \(host ?? "") and defaults.action is deny"
       )
       throw ExitCode(1)
     }
-    let decision = TrustEvaluator.evaluate(
-      presented, host: trustHost, policy: policy.policy, verifier: policy, at: time)
+    let decision = RuleEvaluator.evaluate(
+      presented, host: trustHost, policy: policy.policy, dynamicPins: dynamicPins, verifier: policy, at: time)
     // A reason quotes names from the certificate file: escaped like every
     // peer-controlled string before it reaches a terminal (PrintableText).
     print(PrintableText.escaped(decision.summary))
     if case .trusted(let acceptance) = decision {
+      if let pinFailure = acceptance.waivedPinFailure {
+        printError(
+          PrintableText.escaped(
+            "note: \(label) is report-only (report.enforce: false); would have refused: \(pinFailure.code.rawValue): \(pinFailure.reason)"
+          ))
+      }
       if let waived = acceptance.waived {
         printError(
           PrintableText.escaped(
@@ -114,22 +120,27 @@ struct EvaluateCommand: ParsableCommand {
     throw UsageError("--at \"\(at)\" is not an ISO 8601 instant such as 2026-06-01T00:00:00Z")
   }
 
-  /// The compiled policy (nil when the config denies the host) and a label for notes.
-  func resolvePolicy(host: TrustHost?) throws -> (CompiledPolicy?, String) {
+  /// The compiled policy (nil when the config denies the host), the rule's
+  /// dynamic pin list as stored in the state directory (what the daemon
+  /// would enforce after a restart), and a label for notes.
+  func resolvePolicy(host: TrustHost?) throws -> (CompiledPolicy?, DynamicPinRequirement?, String) {
     if let config {
-      let snapshot: TrustSnapshot
+      let snapshot: RuntimeSnapshot
       do {
-        snapshot = try TrustSnapshot.compile(try ConfigurationParser.load(file: config), generation: 1)
+        snapshot = try RuntimeSnapshot.compile(
+          try ConfigurationParser.load(file: config), generation: 1,
+          warn: { printError(PrintableText.escaped("warning: \($0)")) })
       } catch {
         throw UsageError(error.errors.map(\.description).joined(separator: "\n"))
       }
-      switch snapshot.route(host!) {
-      case .rule(_, let domain, let policy): return (policy, "domain rule \(domain.domain)")
-      case .defaults(let policy): return (policy, "defaults")
-      case .denied: return (nil, "defaults")
+      switch snapshot.trust.route(host!) {
+      case .rule(let index, let domain, let policy):
+        return (policy, snapshot.dynamicPins(forRule: index), "domain rule \(domain.domain)")
+      case .defaults(let policy): return (policy, nil, "defaults")
+      case .denied: return (nil, nil, "defaults")
       }
     }
-    return (try policyFromFlags(), "the policy")
+    return (try policyFromFlags(), nil, "the policy")
   }
 
   func policyFromFlags() throws -> CompiledPolicy {

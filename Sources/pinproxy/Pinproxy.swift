@@ -1,19 +1,21 @@
 import ArgumentParser
 import Foundation
 import PinConfig
+import PinProxy
 
 /// The `pinproxy` command. Exit codes follow docs/ARCHITECTURE.md: 0 success, 1 a
 /// rejected evaluation, 2 a usage or input error (ArgumentParser's own
 /// validation code, 64, is mapped to 2).
 @main
 struct Pinproxy: ParsableCommand {
-  static let version = "0.1.0"
+  static let version = ProxyVersion.current
 
   static let configuration = CommandConfiguration(
     commandName: "pinproxy",
     abstract: "A pinning-aware HTTPS forwarding proxy for clients that cannot be updated.",
     subcommands: [
-      RunCommand.self, CACommand.self, EvaluateCommand.self, PinCommand.self, CheckCommand.self,
+      RunCommand.self, CACommand.self, EvaluateCommand.self, PinCommand.self, PinsCommand.self,
+      CheckCommand.self,
       VersionCommand.self,
     ])
 

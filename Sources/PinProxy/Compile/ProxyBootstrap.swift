@@ -15,10 +15,16 @@ public enum ProxyBootstrap {
   {
     let ca = try localCA(for: configuration, logger: logger)
     do {
-      return try RuntimeSnapshot.compile(configuration, generation: 1, ca: ca)
+      return try RuntimeSnapshot.compile(configuration, generation: 1, ca: ca, warn: storeWarning(logger))
     } catch {
       throw Failure(description: error.description)
     }
+  }
+
+  /// Logs a stored pin list that was ignored (corrupt, failing its
+  /// signatures): the rule goes on with its fallback or nothing.
+  static func storeWarning(_ logger: ProxyLogger) -> (String) -> Void {
+    { reason in logger.log(.warning, "dynamic-pins-store-ignored", ["reason": reason]) }
   }
 
   /// The CA the configuration asks for; nil when no listener terminates client TLS.

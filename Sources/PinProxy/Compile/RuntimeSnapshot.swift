@@ -25,12 +25,22 @@ public final class RuntimeSnapshot: Sendable {
   let connectTo: [ConnectToKey: HostPort]
   /// What `defaults` may not reach (loopback, link-local, own listeners).
   let internalAddresses: InternalAddresses
+  /// The pin list store of each rule with `dynamicPins`, by rule index.
+  let pinStores: [Int: DynamicPinStore]
+  /// Every list store of the process (shared by all snapshots).
+  public let pins: DynamicPinRegistry
+  /// Each rule's report URIs, by rule index (rules with `report.uris`).
+  let reportURIs: [Int: [InternalURL]]
 
   init(
     configuration: Configuration, trust: TrustSnapshot, ruleContexts: [TLSClientContext],
-    defaultContext: TLSClientContext, interception: [String: InterceptionContext]
+    defaultContext: TLSClientContext, interception: [String: InterceptionContext],
+    pinStores: [Int: DynamicPinStore], pins: DynamicPinRegistry, reportURIs: [Int: [InternalURL]]
   ) {
     self.interception = interception
+    self.pinStores = pinStores
+    self.pins = pins
+    self.reportURIs = reportURIs
     var passthrough: [String: PassthroughList] = [:]
     for listener in configuration.listeners {
       passthrough[listener.name] = PassthroughList(listener.passthrough)
@@ -61,6 +71,9 @@ public final class RuntimeSnapshot: Sendable {
 
   public var generation: UInt64 { trust.generation }
 
+  /// The list in force for rule `index`, nil for a rule without `dynamicPins`.
+  public func dynamicPins(forRule index: Int) -> DynamicPinRequirement? { pinStores[index]?.requirement().0 }
+
   /// Where to actually connect for `host:port` (curl's --connect-to
   /// semantics), and whether a `connectTo` mapping chose it.
   public func connectAddress(host: TrustHost, port: Int) -> (address: HostPort, mapped: Bool) {
@@ -75,15 +88,39 @@ public final class RuntimeSnapshot: Sendable {
     configuration.listeners.contains(where: \.terminatesClientTLS)
   }
 
-  /// - Parameter ca: the local CA; without one, intercepting listeners
-  ///   answer CONNECT with 502 (and `check` needs none).
+  /// - Parameters:
+  ///   - ca: the local CA; without one, intercepting listeners answer
+  ///     CONNECT with 502 (and `check` needs none).
+  ///   - pins: the process's pin list stores; a reload passes the running
+  ///     snapshot's, so that lists survive it.
+  ///   - warn: told about stored pin lists that were ignored.
   public static func compile(
     _ configuration: Configuration, generation: UInt64, systemOverride: [X509Certificate]? = nil,
-    ca: LocalCA? = nil
+    ca: LocalCA? = nil, pins: DynamicPinRegistry = DynamicPinRegistry(), warn: (String) -> Void = { _ in }
   ) throws(ConfigErrors) -> RuntimeSnapshot {
     let trust = try TrustSnapshot.compile(
       configuration, generation: generation, systemOverride: systemOverride)
-    var errors = unsupportedFeatures(configuration)
+    var errors: [ConfigError] = []
+    var specs: [Int: DynamicPinSpec] = [:]
+    var reportURIs: [Int: [InternalURL]] = [:]
+    for (index, domain) in configuration.domains.enumerated() {
+      if let dynamic = domain.dynamicPins {
+        switch DynamicPinSpec.compile(dynamic, domain: domain, configuration: configuration) {
+        case .success(let spec): specs[index] = spec
+        case .failure(let failure): errors += failure.errors
+        }
+      }
+      for (uri, location) in domain.report?.uris ?? [] {
+        guard let url = InternalURL(uri) else {
+          errors.append(
+            ConfigError(
+              file: configuration.file, line: location.line, column: location.column, key: location.key,
+              message: "\"\(uri)\" is not an http:// or https:// URL with a host"))
+          continue
+        }
+        reportURIs[index, default: []].append(url)
+      }
+    }
     var contexts: [TLSClientContext] = []
     for domain in configuration.domains {
       var identity: ClientIdentity?
@@ -139,28 +176,12 @@ public final class RuntimeSnapshot: Sendable {
       }
     }
     guard errors.isEmpty else { throw ConfigErrors(errors: errors) }
+    // Only a configuration that compiled touches the stores.
+    let now = Date()
+    let pinStores = specs.mapValues { pins.store(for: $0, at: now, warn: warn) }
     return RuntimeSnapshot(
       configuration: configuration, trust: trust, ruleContexts: contexts, defaultContext: defaultContext,
-      interception: interception)
-  }
-
-  /// Keys that parse but whose feature is not built yet. Running without the
-  /// feature would silently weaken the policy (dynamic pins not enforced,
-  /// failures not reported), so such a configuration is refused, naming the key.
-  static func unsupportedFeatures(_ configuration: Configuration) -> [ConfigError] {
-    var errors: [ConfigError] = []
-    func refuse(_ location: Location, _ what: String) {
-      errors.append(
-        ConfigError(
-          file: configuration.file, line: location.line, column: location.column, key: location.key,
-          message:
-            "\(what) is not supported by this version of pinproxy; remove it rather than run without it"))
-    }
-    for domain in configuration.domains {
-      if domain.dynamicPins != nil { refuse(domain.location, "dynamicPins") }
-      if domain.report != nil { refuse(domain.location, "report") }
-    }
-    return errors
+      interception: interception, pinStores: pinStores, pins: pins, reportURIs: reportURIs)
   }
 
   /// The embedded default: one forward listener on 127.0.0.1:3128, system

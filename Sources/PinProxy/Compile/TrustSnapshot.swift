@@ -88,7 +88,7 @@ public final class TrustSnapshot: Sendable {
         pinnedPublicKeyHashes: domain.pinnedPublicKeyHashes,
         validatesDomainName: domain.validatesDomainName,
         allowInvalidCertificates: domain.allowInvalidCertificates,
-        anchors: domain.anchors)
+        anchors: domain.anchors, enforcesPins: domain.report?.enforce ?? true)
       do {
         let compiled = try CompiledPolicy(
           policy: policy, identity: PolicyIdentity(generation: generation, rule: .domain(index)),

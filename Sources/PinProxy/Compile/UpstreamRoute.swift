@@ -1,3 +1,4 @@
+import PinConfig
 import PinTLS
 import PinTrust
 
@@ -10,6 +11,12 @@ public struct UpstreamRoute: Sendable {
   public let policy: CompiledPolicy?
   public let context: TLSClientContext?
   public let allowsInsecureHTTPLoads: Bool
+  /// The rule's dynamic pin list, when it has `dynamicPins`.
+  let pinStore: DynamicPinStore?
+  /// The rule, for pin-failure reports (nil for defaults and passthrough).
+  let rule: DomainConfig?
+  /// Where pin failures are reported (`report.uris`).
+  let reportURIs: [InternalURL]
   /// Whether configuration named this host explicitly (a domain rule or a
   /// passthrough entry for exactly this name, a tunnel's upstream). Only then may it resolve to a
   /// loopback, link-local or own-listener address (`InternalAddresses`).
@@ -24,6 +31,9 @@ public struct UpstreamRoute: Sendable {
       self.policy = policy
       context = snapshot.ruleContexts[index]
       allowsInsecureHTTPLoads = domain.allowsInsecureHTTPLoads
+      pinStore = snapshot.pinStores[index]
+      rule = domain
+      reportURIs = snapshot.reportURIs[index] ?? []
       // A rule reached through includesSubdomains names the parent, not this
       // host, whose DNS may belong to someone else.
       namedExplicitly = domain.domain == host
@@ -32,6 +42,9 @@ public struct UpstreamRoute: Sendable {
       self.policy = policy
       context = snapshot.defaultContext
       allowsInsecureHTTPLoads = false
+      pinStore = nil
+      rule = nil
+      reportURIs = []
       namedExplicitly = false
     case .denied:
       return nil
@@ -44,12 +57,17 @@ public struct UpstreamRoute: Sendable {
     policy = nil
     context = nil
     allowsInsecureHTTPLoads = true
+    pinStore = nil
+    rule = nil
+    reportURIs = []
     self.namedExplicitly = namedExplicitly
   }
 
-  /// The policy identity keying pools, sessions and the fingerprint cache.
+  /// The policy identity keying pools, sessions and the fingerprint cache,
+  /// under the rule's pin list version in force now.
   public var identity: PolicyIdentity {
-    policy?.identity ?? PolicyIdentity(generation: 0, rule: .passthrough)
+    guard let policy else { return PolicyIdentity(generation: 0, rule: .passthrough) }
+    return policy.identity.under(pinList: pinStore?.version ?? 0)
   }
 
   /// A raw TCP route: the client does its own TLS end to end (passthrough).

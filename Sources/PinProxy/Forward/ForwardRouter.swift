@@ -97,7 +97,9 @@ struct ForwardRouter {
       return .refuse(.badRequest("a forward proxy needs absolute-form requests, e.g. GET http://host/path"))
     }
     let input = RouteInput(scheme: scheme, host: rawHost, port: explicitPort, insideTunnel: tunnel != nil)
-    if let last, last.from == input {
+    // A rule's pin list may change under a fixed snapshot: the memo holds
+    // only while the key names the list version in force.
+    if let last, last.from == input, last.key.policy.pinList == (last.route.pinStore?.version ?? 0) {
       return .forward(ForwardTarget(key: last.key, route: last.route, path: path))
     }
     guard let host = TrustHost(rawHost) else {

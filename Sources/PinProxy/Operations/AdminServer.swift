@@ -113,7 +113,8 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
         cacheHits: cache.hits, cacheMisses: cache.misses, cacheEntries: cache.count,
         openConnections: context.admission.open.load(ordering: .relaxed),
         generation: context.snapshot.generation,
-        draining: context.isDraining, droppedLogLines: context.logger.droppedLines)
+        draining: context.isDraining, droppedLogLines: context.logger.droppedLines,
+        pinStores: Array(context.snapshot.pinStores.values))
       respond(
         status: 200, reason: "OK", type: "text/plain; version=0.0.4", body: context.metrics.render(gauges))
     case "/policies":
@@ -139,6 +140,34 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
 /// `/policies`: every domain rule with its effective settings and the SPKI
 /// pins it expects. No secrets: no keys, no passphrase files.
 enum PolicyReport {
+  /// A rule's list as `/policies` and `pinproxy pins show` print it.
+  static func dynamicPins(_ store: DynamicPinStore, now: Date) -> [String: Any] {
+    let state = store.snapshot
+    let spec = store.spec
+    var value: [String: Any] = [
+      "url": spec.url.description, "useChallenge": spec.useChallenge,
+      "expectedCommonNames": spec.expectedCommonNames, "source": state.list.source.rawValue,
+      "version": state.version, "file": spec.file,
+      "nextUpdate": PinFailureReport.dateTime(state.nextUpdate),
+      "entries": state.list.entries.map { entry in
+        [
+          "name": entry.name, "fingerprint": entry.fingerprint.base64,
+          "expires": PinFailureReport.dateTime(entry.expires), "expired": entry.isExpired(at: now),
+        ] as [String: Any]
+      },
+    ]
+    if let updated = state.lastSuccess { value["lastUpdate"] = PinFailureReport.dateTime(updated) }
+    if let failure = state.lastFailure { value["lastFailure"] = failure }
+    if let timestamp = state.list.timestamp { value["timestamp"] = timestamp }
+    if let domains = state.list.domainsConfig,
+      let data = try? JSONEncoder().encode(domains),
+      let object = try? JSONSerialization.jsonObject(with: data)
+    {
+      value["domainsConfig"] = object
+    }
+    return value
+  }
+
   static func json(_ snapshot: RuntimeSnapshot) -> String {
     var rules: [[String: Any]] = []
     for (index, domain) in snapshot.configuration.domains.enumerated()
@@ -163,6 +192,10 @@ enum PolicyReport {
           ? policy.expectedPublicKeyPins.map { SPKIPin.format($0) } : [],
       ]
       if let identity = domain.clientIdentity { rule["clientIdentity"] = ["pkcs12": identity.pkcs12.path] }
+      if let store = snapshot.pinStores[index] { rule["dynamicPins"] = dynamicPins(store, now: Date()) }
+      if let report = domain.report {
+        rule["report"] = ["enforce": report.enforce, "uris": report.uris.map(\.uri)]
+      }
       rules.append(rule)
     }
     let defaults = snapshot.configuration.defaults
@@ -174,7 +207,8 @@ enum PolicyReport {
       ],
     ]
     guard
-      let data = try? JSONSerialization.data(withJSONObject: report, options: [.sortedKeys, .prettyPrinted])
+      let data = try? JSONSerialization.data(
+        withJSONObject: report, options: [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes])
     else {
       return "{}\n"
     }

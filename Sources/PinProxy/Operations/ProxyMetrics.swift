@@ -20,13 +20,30 @@ final class ProxyMetrics: Sendable {
     "pinproxy_upstream_handshakes_total", "Upstream TLS handshakes, full or resumed.", labels: ["kind"])
   let reloads = LabeledCounter(
     "pinproxy_reloads_total", "Configuration reloads, by result.", labels: ["result"])
+  /// Pin failures that report-only let through ("would have refused").
+  let pinFailuresWaived = LabeledCounter(
+    "pinproxy_pin_failures_waived_total",
+    "Pin failures let through by report-only (report.enforce: false): refusals that would have happened.",
+    labels: ["code", "rule"])
+  /// Pin-failure reports, by what became of them.
+  let pinReports = LabeledCounter(
+    "pinproxy_pin_reports_total",
+    "Pin-failure reports: sent, failed, deduplicated (24 h) or dropped (queue full).",
+    labels: ["result"])
+  /// Dynamic pin list updates that were refused or could not be fetched.
+  let pinListFailures = LabeledCounter(
+    "pinproxy_dynamic_pins_update_failures_total",
+    "Dynamic pin list updates that failed, by rule and reason.",
+    labels: ["rule", "reason"])
   let idlePooledConnections = SharedCount()
   let mintedCertificates = SharedCount()
   let startTime = Date()
 
   /// Every labeled series, in the order they are rendered (by name).
   private var labeled: [LabeledCounter] {
-    [reloads, refusals, requests, upstreamHandshakes].sorted { $0.name < $1.name }
+    [reloads, refusals, requests, upstreamHandshakes, pinFailuresWaived, pinReports, pinListFailures].sorted {
+      $0.name < $1.name
+    }
   }
 
   func request(listener: String, status: Int) {
@@ -46,6 +63,9 @@ final class ProxyMetrics: Sendable {
     var generation: UInt64
     var draining: Bool
     var droppedLogLines: Int
+    /// The pin list stores of the running configuration.
+    var pinStores: [DynamicPinStore] = []
+    var now = Date()
   }
 
   func render(_ gauges: Gauges) -> String {
@@ -78,10 +98,34 @@ final class ProxyMetrics: Sendable {
     single(
       "pinproxy_access_log_dropped_total", "counter",
       "Access lines dropped because standard error did not keep up.", String(gauges.droppedLogLines))
+    renderPinLists(gauges.pinStores, now: gauges.now, into: &out)
     single(
       "process_start_time_seconds", "gauge", "Start time of the process since the Unix epoch.",
       String(format: "%.3f", startTime.timeIntervalSince1970))
     return out
+  }
+
+  /// Per rule with `dynamicPins`: entries in force, seconds to the next
+  /// update, and when the last update succeeded.
+  private func renderPinLists(_ stores: [DynamicPinStore], now: Date, into out: inout String) {
+    guard !stores.isEmpty else { return }
+    let states = stores.map { ($0.spec.ruleDomain, $0.snapshot) }
+    func family(_ name: String, _ help: String, _ value: (DynamicPinStore.State) -> String?) {
+      out += "# HELP \(name) \(help)\n# TYPE \(name) gauge\n"
+      for (rule, state) in states {
+        if let value = value(state) { out += "\(name){rule=\"\(ProxyMetrics.escape(rule))\"} \(value)\n" }
+      }
+    }
+    family("pinproxy_dynamic_pins_entries", "Unexpired entries of each rule's dynamic pin list.") {
+      String($0.list.usable(at: now).count)
+    }
+    family("pinproxy_dynamic_pins_next_update_seconds", "Seconds until each rule's list is fetched again.") {
+      String(format: "%.0f", max(0, $0.nextUpdate.timeIntervalSince(now)))
+    }
+    family(
+      "pinproxy_dynamic_pins_last_update_timestamp_seconds",
+      "When each rule's list was last fetched and verified (Unix time)."
+    ) { state in state.lastSuccess.map { String(format: "%.0f", $0.timeIntervalSince1970) } }
   }
 
   static func escape(_ value: String) -> String {

@@ -20,6 +20,10 @@ final class ProxyContext: Sendable {
   /// Set once on SIGTERM/SIGINT: responses say `Connection: close`, idle
   /// connections are closed, /healthz answers 503.
   let draining = Atomic<Bool>(false)
+  /// Pin-failure reports and report-only logging.
+  let reporter: PinFailureReporter
+  /// Keeps the rules' dynamic pin lists fresh.
+  let updater: DynamicPinUpdater
 
   init(snapshot: RuntimeSnapshot, group: EventLoopGroup, logger: ProxyLogger) {
     current = Locked(snapshot)
@@ -28,16 +32,47 @@ final class ProxyContext: Sendable {
     var pools: [ObjectIdentifier: UpstreamPool] = [:]
     var registries: [ObjectIdentifier: SessionRegistry] = [:]
     for loop in group.loops {
-      pools[ObjectIdentifier(loop)] = UpstreamPool(loop: loop, idleGauge: metrics.idlePooledConnections)
+      pools[ObjectIdentifier(loop)] = UpstreamPool(
+        loop: loop, idleGauge: metrics.idlePooledConnections, pins: snapshot.pins)
       registries[ObjectIdentifier(loop)] = SessionRegistry(loop: loop)
     }
     self.pools = pools
     self.registries = registries
     self.group = group
+    // The daemon's own requests run on the first loop.
+    let loop = group.loops[0]
+    let (current, engine, sessions, metrics) = (current, trustEngine, sessions, metrics)
+    let allPools = Array(pools.values)
+    let reporter = PinFailureReporter(
+      loop: loop, logger: logger, metrics: metrics, vendorID: PinFailureReporter.installationID()
+    ) {
+      UpstreamDialer(
+        snapshot: current.withLock { $0 }, trustEngine: engine, sessions: sessions, metrics: metrics,
+        reporter: nil)
+    }
+    self.reporter = reporter
+    updater = DynamicPinUpdater(
+      loop: loop, logger: logger, metrics: metrics,
+      makeDialer: {
+        UpstreamDialer(
+          snapshot: current.withLock { $0 }, trustEngine: engine, sessions: sessions, metrics: metrics,
+          reporter: reporter)
+      },
+      stores: { Array(current.withLock { $0 }.pinStores.values) },
+      // A rule's pin list was replaced: idle connections verified under the
+      // old one are closed on every loop (busy ones are not pooled again).
+      listChanged: {
+        let generation = current.withLock { $0 }.generation
+        for pool in allPools { pool.loop.execute { pool.retire(keeping: generation) } }
+      })
   }
 
-  func dialer(for snapshot: RuntimeSnapshot) -> UpstreamDialer {
-    UpstreamDialer(snapshot: snapshot, trustEngine: trustEngine, sessions: sessions, metrics: metrics)
+  /// - Parameter reporting: whether refusals on this dialer's connections
+  ///   are reported (not for the reports' own posts).
+  func dialer(for snapshot: RuntimeSnapshot, reporting: Bool = true) -> UpstreamDialer {
+    UpstreamDialer(
+      snapshot: snapshot, trustEngine: trustEngine, sessions: sessions, metrics: metrics,
+      reporter: reporting ? reporter : nil)
   }
 
   var isDraining: Bool { draining.load(ordering: .relaxed) }
@@ -54,6 +89,8 @@ final class ProxyContext: Sendable {
   /// caches keyed by generation are emptied.
   func install(_ snapshot: RuntimeSnapshot) {
     current.withLock { $0 = snapshot }
+    snapshot.pins.keep(only: Set(snapshot.pinStores.values.map(\.spec.id)))
+    updater.configurationChanged()
     trustEngine.cache.removeAll()
     sessions.removeAll()
     for loop in group.loops {

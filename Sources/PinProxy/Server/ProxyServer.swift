@@ -58,6 +58,7 @@ public final class ProxyServer: Sendable {
       bound.forEach { $0.1.close() }
       throw error
     }
+    context.updater.start()
   }
 
   /// The admin listener's address, when one is configured.
@@ -96,7 +97,9 @@ public final class ProxyServer: Sendable {
             ConfigError(file: file, line: 0, column: 0, key: "localCA", message: error.description)
           ]))
       }
-      next = try RuntimeSnapshot.compile(configuration, generation: running.generation + 1, ca: ca)
+      next = try RuntimeSnapshot.compile(
+        configuration, generation: running.generation + 1, ca: ca, pins: running.pins,
+        warn: ProxyBootstrap.storeWarning(logger))
     } catch {
       context.metrics.reloads.increment(["failed"])
       return .failure(error)

@@ -15,6 +15,9 @@ struct UpstreamDialer {
   let trustEngine: TrustEngine
   let sessions: TLSSessionCache
   let metrics: ProxyMetrics
+  /// Told about refused chains and waived pin failures; nil for the
+  /// reporter's own posts (a report never causes a report).
+  var reporter: PinFailureReporter?
 
   func open(
     _ key: UpstreamKey, route: UpstreamRoute, on loop: EventLoop,
@@ -87,7 +90,7 @@ struct UpstreamDialer {
           ProxyFailure(status: 502, code: .handshakeFailed, reason: "TLS setup failed: \(error.description)"))
       )
     }
-    let trust = UpstreamTrust(key: key, route: route, engine: trustEngine)
+    let trust = UpstreamTrust(key: key, route: route, engine: trustEngine, reporter: reporter)
     let channel = TLSChannel(
       connection: connection, engine: engine, checks: TLSChannel.Checks(established: trust.refusal(of:)))
     let sessions = self.sessions

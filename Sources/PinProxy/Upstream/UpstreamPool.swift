@@ -12,10 +12,13 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
   private var idle: [UpstreamKey: [(UpstreamConnection, LoopTimer)]] = [:]
   /// The idle count across all loops' pools, for /metrics.
   private let idleGauge: SharedCount
+  /// Whether a key's pin list version is still the one in force.
+  private let pins: DynamicPinRegistry
 
-  init(loop: EventLoop, idleGauge: SharedCount) {
+  init(loop: EventLoop, idleGauge: SharedCount, pins: DynamicPinRegistry) {
     self.loop = loop
     self.idleGauge = idleGauge
+    self.pins = pins
   }
 
   func take(_ key: UpstreamKey) -> UpstreamConnection? {
@@ -33,10 +36,13 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
     return nil
   }
 
-  /// Keeps a connection for reuse, or closes it when the pool for its key is full.
+  /// Keeps a connection for reuse, or closes it when the pool for its key is
+  /// full, or when it was verified under a pin list that has since been replaced.
   func put(_ connection: UpstreamConnection, idleTimeout: Double, maxIdle: Int) {
     loop.preconditionInLoop()
-    guard connection.isReusable, (idle[connection.key]?.count ?? 0) < maxIdle else {
+    guard connection.isReusable, (idle[connection.key]?.count ?? 0) < maxIdle,
+      pins.isCurrent(connection.key.policy.pinList)
+    else {
       return connection.close()
     }
     connection.delegate = self
@@ -52,10 +58,11 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
     idleGauge.add(1)
   }
 
-  /// Closes idle connections whose policy generation is not `generation`.
+  /// Closes idle connections whose policy generation is not `generation`,
+  /// or whose pin list was replaced.
   func retire(keeping generation: UInt64) {
     loop.preconditionInLoop()
-    for (key, list) in idle where key.policy.generation != generation {
+    for (key, list) in idle where key.policy.generation != generation || !pins.isCurrent(key.policy.pinList) {
       for (connection, timer) in list {
         timer.cancel()
         connection.close()

@@ -8,10 +8,15 @@ import PinTrust
 /// fingerprint cache, with the very evaluation `pinproxy evaluate` runs
 /// (key strength and the certificate profile included), so the daemon and
 /// the CLI give the same answer for the same chain, host, policy and time.
+///
+/// A rule with `dynamicPins` is evaluated under its list as it is at this
+/// moment, and the verdict is cached under that list's version, so a list
+/// update is in force for the very next handshake.
 struct UpstreamTrust {
   let key: UpstreamKey
   let route: UpstreamRoute
   let engine: TrustEngine
+  let reporter: PinFailureReporter?
 
   /// nil accepts the presented chain; otherwise the refusal the client gets.
   func refusal(of tls: TLSEngine) -> ProxyFailure? {
@@ -21,9 +26,20 @@ struct UpstreamTrust {
       return ProxyFailure(status: 502, code: .untrustedChain, reason: "no trust policy for \(key)")
     }
     let decision = policy.evaluate(
-      PresentedChain(presented.map(\.der)), host: route.host, engine: engine, at: Date())
-    if case .rejected(let failure) = decision { return .refused(failure, presented: presented) }
-    return nil
+      PresentedChain(presented.map(\.der)), host: route.host, dynamicPins: route.pinStore?.requirement(),
+      engine: engine, at: Date())
+    switch decision {
+    case .rejected(let failure):
+      reporter?.refused(failure, presented: presented, key: key, route: route)
+      return .refused(failure, presented: presented)
+    case .trusted(let acceptance):
+      // Accepted on a failed pin check only because the rule is report-only
+      // (`report.enforce: false`); the chain itself passed (`RuleEvaluator`).
+      if let waived = acceptance.waivedPinFailure {
+        reporter?.waived(waived, presented: presented, key: key, route: route)
+      }
+      return nil
+    }
   }
 
   /// The failure a client gets for a handshake that did not complete.

@@ -41,6 +41,8 @@ public struct PinList: Sendable, Equatable {
 
   /// The list's signed entries as a document (what the store writes).
   public var document: PinListDocument {
-    PinListDocument(entries: entries, timestamp: timestamp, domainsConfig: domainsConfig)
+    var document = PinListDocument(entries: entries, timestamp: timestamp, domainsConfig: domainsConfig)
+    document.updated = updated.map { Int64($0.timeIntervalSince1970.rounded(.down)) }
+    return document
   }
 }

@@ -11,6 +11,8 @@ public struct PinListDocument: Sendable, Equatable {
   /// Challenge mode: the optional `domainsConfig` (shown to operators; see
   /// `DynamicPinCheck` on why it never relaxes a rule).
   public var domainsConfig: DomainsConfig?
+  /// Written by the store only: when this process accepted the list.
+  public var updated: Int64?
 
   public struct DomainsConfig: Sendable, Equatable, Codable {
     public struct Domain: Sendable, Equatable, Codable {
@@ -47,6 +49,7 @@ public struct PinListDocument: Sendable, Equatable {
     var fingerprints: [Entry]
     var timestamp: Int64?
     var domainsConfig: DomainsConfig?
+    var updated: Int64?
   }
 
   /// Parses `{"fingerprints":[{name, fingerprint, expires, signature?, depth?}], "timestamp"?, "domainsConfig"?}`.
@@ -97,7 +100,10 @@ public struct PinListDocument: Sendable, Equatable {
           expires: Date(timeIntervalSince1970: Double(item.expires)),
           depth: depth, signature: signature))
     }
-    return PinListDocument(entries: entries, timestamp: wire.timestamp, domainsConfig: wire.domainsConfig)
+    var document = PinListDocument(
+      entries: entries, timestamp: wire.timestamp, domainsConfig: wire.domainsConfig)
+    document.updated = wire.updated
+    return document
   }
 
   /// The document as the store writes it (entries, signatures when present,
@@ -108,7 +114,7 @@ public struct PinListDocument: Sendable, Equatable {
         Wire.Entry(
           name: entry.name, fingerprint: entry.fingerprint.base64, expires: entry.expiresSeconds,
           signature: entry.signature.map { Base64.encode($0) }, depth: entry.depth == 0 ? nil : entry.depth)
-      }, timestamp: timestamp, domainsConfig: domainsConfig)
+      }, timestamp: timestamp, domainsConfig: domainsConfig, updated: updated)
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
     return Array((try? encoder.encode(wire)) ?? Data("{}".utf8))

@@ -1,0 +1,160 @@
+import Foundation
+import PinEventLoop
+import PinHTTP
+import PinTLS
+import PinTrust
+
+/// One request of the daemon's own (a pin list fetch, a pin-failure report),
+/// sent through the same upstream machinery as client traffic: the domain
+/// rule that matches the URL's host (anchors, pins, dynamic pins,
+/// `connectTo`, insecure-load rules), a fresh connection, the strict
+/// response parser. Bounded in time (`deadline`) and in body size
+/// (`maximumBodyBytes`); runs on one event loop and never blocks it.
+struct InternalRequest: Sendable {
+  var method = "GET"
+  var url: InternalURL
+  var headers: [(String, String)] = []
+  var body: [UInt8] = []
+  var deadline: Double = 30
+  var maximumBodyBytes = 1 << 20
+}
+
+struct InternalResponse: Sendable {
+  let status: Int
+  let headers: HTTPHeaders
+  let body: [UInt8]
+}
+
+/// Drives one `InternalRequest` on `loop` (its queue only) and calls
+/// `completion` once, on that queue.
+final class InternalExchange: UpstreamDelegate, @unchecked Sendable {
+  private enum State {
+    case dialing
+    case waiting(UpstreamConnection, head: HTTPResponseHead?, body: [UInt8])
+    case done
+  }
+
+  private let request: InternalRequest
+  private let loop: EventLoop
+  private var state = State.dialing
+  private var timer: LoopTimer?
+  private var completion: ((Result<InternalResponse, ProxyFailure>) -> Void)?
+  /// The exchange owns itself until it finishes: the connection holds its
+  /// delegate weakly, and nothing else holds an exchange in flight.
+  private var retainedUntilFinished: InternalExchange?
+
+  private init(
+    request: InternalRequest, loop: EventLoop,
+    completion: @escaping (Result<InternalResponse, ProxyFailure>) -> Void
+  ) {
+    self.request = request
+    self.loop = loop
+    self.completion = completion
+  }
+
+  /// - Parameter dialer: the upstream dialer of the snapshot in force.
+  static func start(
+    _ request: InternalRequest, dialer: UpstreamDialer, on loop: EventLoop,
+    _ completion: @escaping @Sendable (Result<InternalResponse, ProxyFailure>) -> Void
+  ) {
+    loop.execute {
+      let exchange = InternalExchange(request: request, loop: loop, completion: completion)
+      exchange.begin(dialer)
+    }
+  }
+
+  private func begin(_ dialer: UpstreamDialer) {
+    loop.preconditionInLoop()
+    retainedUntilFinished = self
+    let url = request.url
+    guard let route = UpstreamRoute(host: url.host, snapshot: dialer.snapshot) else {
+      return finish(.failure(.denied(url.host)))
+    }
+    guard url.tls || route.allowsInsecureHTTPLoads else {
+      return finish(
+        .failure(
+          ProxyFailure(
+            status: 403, code: .deniedByPolicy,
+            reason: "\(url) is plain http and the rule for \(url.host) does not allow insecure loads")))
+    }
+    timer = loop.schedule(after: request.deadline) { [weak self] in
+      guard let self else { return }
+      self.finish(.failure(.timeout("no complete response from \(url) within \(self.request.deadline) s")))
+    }
+    let key = UpstreamKey(host: url.host, port: url.port, tls: url.tls, policy: route.identity)
+    let limits = dialer.snapshot.httpLimits
+    dialer.open(key, route: route, on: loop) { [self] result in
+      switch result {
+      case .failure(let failure):
+        finish(.failure(failure))
+      case .success(let channel):
+        guard case .dialing = state else { return channel.close() }
+        let upstream = UpstreamConnection(key: key, channel: channel, limits: limits)
+        upstream.delegate = self
+        state = .waiting(upstream, head: nil, body: [])
+        send(on: upstream)
+      }
+    }
+  }
+
+  private func send(on upstream: UpstreamConnection) {
+    var headers = HTTPHeaders([
+      ("Host", request.url.authority), ("User-Agent", "pinproxy"), ("Connection", "close"),
+    ])
+    for (name, value) in request.headers { headers.add(name, value) }
+    if !request.body.isEmpty || request.method == "POST" {
+      headers.add("Content-Length", String(request.body.count))
+    }
+    upstream.expectResponse(to: request.method)
+    upstream.send(
+      HTTPSerializer.requestHead(method: request.method, target: request.url.target, headers: headers)
+        + request.body)
+  }
+
+  private func finish(_ result: Result<InternalResponse, ProxyFailure>) {
+    loop.preconditionInLoop()
+    if case .waiting(let upstream, _, _) = state { upstream.close() }
+    state = .done
+    timer?.cancel()
+    timer = nil
+    let completion = self.completion
+    self.completion = nil
+    completion?(result)
+    retainedUntilFinished = nil
+  }
+
+  func upstream(_ upstream: UpstreamConnection, didReceive events: [HTTP1Parser.Event]) {
+    loop.preconditionInLoop()
+    guard case .waiting(let connection, var head, var body) = state, connection === upstream else { return }
+    for event in events {
+      switch event {
+      case .request: break
+      case .response(let response):
+        // Interim responses (1xx) are skipped; the final one counts.
+        if response.status >= 200 { head = response }
+      case .body(let bytes):
+        body += bytes
+        guard body.count <= request.maximumBodyBytes else {
+          return finish(
+            .failure(
+              .unreachable(
+                "the response from \(request.url) is larger than \(request.maximumBodyBytes) bytes")))
+        }
+      case .end:
+        if let head {
+          return finish(.success(InternalResponse(status: head.status, headers: head.headers, body: body)))
+        }
+      }
+    }
+    state = .waiting(connection, head: head, body: body)
+  }
+
+  func upstreamDidDrain(_ upstream: UpstreamConnection) {}
+
+  func upstreamDidClose(_ upstream: UpstreamConnection, failure: ProxyFailure?) {
+    loop.preconditionInLoop()
+    guard case .waiting(let connection, _, _) = state, connection === upstream else { return }
+    finish(
+      .failure(failure ?? .unreachable("\(request.url) closed the connection before the response ended")))
+  }
+}

@@ -1,0 +1,101 @@
+import Foundation
+import PinTLS
+import PinTrust
+
+/// A pin-failure report in TrustKit's JSON format (docs/ARCHITECTURE.md,
+/// pin-failure reports), so an existing TrustKit report collector accepts
+/// it. Fields pinproxy adds start with `pinproxy-`.
+struct PinFailureReport: Sendable {
+  /// TrustKit's `validation-result` values.
+  enum ValidationResult: Int, Sendable {
+    case success = 0
+    case noMatchingPin = 1
+    case invalidChain = 2
+    case invalidParameters = 3
+    case userDefinedAnchor = 4
+    case couldNotHashSPKI = 5
+
+    init(_ failure: TrustFailure) {
+      self = failure.isPinFailure ? .noMatchingPin : .invalidChain
+    }
+  }
+
+  let host: TrustHost
+  let port: Int
+  let rule: String
+  let includesSubdomains: Bool
+  let enforced: Bool
+  let chainPEM: [String]
+  let chainFingerprints: [Digest256]
+  let knownPins: [Digest256]
+  let result: ValidationResult
+  let failure: TrustFailure
+  let time: Date
+
+  init(
+    failure: TrustFailure, presented: [X509Certificate], key: UpstreamKey, route: UpstreamRoute, at time: Date
+  ) {
+    host = key.host
+    port = key.port
+    rule = route.rule?.domain.description ?? route.ruleName
+    includesSubdomains = route.rule?.includesSubdomains ?? false
+    enforced = route.policy?.policy.enforcesPins ?? true
+    chainPEM = presented.map { String(decoding: $0.pem, as: UTF8.self) }
+    chainFingerprints = presented.map { $0.value().fingerprint }
+    knownPins = route.policy?.policy.expectedPublicKeyPins ?? []
+    result = ValidationResult(failure)
+    self.failure = failure
+    self.time = time
+  }
+
+  /// What makes two reports the same for the 24-hour de-duplication:
+  /// TrustKit's (noted-hostname, hostname, port, chain, pins, result).
+  var deduplicationKey: Digest256 {
+    var text = "\(rule)\n\(host)\n\(port)\n\(result.rawValue)\n"
+    for digest in chainFingerprints { text += digest.base64 + "," }
+    text += "\n"
+    for pin in knownPins { text += pin.base64 + "," }
+    return SHA256.digest(Array(text.utf8))
+  }
+
+  func json(vendorID: String) -> [UInt8] {
+    let object: [String: Any] = [
+      "app-bundle-id": "pinproxy",
+      "app-version": ProxyVersion.current,
+      "app-platform": "Linux",
+      "app-platform-version": ProcessInfo.processInfo.operatingSystemVersionString,
+      "app-vendor-id": vendorID,
+      "trustkit-version": "pinproxy-\(ProxyVersion.current)",
+      "date-time": PinFailureReport.dateTime(time),
+      "hostname": host.description,
+      "port": port,
+      "noted-hostname": rule,
+      "include-subdomains": includesSubdomains,
+      "enforce-pinning": enforced,
+      "validated-certificate-chain": chainPEM,
+      "known-pins": knownPins.map { "pin-sha256=\"\($0.base64)\"" },
+      "validation-result": result.rawValue,
+      "known-pins-expiration-date": NSNull(),
+      "pinproxy-failure-code": failure.code.rawValue,
+      "pinproxy-failure-reason": failure.reason,
+    ]
+    let data =
+      (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+    return Array(data)
+  }
+
+  /// `yyyy-MM-dd'T'HH:mm:ss'Z'` in UTC.
+  static func dateTime(_ date: Date) -> String {
+    var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
+    var parts = tm()
+    gmtime_r(&seconds, &parts)
+    return String(
+      format: "%04d-%02d-%02dT%02d:%02d:%02dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
+      Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec))
+  }
+}
+
+/// The running pinproxy's version, for reports and `pinproxy version`.
+public enum ProxyVersion {
+  public static let current = "0.1.0"
+}
