@@ -210,6 +210,13 @@ public struct DynamicPinsConfig: Sendable {
   public var updateInterval: Double = 7 * 86_400
   public var expirationUpdateThreshold: Double = 14 * 86_400
   public var fallback: ConfigPath?
+
+  public init(url: String, urlLocation: Location, publicKey: String, publicKeyLocation: Location) {
+    self.url = url
+    self.urlLocation = urlLocation
+    self.publicKey = publicKey
+    self.publicKeyLocation = publicKeyLocation
+  }
 }
 
 public struct ReportConfig: Sendable {

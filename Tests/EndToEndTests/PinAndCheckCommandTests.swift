@@ -70,21 +70,34 @@ final class PinAndCheckCommandTests: XCTestCase {
     XCTAssertTrue(lines[2].hasSuffix("nothere.pem: no such file"), bad.stderr)
   }
 
-  func testFeaturesNotBuiltYetAreRefusedRatherThanIgnored() throws {
+  func testBadDynamicPinsAndReportValuesAreNamedByLine() throws {
     let temporary = try TemporaryFile(
       """
       domains:
         - domain: api.example
-          dynamicPins: {url: "https://pins.example/list.json", publicKey: "BC3k"}
+          dynamicPins:
+            url: "ftp://pins.example/list.json"
+            publicKey: "BC3k"
+            fallback: nothere.json
+          report: {uris: ["not a url"]}
       """)
     defer { temporary.remove() }
     let file = temporary.path
     let check = try Subprocess.pinproxy(["check", "--config", file])
     XCTAssertEqual(check.status, 2)
-    XCTAssertTrue(check.stderr.contains("dynamicPins is not supported"), check.stderr)
+    let lines = check.stderr.split(separator: "\n").map(String.init)
+    XCTAssertTrue(lines.contains { $0.hasPrefix("\(file):4:12: domains[0].dynamicPins.url: ") }, check.stderr)
+    XCTAssertTrue(
+      lines.contains {
+        $0.hasPrefix("\(file):5:18: domains[0].dynamicPins.publicKey: publicKey must be base64")
+      },
+      check.stderr)
+    XCTAssertTrue(
+      lines.contains { $0.contains("dynamicPins.fallback") && $0.contains("nothere.json") }, check.stderr)
+    XCTAssertTrue(lines.contains { $0.contains("report.uris[0]") && $0.contains("not a url") }, check.stderr)
     let run = try Subprocess.pinproxy(["run", "--config", file])
     XCTAssertEqual(run.status, 2)
-    XCTAssertTrue(run.stderr.contains("dynamicPins is not supported"), run.stderr)
+    XCTAssertTrue(run.stderr.contains("publicKey must be base64"), run.stderr)
   }
 
   func testVersion() throws {
