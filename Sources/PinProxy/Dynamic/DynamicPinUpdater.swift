@@ -14,7 +14,9 @@ import PinTrust
 /// added by a reload are seen).
 final class DynamicPinUpdater: @unchecked Sendable {
   private let queue = DispatchQueue(label: "pinproxy.dynamic-pins")
-  private let timer: DispatchSourceTimer
+  /// Created and resumed together in `start` (a Dispatch source released
+  /// while suspended crashes), cancelled in `deinit`.
+  private var timer: DispatchSourceTimer?
   private let loop: EventLoop
   private let logger: ProxyLogger
   private let metrics: ProxyMetrics
@@ -35,15 +37,21 @@ final class DynamicPinUpdater: @unchecked Sendable {
     self.makeDialer = makeDialer
     self.stores = stores
     self.listChanged = listChanged
-    timer = DispatchSource.makeTimerSource(queue: queue)
   }
 
-  /// Arms the timer; called once. The source is resumed here and never
-  /// suspended (a suspended source must not be released).
+  deinit { timer?.cancel() }
+
+  /// Arms the timer; called once, by the server once it listens. The source
+  /// is resumed here and never suspended.
   func start() {
-    timer.setEventHandler { [weak self] in self?.tick() }
-    timer.schedule(deadline: .now())
-    timer.resume()
+    queue.sync {
+      guard timer == nil else { return }
+      let source = DispatchSource.makeTimerSource(queue: queue)
+      source.setEventHandler { [weak self] in self?.tick() }
+      source.schedule(deadline: .now())
+      source.resume()
+      timer = source
+    }
   }
 
   /// After a reload (SIGHUP): picks up lists another process stored
@@ -84,7 +92,7 @@ final class DynamicPinUpdater: @unchecked Sendable {
         earliest = min(earliest, due)
       }
     }
-    timer.schedule(deadline: .now() + max(0.05, earliest.timeIntervalSince(now)))
+    timer?.schedule(deadline: .now() + max(0.05, earliest.timeIntervalSince(now)))
   }
 
   private func fetch(_ store: DynamicPinStore) {
