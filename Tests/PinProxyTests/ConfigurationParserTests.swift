@@ -21,7 +21,10 @@ final class ConfigurationParserTests: XCTestCase {
     let file = Fixtures.repositoryRoot + "/config/pinproxy.yaml"
     let configuration = try ConfigurationParser.load(file: file)
     XCTAssertEqual(configuration.listeners.first?.address.description, "127.0.0.1:3128")
-    XCTAssertEqual(configuration.domains.map(\.domain.description), ["api.bank.example", "bank.example"])
+    XCTAssertEqual(
+      configuration.domains.map(\.domain.description), ["api.bank.example", "api.wallet.example", "bank.example"])
+    XCTAssertEqual(configuration.domains[1].dynamicPins?.expectedCommonNames, ["api.wallet.example"])
+    XCTAssertEqual(configuration.domains[1].report?.uris.map(\.uri), ["https://reports.wallet.example/pin-failure"])
     XCTAssertEqual(
       configuration.anchorSets.first?.files.first?.path,
       Fixtures.repositoryRoot + "/config/examples/national-root.pem")
