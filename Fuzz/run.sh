@@ -13,7 +13,9 @@ seconds=${1:-60}
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(FuzzRequestParser FuzzResponseParser FuzzForwardedHead FuzzConfig FuzzCertificate)
 scratch=../.build-fuzz
-swift build -c release --scratch-path "$scratch" \
+# The parent package is a path dependency: SwiftPM's cached build manifest
+# does not notice source files added to it, so the manifest is rebuilt each time.
+swift build -c release --scratch-path "$scratch" --disable-build-manifest-caching \
   -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library -Xswiftc -use-ld=lld
 bin=$(swift build -c release --scratch-path "$scratch" --show-bin-path -Xswiftc -use-ld=lld)
 status=0
