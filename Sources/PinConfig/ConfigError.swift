@@ -15,6 +15,11 @@ public struct ConfigError: Error, Equatable, CustomStringConvertible, Sendable {
     self.message = message
   }
 
+  /// A problem with the value written at `location` in `file`.
+  public init(file: String, at location: Location, message: String) {
+    self.init(file: file, line: location.line, column: location.column, key: location.key, message: message)
+  }
+
   public var description: String { "\(file):\(line):\(column): \(key): \(message)" }
 }
 

@@ -11,9 +11,10 @@ import XCTest
 /// tampered file is reported and ignored (the fallback applies), never a crash.
 final class DynamicPinStoreTests: XCTestCase {
   var directory = ""
-  let signer = try! PrivateKey.generateP256()
+  var signer: PrivateKey!
 
   override func setUpWithError() throws {
+    signer = try PrivateKey.generateP256()
     directory =
       FileManager.default.temporaryDirectory.appendingPathComponent("store-\(UUID().uuidString)").path
   }
@@ -23,7 +24,8 @@ final class DynamicPinStoreTests: XCTestCase {
   func spec(fallback: PinListDocument? = nil) throws -> DynamicPinSpec {
     var config = DynamicPinsConfig(
       url: "https://pins.example/list", urlLocation: Location(line: 1, column: 1, key: "url"),
-      publicKey: signer.pinListPublicKey!, publicKeyLocation: Location(line: 1, column: 1, key: "publicKey"))
+      publicKey: try XCTUnwrap(signer.pinListPublicKey),
+      publicKeyLocation: Location(line: 1, column: 1, key: "publicKey"))
     config.expectedCommonNames = ["httpbin.org"]
     return DynamicPinSpec(
       config: config, ruleDomain: "httpbin.org", stateDirectory: directory, url: InternalURL(config.url)!,

@@ -114,7 +114,7 @@ public final class RuntimeSnapshot: Sendable {
         guard let url = InternalURL(uri) else {
           errors.append(
             ConfigError(
-              file: configuration.file, line: location.line, column: location.column, key: location.key,
+              file: configuration.file, at: location,
               message: "\"\(uri)\" is not an http:// or https:// URL with a host"))
           continue
         }
@@ -129,11 +129,8 @@ public final class RuntimeSnapshot: Sendable {
           identity = try ClientIdentity(
             pkcs12Path: config.pkcs12.path, passphraseFile: config.passphraseFile.path)
         } catch {
-          let location = config.pkcs12.location
           errors.append(
-            ConfigError(
-              file: configuration.file, line: location.line, column: location.column, key: location.key,
-              message: error.description))
+            ConfigError(file: configuration.file, at: config.pkcs12.location, message: error.description))
         }
       }
       do {
@@ -144,8 +141,8 @@ public final class RuntimeSnapshot: Sendable {
       } catch {
         errors.append(
           ConfigError(
-            file: configuration.file, line: domain.location.line, column: domain.location.column,
-            key: domain.location.key, message: "cannot set up TLS: \(error.description)"))
+            file: configuration.file, at: domain.location, message: "cannot set up TLS: \(error.description)")
+        )
       }
     }
     let defaultContext: TLSClientContext

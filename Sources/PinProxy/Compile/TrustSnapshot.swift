@@ -55,10 +55,7 @@ public final class TrustSnapshot: Sendable {
   ) throws(ConfigErrors) -> TrustSnapshot {
     var errors: [ConfigError] = []
     func fail(_ location: Location, _ message: String) {
-      errors.append(
-        ConfigError(
-          file: configuration.file, line: location.line, column: location.column, key: location.key,
-          message: message))
+      errors.append(ConfigError(file: configuration.file, at: location, message: message))
     }
     func load(_ path: ConfigPath) -> [X509Certificate] {
       do {

@@ -49,10 +49,7 @@ public final class DynamicPinSpec: Sendable {
   ) -> Result<DynamicPinSpec, ConfigErrors> {
     var errors: [ConfigError] = []
     func fail(_ location: Location, _ message: String) {
-      errors.append(
-        ConfigError(
-          file: configuration.file, line: location.line, column: location.column, key: location.key,
-          message: message))
+      errors.append(ConfigError(file: configuration.file, at: location, message: message))
     }
     let url = InternalURL(config.url)
     if url == nil {

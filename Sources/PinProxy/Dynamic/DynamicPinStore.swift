@@ -64,19 +64,24 @@ public final class DynamicPinStore: Sendable {
   @discardableResult
   func install(_ list: PinList, at time: Date) -> (previous: PinList, writeError: String?) {
     let writeError = DynamicPinStore.write(list.document.json(), to: spec.file)
+    return (replace(with: list, succeeded: time, at: time), writeError)
+  }
+
+  /// Swaps `list` in (a new version only when its entries differ) and
+  /// schedules the next fetch from it; returns the list it replaced.
+  private func replace(with list: PinList, succeeded: Date?, at time: Date) -> PinList {
     let next = PinListSchedule.nextUpdate(
       for: list.entries, interval: spec.updateInterval, threshold: spec.expirationUpdateThreshold, at: time)
-    let previous = state.withLock { state in
+    return state.withLock { state in
       let previous = state.list
       state.list = list
       if previous.entries != list.entries { state.version = DynamicPinStore.nextVersion() }
-      state.lastSuccess = time
+      state.lastSuccess = succeeded
       state.nextUpdate = next
       state.consecutiveFailures = 0
       state.lastFailure = nil
       return previous
     }
-    return (previous, writeError)
   }
 
   /// Records a failed update; returns when to try again.
@@ -97,16 +102,8 @@ public final class DynamicPinStore: Sendable {
     guard let stored = DynamicPinStore.load(spec, at: time, warn: warn), let updated = stored.updated else {
       return false
     }
-    let current = snapshot
-    if let mine = current.list.updated, mine >= updated { return false }
-    state.withLock { state in
-      state.list = stored
-      state.version = DynamicPinStore.nextVersion()
-      state.lastSuccess = updated
-      state.nextUpdate = PinListSchedule.nextUpdate(
-        for: stored.entries, interval: spec.updateInterval, threshold: spec.expirationUpdateThreshold,
-        at: time)
-    }
+    if let mine = snapshot.list.updated, mine >= updated { return false }
+    replace(with: stored, succeeded: updated, at: time)
     return true
   }
 

@@ -84,14 +84,11 @@ struct PinFailureReport: Sendable {
     return Array(data)
   }
 
-  /// `yyyy-MM-dd'T'HH:mm:ss'Z'` in UTC.
+  /// `yyyy-MM-dd'T'HH:mm:ss'Z'` in UTC: the log lines' own format (`AccessLine.appendTime`).
   static func dateTime(_ date: Date) -> String {
-    var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
-    var parts = tm()
-    gmtime_r(&seconds, &parts)
-    return String(
-      format: "%04d-%02d-%02dT%02d:%02d:%02dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
-      Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec))
+    var out: [UInt8] = []
+    AccessLine.appendTime(time_t(date.timeIntervalSince1970.rounded(.down)), to: &out)
+    return String(decoding: out, as: UTF8.self)
   }
 }
 

@@ -67,12 +67,10 @@ final class ProxyContext: Sendable {
       })
   }
 
-  /// - Parameter reporting: whether refusals on this dialer's connections
-  ///   are reported (not for the reports' own posts).
-  func dialer(for snapshot: RuntimeSnapshot, reporting: Bool = true) -> UpstreamDialer {
+  /// Refusals on its connections are reported (`report.uris`).
+  func dialer(for snapshot: RuntimeSnapshot) -> UpstreamDialer {
     UpstreamDialer(
-      snapshot: snapshot, trustEngine: trustEngine, sessions: sessions, metrics: metrics,
-      reporter: reporting ? reporter : nil)
+      snapshot: snapshot, trustEngine: trustEngine, sessions: sessions, metrics: metrics, reporter: reporter)
   }
 
   var isDraining: Bool { draining.load(ordering: .relaxed) }
