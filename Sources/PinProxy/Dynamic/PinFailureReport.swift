@@ -25,7 +25,8 @@ struct PinFailureReport: Sendable {
   let rule: String
   let includesSubdomains: Bool
   let enforced: Bool
-  let chainPEM: [String]
+  /// As presented; PEM-encoded only when the report is actually sent.
+  let presented: [X509Certificate]
   let chainFingerprints: [Digest256]
   let knownPins: [Digest256]
   let result: ValidationResult
@@ -40,8 +41,8 @@ struct PinFailureReport: Sendable {
     rule = route.rule?.domain.description ?? route.ruleName
     includesSubdomains = route.rule?.includesSubdomains ?? false
     enforced = route.policy?.policy.enforcesPins ?? true
-    chainPEM = presented.map { String(decoding: $0.pem, as: UTF8.self) }
-    chainFingerprints = presented.map { $0.value().fingerprint }
+    self.presented = presented
+    chainFingerprints = presented.map { SHA256.digest($0.der) }
     knownPins = route.policy?.policy.expectedPublicKeyPins ?? []
     result = ValidationResult(failure)
     self.failure = failure
@@ -72,7 +73,7 @@ struct PinFailureReport: Sendable {
       "noted-hostname": rule,
       "include-subdomains": includesSubdomains,
       "enforce-pinning": enforced,
-      "validated-certificate-chain": chainPEM,
+      "validated-certificate-chain": presented.map { String(decoding: $0.pem, as: UTF8.self) },
       "known-pins": knownPins.map { "pin-sha256=\"\($0.base64)\"" },
       "validation-result": result.rawValue,
       "known-pins-expiration-date": NSNull(),

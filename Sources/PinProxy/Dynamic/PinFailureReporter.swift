@@ -70,10 +70,11 @@ final class PinFailureReporter: Sendable {
   private func submit(_ report: PinFailureReport, _ route: UpstreamRoute) {
     let key = report.deduplicationKey
     let now = report.time
-    let body = report.json(vendorID: vendorID)
-    let (accepted, dropped) = state.withLock { state -> (Bool, Int) in
+    // A repeat costs one digest and a lookup: the body is built only for a
+    // report that will be sent.
+    let isNew = state.withLock { state -> Bool in
       if let last = state.sent[key], now.timeIntervalSince(last) < PinFailureReporter.deduplicationWindow {
-        return (false, 0)
+        return false
       }
       if state.sent.count >= PinFailureReporter.maximumRemembered {
         state.sent = state.sent.filter {
@@ -86,6 +87,11 @@ final class PinFailureReporter: Sendable {
         }
       }
       state.sent[key] = now
+      return true
+    }
+    guard isNew else { return metrics.pinReports.increment(["deduplicated"]) }
+    let body = report.json(vendorID: vendorID)
+    let dropped = state.withLock { state -> Int in
       var dropped = 0
       for url in route.reportURIs {
         if state.queue.count < PinFailureReporter.maximumQueued {
@@ -94,9 +100,8 @@ final class PinFailureReporter: Sendable {
           dropped += 1
         }
       }
-      return (true, dropped)
+      return dropped
     }
-    guard accepted else { return metrics.pinReports.increment(["deduplicated"]) }
     for _ in 0..<dropped { metrics.pinReports.increment(["dropped"]) }
     pump()
   }
