@@ -6,6 +6,7 @@
 
 #include <openssl/asn1.h>
 #include <openssl/bio.h>
+#include <openssl/ct.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -148,6 +149,27 @@ static int pp_alpn_select_http11(SSL *ssl, const unsigned char **out, unsigned c
   return SSL_TLSEXT_ERR_NOACK;
 }
 static inline void pp_SSL_CTX_select_http11(SSL_CTX *ctx) { SSL_CTX_set_alpn_select_cb(ctx, pp_alpn_select_http11, NULL); }
+
+// MARK: Certificate transparency (RFC 6962)
+
+static inline int pp_sk_SCT_num(const STACK_OF(SCT) *stack) { return sk_SCT_num(stack); }
+static inline SCT *pp_sk_SCT_value(const STACK_OF(SCT) *stack, int index) { return sk_SCT_value(stack, index); }
+static inline STACK_OF(SCT) *pp_X509_embedded_scts(X509 *cert) {
+  return (STACK_OF(SCT) *)X509_get_ext_d2i(cert, NID_ct_precert_scts, NULL, NULL);
+}
+/// The CT callback only makes OpenSSL ask for SCTs (the TLS extension and,
+/// with the status request, the OCSP staple); the proxy counts them after the
+/// handshake against its own policy, so the callback itself accepts.
+static int pp_ct_collect_only(const CT_POLICY_EVAL_CTX *ctx, const STACK_OF(SCT) *scts, void *arg) {
+  (void)ctx;
+  (void)scts;
+  (void)arg;
+  return 1;
+}
+static inline int pp_SSL_CTX_request_scts(SSL_CTX *ctx) {
+  if (SSL_CTX_set_tlsext_status_type(ctx, TLSEXT_STATUSTYPE_ocsp) != 1) return 0;
+  return SSL_CTX_set_ct_validation_callback(ctx, pp_ct_collect_only, NULL);
+}
 
 // MARK: Names
 

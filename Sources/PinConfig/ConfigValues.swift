@@ -46,6 +46,30 @@ public enum ConfigValues {
     return seconds
   }
 
+  /// `2027-06-01` (the start of that day in UTC, as TrustKit's and
+  /// Android's `yyyy-MM-dd` expiry dates are read here) or an ISO 8601
+  /// instant such as `2027-06-01T12:00:00Z`.
+  public static func date(_ text: String) -> Date? {
+    let bytes = Array(text.utf8)
+    if bytes.count == 10, bytes[4] == 0x2d, bytes[7] == 0x2d {
+      let digits = bytes.enumerated().filter { $0.offset != 4 && $0.offset != 7 }.map(\.element)
+      guard digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let year = Int(text.prefix(4)),
+        let month = Int(text.dropFirst(5).prefix(2)), let day = Int(text.suffix(2)),
+        (1...12).contains(month), (1...31).contains(day)
+      else { return nil }
+      var components = DateComponents()
+      (components.year, components.month, components.day) = (year, month, day)
+      var calendar = Calendar(identifier: .gregorian)
+      calendar.timeZone = TimeZone(identifier: "UTC")!
+      // Refuses 2027-02-30 instead of rolling it over into March.
+      guard let date = calendar.date(from: components),
+        calendar.dateComponents([.year, .month, .day], from: date) == components
+      else { return nil }
+      return date
+    }
+    return ISO8601DateFormatter().date(from: text)
+  }
+
   /// Resolves a config-relative path against the config file's directory.
   static func resolve(_ path: String, relativeTo file: String) -> String {
     if path.hasPrefix("/") { return path }

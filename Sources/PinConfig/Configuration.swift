@@ -1,3 +1,4 @@
+import Foundation
 import PinTrust
 
 /// The parsed configuration file (docs/ARCHITECTURE.md, configuration): plain
@@ -19,8 +20,18 @@ public struct Configuration: Sendable {
   /// An operator-supplied CA for interception; nil: one in the state directory.
   public var localCA: LocalCAConfig?
   public var logging = LoggingConfig()
+  /// The CT log list and SCT count for rules with `requiresCertificateTransparency`.
+  public var certificateTransparency: TransparencyConfig?
 
   public init(file: String) { self.file = file }
+}
+
+/// `certificateTransparency`: the logs the proxy knows and how many distinct
+/// ones must have signed an SCT for a certificate.
+public struct TransparencyConfig: Sendable {
+  public var logList: ConfigPath
+  public var minimumSCTs = 2
+  public var location: Location
 }
 
 public struct LoggingConfig: Sendable {
@@ -193,6 +204,15 @@ public struct DomainConfig: Sendable {
   public var clientIdentity: ClientIdentityConfig?
   public var dynamicPins: DynamicPinsConfig?
   public var report: ReportConfig?
+  /// ATS `NSPinnedLeafIdentities` / `NSPinnedCAIdentities` (SPKI SHA-256).
+  public var pinnedLeafPublicKeyHashes: [Digest256] = []
+  public var pinnedCAPublicKeyHashes: [Digest256] = []
+  /// After this instant the rule's static pins are not enforced (fail open).
+  public var pinsExpire: Date?
+  public var pinsExpireLocation: Location?
+  /// ATS `NSRequiresCertificateTransparency`.
+  public var requiresCertificateTransparency = false
+  public var requiresCertificateTransparencyLocation: Location?
 }
 
 public struct ClientIdentityConfig: Sendable {

@@ -36,7 +36,8 @@ extension ConfigurationParser {
   static let domainKeys: Set = [
     "domain", "includesSubdomains", "anchors", "pinningMode", "pinnedCertificates", "pinnedPublicKeyHashes",
     "validatesDomainName", "allowInvalidCertificates", "minimumTLSVersion", "requiresForwardSecrecy",
-    "allowsInsecureHTTPLoads", "clientIdentity", "dynamicPins", "report",
+    "allowsInsecureHTTPLoads", "clientIdentity", "dynamicPins", "report", "pinnedLeafPublicKeyHashes",
+    "pinnedCAPublicKeyHashes", "pinsExpire", "requiresCertificateTransparency",
   ]
 
   static func parseDomain(_ node: ConfigNode, file: String) -> DomainConfig? {
@@ -58,13 +59,25 @@ extension ConfigurationParser {
     domain.pinnedCertificates = (mapping["pinnedCertificates"]?.sequence ?? []).compactMap {
       configPath($0, file: file)
     }
-    for pinNode in mapping["pinnedPublicKeyHashes"]?.sequence ?? [] {
-      guard let pin = pinNode.string else { continue }
-      do {
-        domain.pinnedPublicKeyHashes.append(try SPKIPin.parse(pin))
-      } catch {
-        pinNode.error(error.description)
+    domain.pinnedPublicKeyHashes = spkiPins(mapping["pinnedPublicKeyHashes"])
+    domain.pinnedLeafPublicKeyHashes = spkiPins(mapping["pinnedLeafPublicKeyHashes"])
+    domain.pinnedCAPublicKeyHashes = spkiPins(mapping["pinnedCAPublicKeyHashes"])
+    for key in ["pinnedLeafPublicKeyHashes", "pinnedCAPublicKeyHashes"] {
+      if let node = mapping[key], node.sequence?.isEmpty == true {
+        node.error("an empty list pins nothing; remove the key or list sha256/BASE64 hashes")
       }
+    }
+    if let expiry = mapping["pinsExpire"], let text = expiry.string {
+      if let date = ConfigValues.date(text) {
+        domain.pinsExpire = date
+        domain.pinsExpireLocation = location(expiry)
+      } else {
+        expiry.error("\"\(text)\" is not a date (2027-06-01, meaning 00:00 UTC) or an ISO 8601 instant")
+      }
+    }
+    if let ct = mapping["requiresCertificateTransparency"] {
+      domain.requiresCertificateTransparency = ct.bool ?? false
+      domain.requiresCertificateTransparencyLocation = location(ct)
     }
     domain.validatesDomainName = mapping["validatesDomainName"]?.bool ?? true
     domain.allowInvalidCertificates = mapping["allowInvalidCertificates"]?.bool ?? false
@@ -95,6 +108,35 @@ extension ConfigurationParser {
       mapping["pinnedPublicKeyHashes"]?.error("SPKI hashes apply to pinningMode publicKey, not certificate")
     }
     return domain
+  }
+
+  /// A list of `sha256/BASE64` pins; each bad one is reported where it is written.
+  static func spkiPins(_ node: ConfigNode?) -> [Digest256] {
+    var pins: [Digest256] = []
+    for pinNode in node?.sequence ?? [] {
+      guard let pin = pinNode.string else { continue }
+      do {
+        pins.append(try SPKIPin.parse(pin))
+      } catch {
+        pinNode.error(error.description)
+      }
+    }
+    return pins
+  }
+
+  static func parseTransparency(_ node: ConfigNode, file: String) -> TransparencyConfig? {
+    guard let mapping = node.mapping(allowed: ["logList", "minimumSCTs"]),
+      let logList = mapping.required("logList").flatMap({ configPath($0, file: file) })
+    else { return nil }
+    var config = TransparencyConfig(logList: logList, location: location(node))
+    if let minimum = mapping["minimumSCTs"], let count = minimum.int {
+      if (1...16).contains(count) {
+        config.minimumSCTs = count
+      } else {
+        minimum.error("must be 1 to 16")
+      }
+    }
+    return config
   }
 
   static func parseDynamicPins(_ node: ConfigNode, file: String) -> DynamicPinsConfig? {

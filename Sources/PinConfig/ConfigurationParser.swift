@@ -121,7 +121,7 @@ public enum ConfigurationParser {
   static let rootKeys: Set = [
     "listeners", "admin", "stateDirectory", "connectTo", "anchorSets", "defaults", "domains", "timeouts",
     "limits",
-    "eventLoops", "localCA", "logging",
+    "eventLoops", "localCA", "logging", "certificateTransparency",
   ]
 
   static func parseRoot(_ root: ConfigNode, into configuration: inout Configuration) {
@@ -178,6 +178,9 @@ public enum ConfigurationParser {
     }
     if let sets = mapping["anchorSets"] { configuration.anchorSets = parseAnchorSets(sets, file: file) }
     if let defaults = mapping["defaults"] { configuration.defaults = parseDefaults(defaults) }
+    if let ct = mapping["certificateTransparency"] {
+      configuration.certificateTransparency = parseTransparency(ct, file: file)
+    }
     if let domains = mapping["domains"]?.sequence {
       configuration.domains = domains.compactMap { parseDomain($0, file: file) }
       var seen: [String: Int] = [:]

@@ -27,9 +27,13 @@ public final class TLSClientContext: @unchecked Sendable {
     "ECDHE-ECDSA-AES256-SHA", "ECDHE-ECDSA-AES128-SHA", "ECDHE-RSA-AES256-SHA", "ECDHE-RSA-AES128-SHA",
   ].joined(separator: ":")
 
-  public init(minimumVersion: TLSVersion, requiresForwardSecrecy: Bool, identity: ClientIdentity? = nil)
-    throws(TLSEngine.Failure)
-  {
+  /// - Parameter requestsTransparency: ask servers for SCTs (the TLS
+  ///   extension and an OCSP staple), for rules that require certificate
+  ///   transparency; they are counted after the handshake (`CTLogStore`).
+  public init(
+    minimumVersion: TLSVersion, requiresForwardSecrecy: Bool, identity: ClientIdentity? = nil,
+    requestsTransparency: Bool = false
+  ) throws(TLSEngine.Failure) {
     OpenSSLErrorQueue.clear()
     guard let context = SSL_CTX_new(TLS_client_method()) else { throw TLSEngine.currentFailure() }
     self.context = context
@@ -49,6 +53,9 @@ public final class TLSClientContext: @unchecked Sendable {
     // Sessions are kept by the caller, keyed by host, port and policy generation.
     _ = pp_SSL_CTX_set_session_cache_mode(
       context, Int(SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE))
+    if requestsTransparency {
+      guard pp_SSL_CTX_request_scts(context) == 1 else { throw TLSEngine.currentFailure() }
+    }
     if let identity {
       guard SSL_CTX_use_certificate(context, identity.certificate.pointer) == 1,
         SSL_CTX_use_PrivateKey(context, identity.key) == 1, SSL_CTX_check_private_key(context) == 1

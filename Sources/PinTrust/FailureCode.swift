@@ -11,6 +11,8 @@ public enum FailureCode: String, Sendable, CaseIterable {
   case selfSignedRequiresPinning = "self-signed-requires-pinning"
   case dynamicPinsUntrusted = "dynamic-pins-untrusted"
   case dynamicPinsEmpty = "dynamic-pins-empty"
+  /// Fewer valid SCTs from distinct known CT logs than `minimumSCTs`.
+  case ctRequired = "ct-required"
   case tlsVersion = "tls-version"
   case weakCipher = "weak-cipher"
   case weakKey = "weak-key"

@@ -1,9 +1,11 @@
 import Foundation
 
 /// A domain rule's whole decision: the AFSecurityPolicy evaluation
-/// (`TrustEvaluator`), then the rule's dynamic pin list (`DynamicPinCheck`),
-/// then report-only. Policies compose: each later step can only refuse what
-/// an earlier one accepted, except the one waiver report-only makes, below.
+/// (`TrustEvaluator`), the ATS identities (`IdentityPinCheck`), then the
+/// rule's dynamic pin list (`DynamicPinCheck`), then report-only. Policies
+/// compose: each later step can only refuse what an earlier one accepted,
+/// except for two waivers, both explicit in the rule: report-only, and the
+/// expiry of the static pins (`pinsExpire`).
 ///
 /// Pure: no I/O, no clock of its own.
 public enum RuleEvaluator {
@@ -12,7 +14,36 @@ public enum RuleEvaluator {
     _ chain: PresentedChain, host: TrustHost?, policy: SecurityPolicy, dynamicPins: DynamicPinRequirement?,
     verifier: some ChainVerifier, at time: Date
   ) -> TrustDecision {
-    let decision = TrustEvaluator.evaluate(chain, host: host, policy: policy, verifier: verifier, at: time)
+    if let expiry = policy.pinsExpire, policy.hasStaticPins {
+      guard time < expiry else {
+        // Accepted without the static pins only because the rule says they
+        // expired (TrustKit `expirationDate`, Android `<pin-set
+        // expiration>`): both fail open on purpose so that a forgotten
+        // rotation does not brick clients. The chain, host, TLS rules and
+        // any dynamic list still apply; the acceptance says the pins expired.
+        let decision = evaluate(
+          chain, host: host, policy: policy.withoutStaticPins, dynamicPins: dynamicPins, verifier: verifier,
+          at: time)
+        guard case .trusted(var acceptance) = decision else { return decision }
+        acceptance.pinsExpired = expiry
+        return .trusted(acceptance)
+      }
+      // A verdict made under the pins must not outlive them: after the
+      // expiry the rule is evaluated differently (without allowInvalid too).
+      let decision = evaluatePinned(chain, host, policy, dynamicPins, verifier, time)
+      guard case .trusted(var acceptance) = decision else { return decision }
+      acceptance.validUntil = min(acceptance.validUntil, expiry)
+      return .trusted(acceptance)
+    }
+    return evaluatePinned(chain, host, policy, dynamicPins, verifier, time)
+  }
+
+  private static func evaluatePinned(
+    _ chain: PresentedChain, _ host: TrustHost?, _ policy: SecurityPolicy,
+    _ dynamicPins: DynamicPinRequirement?,
+    _ verifier: some ChainVerifier, _ time: Date
+  ) -> TrustDecision {
+    let decision = evaluateStatic(chain, host: host, policy: policy, verifier: verifier, at: time)
     switch decision {
     case .rejected(let failure):
       guard failure.isPinFailure, !policy.enforcesPins else { return decision }
@@ -37,6 +68,27 @@ public enum RuleEvaluator {
     }
   }
 
+  /// AFSecurityPolicy, then the ATS identities on the chain as built.
+  private static func evaluateStatic(
+    _ chain: PresentedChain, host: TrustHost?, policy: SecurityPolicy, verifier: some ChainVerifier,
+    at time: Date
+  ) -> TrustDecision {
+    let decision = TrustEvaluator.evaluate(chain, host: host, policy: policy, verifier: verifier, at: time)
+    guard decision.isTrusted,
+      !policy.pinnedLeafPublicKeyHashes.isEmpty || !policy.pinnedCAPublicKeyHashes.isEmpty
+    else { return decision }
+    // The chain as built to the policy's anchors. When the policy allows
+    // invalid certificates it may not verify; then only the certificates
+    // joined to the leaf by signatures count (`IdentityPinCheck`).
+    let verification = verifier.verify(
+      chain, anchors: .policyAnchors,
+      purpose: policy.validatesDomainName ? .serverAuthentication : .basicX509,
+      at: time
+    ) { _ in nil }
+    if let failure = IdentityPinCheck.evaluate(verification, policy: policy) { return .rejected(failure) }
+    return decision
+  }
+
   /// Report-only for a static pin failure (TrustKit's `enforcePinning: false`):
   /// only the pin check is waived. The chain must still be valid against the
   /// policy's anchors and, when the policy validates the domain name, for the
@@ -49,8 +101,7 @@ public enum RuleEvaluator {
     _ failure: TrustFailure, chain: PresentedChain, host: TrustHost?, policy: SecurityPolicy,
     verifier: some ChainVerifier, at time: Date
   ) -> TrustDecision {
-    var unpinned = policy
-    unpinned.pinningMode = .none
+    var unpinned = policy.withoutStaticPins
     unpinned.allowInvalidCertificates = false
     switch TrustEvaluator.evaluate(chain, host: host, policy: unpinned, verifier: verifier, at: time) {
     case .rejected(let chainFailure): return .rejected(chainFailure)

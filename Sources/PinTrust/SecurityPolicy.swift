@@ -1,3 +1,5 @@
+import Foundation
+
 /// How a domain's server certificates are pinned (AFSSLPinningMode).
 public enum PinningMode: String, Sendable, CaseIterable {
   /// No pinning: the chain must validate against the policy's anchors.
@@ -30,6 +32,16 @@ public struct SecurityPolicy: Sendable, Equatable {
   /// `enforcePinning`): a pin failure is reported and the connection
   /// proceeds if the chain is otherwise valid (`RuleEvaluator`).
   public var enforcesPins: Bool
+  /// ATS `NSPinnedLeafIdentities`: when not empty, the leaf's SPKI SHA-256
+  /// must be one of these. Only ever tightens (`IdentityPinCheck`).
+  public var pinnedLeafPublicKeyHashes: [Digest256]
+  /// ATS `NSPinnedCAIdentities`: when not empty, some certificate above the
+  /// leaf in the chain as built must carry one of these keys.
+  public var pinnedCAPublicKeyHashes: [Digest256]
+  /// TrustKit's `expirationDate`, Android's `<pin-set expiration>`: from this
+  /// instant the static pins (pin mode and identities) are no longer
+  /// enforced. Both platforms fail open on purpose (`RuleEvaluator`).
+  public var pinsExpire: Date?
 
   public static let systemAnchors = "system"
 
@@ -37,7 +49,8 @@ public struct SecurityPolicy: Sendable, Equatable {
     pinningMode: PinningMode = .none, pinnedCertificates: [Certificate] = [],
     pinnedPublicKeyHashes: [Digest256] = [], validatesDomainName: Bool = true,
     allowInvalidCertificates: Bool = false, anchors: [String] = [SecurityPolicy.systemAnchors],
-    enforcesPins: Bool = true
+    enforcesPins: Bool = true, pinnedLeafPublicKeyHashes: [Digest256] = [],
+    pinnedCAPublicKeyHashes: [Digest256] = [], pinsExpire: Date? = nil
   ) {
     self.pinningMode = pinningMode
     self.pinnedCertificates = pinnedCertificates
@@ -46,6 +59,9 @@ public struct SecurityPolicy: Sendable, Equatable {
     self.allowInvalidCertificates = allowInvalidCertificates
     self.anchors = anchors
     self.enforcesPins = enforcesPins
+    self.pinnedLeafPublicKeyHashes = pinnedLeafPublicKeyHashes
+    self.pinnedCAPublicKeyHashes = pinnedCAPublicKeyHashes
+    self.pinsExpire = pinsExpire
   }
 
   /// AFSecurityPolicy's `defaultPolicy`: no pinning, invalid certificates refused,
@@ -59,6 +75,28 @@ public struct SecurityPolicy: Sendable, Equatable {
     case .certificate: return pinnedCertificates.count
     case .publicKey: return pinnedCertificates.count + pinnedPublicKeyHashes.count
     }
+  }
+
+  /// Whether the rule pins statically: a pin mode, or ATS identities.
+  /// These are what `pinsExpire` stops enforcing.
+  public var hasStaticPins: Bool {
+    pinningMode != .none || !pinnedLeafPublicKeyHashes.isEmpty || !pinnedCAPublicKeyHashes.isEmpty
+  }
+
+  /// The policy once its static pins expired: no pin mode, no identities.
+  /// In a pinning mode `allowInvalidCertificates` is dropped too: there the
+  /// pin is what made an invalid chain acceptable, so without the pin the
+  /// chain has to carry the decision (as for report-only, `RuleEvaluator`).
+  public var withoutStaticPins: SecurityPolicy {
+    var unpinned = self
+    if pinningMode != .none { unpinned.allowInvalidCertificates = false }
+    unpinned.pinningMode = .none
+    unpinned.pinnedCertificates = []
+    unpinned.pinnedPublicKeyHashes = []
+    unpinned.pinnedLeafPublicKeyHashes = []
+    unpinned.pinnedCAPublicKeyHashes = []
+    unpinned.pinsExpire = nil
+    return unpinned
   }
 
   /// Every SPKI pin publicKey mode accepts, for reasons and `/policies`.

@@ -16,6 +16,11 @@ public enum TrustFailure: Sendable, Equatable, Error {
   case pinMismatch(mode: PinningMode, expected: [Digest256], seen: [Certificate])
   /// The server sent no certificate at all.
   case emptyChain
+  /// An ATS identity list (`IdentityPinCheck`) matched nothing: `seen` is
+  /// the leaf for the leaf list, the certificates above it for the CA list.
+  case identityPinMismatch(list: IdentityPinList, expected: [Digest256], seen: [Certificate])
+  /// Fewer valid SCTs from distinct known logs than the rule requires.
+  case certificateTransparency(TransparencyShortfall)
   /// The dynamic pin list has entries for the leaf (or names the leaf may
   /// have) and the leaf is not among them.
   case dynamicPinsUntrusted(commonName: String?, fingerprint: Digest256, mismatch: DynamicPinMismatch)
@@ -37,7 +42,8 @@ public enum TrustFailure: Sendable, Equatable, Error {
       }
     case .hostnameMismatch: return .hostnameMismatch
     case .noPins: return .noPins
-    case .pinMismatch: return .pinMismatch
+    case .pinMismatch, .identityPinMismatch: return .pinMismatch
+    case .certificateTransparency: return .ctRequired
     case .emptyChain: return .untrustedChain
     case .dynamicPinsUntrusted: return .dynamicPinsUntrusted
     case .dynamicPinsEmpty: return .dynamicPinsEmpty
@@ -86,6 +92,18 @@ public enum TrustFailure: Sendable, Equatable, Error {
       return "no \(what) in the chain matches a pin; expected one of [\(want)], chain has [\(got)]"
     case .emptyChain:
       return "the server presented no certificate"
+    case .identityPinMismatch(let list, let expected, let seen):
+      let want = expected.map { SPKIPin.format($0) }.joined(separator: ", ")
+      let got = seen.map { "\($0.subject) \($0.spkiPin)" }.joined(separator: "; ")
+      switch list {
+      case .leaf:
+        return "the leaf's public key is not in \(list.rawValue) [\(want)]; the leaf is [\(got)]"
+      case .certificateAuthority:
+        return "no certificate above the leaf in the chain as built has a public key in \(list.rawValue)"
+          + " [\(want)]; above the leaf are [\(got)]"
+      }
+    case .certificateTransparency(let shortfall):
+      return shortfall.reason
     case .dynamicPinsUntrusted(let name, let fingerprint, .unexpectedName(let expected)):
       return "leaf common name \(name.map { "\"\($0)\"" } ?? "(none)") is not among the dynamic pin list's"
         + " expectedCommonNames [\(expected.joined(separator: ", "))] (certificate sha256 \(fingerprint.base64))"
@@ -151,6 +169,9 @@ public struct Acceptance: Sendable, Equatable {
   /// refused the chain. Such an acceptance is logged as "would have refused"
   /// and reported, and never cached.
   public var waivedPinFailure: TrustFailure?
+  /// Set when the rule's static pins expired (`pinsExpire`) and the chain was
+  /// accepted without them: the fail-open both TrustKit and Android choose.
+  public var pinsExpired: Date?
   /// The decision holds until this instant at most (the earliest notAfter of
   /// the certificates it relied on; `.distantFuture` when dates were not enforced).
   public var validUntil: Date

@@ -49,9 +49,24 @@ struct EvaluateCommand: ParsableCommand {
   @Option(name: .long, help: "An anchor file; replaces the system store. Repeatable.")
   var anchors: [String] = []
 
+  @Option(
+    name: .long,
+    help: """
+      SCTs as a server would send them in the TLS extension: a PEM SERVERINFO FOR CT file \
+      (what openssl s_server -serverinfo reads) or a TLS-encoded SCT list. Repeatable. \
+      SCTs embedded in the leaf are always read.
+      """)
+  var sctFile: [String] = []
+
+  @Option(name: .long, help: "Require certificate transparency against this CT log list (JSON, schema v3).")
+  var ctLogList: String?
+
+  @Option(name: .long, help: "With --ct-log-list: valid SCTs required from distinct logs (default 2).")
+  var minimumScts: Int?
+
   var usesPolicyFlags: Bool {
     pinningMode != nil || !pinnedCertificate.isEmpty || !pinnedPublicKeyHash.isEmpty
-      || allowInvalidCertificates
+      || allowInvalidCertificates || ctLogList != nil || minimumScts != nil
       || noValidatesDomainName || !anchors.isEmpty
   }
 
@@ -60,6 +75,10 @@ struct EvaluateCommand: ParsableCommand {
     if host == nil && !noHost { throw ValidationError("--host HOST is required (or --no-host)") }
     if config != nil && usesPolicyFlags {
       throw ValidationError("--config and policy flags exclude each other")
+    }
+    if minimumScts != nil && ctLogList == nil { throw ValidationError("--minimum-scts needs --ct-log-list") }
+    if let minimumScts, !(1...16).contains(minimumScts) {
+      throw ValidationError("--minimum-scts must be 1 to 16")
     }
     if config != nil && noHost {
       throw ValidationError("--config picks the rule by host; --no-host needs policy flags")
@@ -74,21 +93,32 @@ struct EvaluateCommand: ParsableCommand {
       }
       return parsed
     }
-    let presented: PresentedChain
+    let certificates: [X509Certificate]
+    var sctLists: [[UInt8]] = []
     do {
-      presented = PresentedChain(try CertificateFile.load(chain).map(\.der))
-    } catch {
+      certificates = try CertificateFile.load(chain)
+      for file in sctFile { sctLists.append(try SCTListFile.load(file)) }
+    } catch let error as CertificateFile.LoadError {
+      throw UsageError(error.description)
+    } catch let error as SCTListFile.LoadError {
       throw UsageError(error.description)
     }
-    let (policy, dynamicPins, label) = try resolvePolicy(host: trustHost)
+    let presented = PresentedChain(certificates.map(\.der))
+    let (policy, dynamicPins, logs, label) = try resolvePolicy(host: trustHost)
     guard let policy else {
       print(
         "rejected: \(FailureCode.deniedByPolicy.rawValue): no domain rule matches \(host ?? "") and defaults.action is deny"
       )
       throw ExitCode(1)
     }
-    let decision = RuleEvaluator.evaluate(
+    var decision = RuleEvaluator.evaluate(
       presented, host: trustHost, policy: policy.policy, dynamicPins: dynamicPins, verifier: policy, at: time)
+    // The daemon counts SCTs after the chain is accepted; so does this.
+    if decision.isTrusted, let logs,
+      let failure = policy.transparencyFailure(certificates, evidence: .lists(sctLists), logs: logs, at: time)
+    {
+      decision = .rejected(failure)
+    }
     // A reason quotes names from the certificate file: escaped like every
     // peer-controlled string before it reaches a terminal (PrintableText).
     print(PrintableText.escaped(decision.summary))
@@ -98,6 +128,11 @@ struct EvaluateCommand: ParsableCommand {
           PrintableText.escaped(
             "note: \(label) is report-only (report.enforce: false); would have refused: \(pinFailure.code.rawValue): \(pinFailure.reason)"
           ))
+      }
+      if let expired = acceptance.pinsExpired {
+        printError(
+          "note: the pins of \(label) expired on \(expired.formatted(.iso8601)) (pinsExpire) and were not enforced"
+        )
       }
       if let waived = acceptance.waived {
         printError(
@@ -122,8 +157,11 @@ struct EvaluateCommand: ParsableCommand {
 
   /// The compiled policy (nil when the config denies the host), the rule's
   /// dynamic pin list as stored in the state directory (what the daemon
-  /// would enforce after a restart), and a label for notes.
-  func resolvePolicy(host: TrustHost?) throws -> (CompiledPolicy?, DynamicPinRequirement?, String) {
+  /// would enforce after a restart), the CT logs when the rule requires
+  /// transparency, and a label for notes.
+  func resolvePolicy(host: TrustHost?) throws -> (
+    CompiledPolicy?, DynamicPinRequirement?, CTLogStore?, String
+  ) {
     if let config {
       let snapshot: RuntimeSnapshot
       do {
@@ -135,12 +173,21 @@ struct EvaluateCommand: ParsableCommand {
       }
       switch snapshot.trust.route(host!) {
       case .rule(let index, let domain, let policy):
-        return (policy, snapshot.dynamicPins(forRule: index), "domain rule \(domain.domain)")
-      case .defaults(let policy): return (policy, nil, "defaults")
-      case .denied: return (nil, nil, "defaults")
+        let logs = domain.requiresCertificateTransparency ? snapshot.trust.transparency : nil
+        return (policy, snapshot.dynamicPins(forRule: index), logs, "domain rule \(domain.domain)")
+      case .defaults(let policy): return (policy, nil, nil, "defaults")
+      case .denied: return (nil, nil, nil, "defaults")
       }
     }
-    return (try policyFromFlags(), nil, "the policy")
+    var logs: CTLogStore?
+    if let ctLogList {
+      do {
+        logs = try CTLogStore(file: ctLogList, minimumSCTs: minimumScts ?? 2)
+      } catch {
+        throw UsageError(error.description)
+      }
+    }
+    return (try policyFromFlags(), nil, logs, "the policy")
   }
 
   func policyFromFlags() throws -> CompiledPolicy {

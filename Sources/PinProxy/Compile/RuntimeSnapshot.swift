@@ -137,7 +137,7 @@ public final class RuntimeSnapshot: Sendable {
         contexts.append(
           try TLSClientContext(
             minimumVersion: domain.minimumTLSVersion, requiresForwardSecrecy: domain.requiresForwardSecrecy,
-            identity: identity))
+            identity: identity, requestsTransparency: domain.requiresCertificateTransparency))
       } catch {
         errors.append(
           ConfigError(

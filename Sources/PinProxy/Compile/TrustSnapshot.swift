@@ -16,6 +16,8 @@ public final class TrustSnapshot: Sendable {
   public let defaultPolicy: CompiledPolicy?
   public let defaults: DefaultsConfig
   public let registry: AnchorSetRegistry
+  /// The CT log list (`certificateTransparency`), loaded once; nil without one.
+  public let transparency: CTLogStore?
 
   /// What governs a host.
   public enum Route: Sendable {
@@ -27,8 +29,10 @@ public final class TrustSnapshot: Sendable {
   init(
     generation: UInt64, rules: DomainTable<Int>, domainPolicies: [CompiledPolicy],
     domainConfigs: [DomainConfig],
-    defaultPolicy: CompiledPolicy?, defaults: DefaultsConfig, registry: AnchorSetRegistry
+    defaultPolicy: CompiledPolicy?, defaults: DefaultsConfig, registry: AnchorSetRegistry,
+    transparency: CTLogStore?
   ) {
+    self.transparency = transparency
     self.generation = generation
     self.rules = rules
     self.domainPolicies = domainPolicies
@@ -85,7 +89,9 @@ public final class TrustSnapshot: Sendable {
         pinnedPublicKeyHashes: domain.pinnedPublicKeyHashes,
         validatesDomainName: domain.validatesDomainName,
         allowInvalidCertificates: domain.allowInvalidCertificates,
-        anchors: domain.anchors, enforcesPins: domain.report?.enforce ?? true)
+        anchors: domain.anchors, enforcesPins: domain.report?.enforce ?? true,
+        pinnedLeafPublicKeyHashes: domain.pinnedLeafPublicKeyHashes,
+        pinnedCAPublicKeyHashes: domain.pinnedCAPublicKeyHashes, pinsExpire: domain.pinsExpire)
       do {
         let compiled = try CompiledPolicy(
           policy: policy, identity: PolicyIdentity(generation: generation, rule: .domain(index)),
@@ -108,9 +114,22 @@ public final class TrustSnapshot: Sendable {
         fail(Location(line: 0, column: 0, key: "defaults"), "\(error)")
       }
     }
+    var transparency: CTLogStore?
+    if let ct = configuration.certificateTransparency {
+      do {
+        transparency = try CTLogStore(file: ct.logList.path, minimumSCTs: ct.minimumSCTs)
+      } catch {
+        fail(ct.logList.location, error.description)
+      }
+    } else if let domain = configuration.domains.first(where: \.requiresCertificateTransparency) {
+      fail(
+        domain.requiresCertificateTransparencyLocation ?? domain.location,
+        "requiresCertificateTransparency needs the top-level certificateTransparency: {logList: FILE}")
+    }
     guard errors.isEmpty else { throw ConfigErrors(errors: errors) }
     return TrustSnapshot(
       generation: generation, rules: table, domainPolicies: policies, domainConfigs: configuration.domains,
-      defaultPolicy: defaultPolicy, defaults: configuration.defaults, registry: registry)
+      defaultPolicy: defaultPolicy, defaults: configuration.defaults, registry: registry,
+      transparency: transparency)
   }
 }

@@ -17,6 +17,8 @@ public struct UpstreamRoute: Sendable {
   let rule: DomainConfig?
   /// Where pin failures are reported (`report.uris`).
   let reportURIs: [InternalURL]
+  /// The CT logs and SCT count, for a rule with `requiresCertificateTransparency`.
+  public let transparency: CTLogStore?
   /// Whether configuration named this host explicitly (a domain rule or a
   /// passthrough entry for exactly this name, a tunnel's upstream). Only then may it resolve to a
   /// loopback, link-local or own-listener address (`InternalAddresses`).
@@ -34,6 +36,7 @@ public struct UpstreamRoute: Sendable {
       pinStore = snapshot.pinStores[index]
       rule = domain
       reportURIs = snapshot.reportURIs[index] ?? []
+      transparency = domain.requiresCertificateTransparency ? snapshot.trust.transparency : nil
       // A rule reached through includesSubdomains names the parent, not this
       // host, whose DNS may belong to someone else.
       namedExplicitly = domain.domain == host
@@ -45,6 +48,7 @@ public struct UpstreamRoute: Sendable {
       pinStore = nil
       rule = nil
       reportURIs = []
+      transparency = nil
       namedExplicitly = false
     case .denied:
       return nil
@@ -60,6 +64,7 @@ public struct UpstreamRoute: Sendable {
     pinStore = nil
     rule = nil
     reportURIs = []
+    transparency = nil
     self.namedExplicitly = namedExplicitly
   }
 

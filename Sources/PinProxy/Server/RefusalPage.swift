@@ -31,6 +31,8 @@ struct RefusalPage {
     case .untrustedChain, .selfSignedRequiresPinning:
       return "This site's certificate is not issued by an authority trusted for it"
     case .malformedCertificate: return "This site's certificate is malformed"
+    case .ctRequired:
+      return "This site's certificate was not shown to be publicly logged (certificate transparency)"
     case .hostnameMismatch: return "This site's certificate is for a different name"
     case .expired: return "This site's certificate has expired or is not valid yet"
     case .tlsVersion, .weakCipher, .weakKey:

@@ -80,9 +80,13 @@ struct UpstreamDialer {
       return completion(
         .failure(ProxyFailure(status: 502, code: .handshakeFailed, reason: "no TLS context for \(key)")))
     }
+    // A resumed session carries no SCTs (the server sends no certificate),
+    // so a rule that counts them always makes a full handshake.
+    let resumable = route.transparency == nil
     let engine: TLSEngine
     do {
-      engine = try context.makeEngine(serverName: key.host, resuming: sessions.session(for: key))
+      engine = try context.makeEngine(
+        serverName: key.host, resuming: resumable ? sessions.session(for: key) : nil)
     } catch {
       connection.close()
       return completion(
@@ -94,8 +98,10 @@ struct UpstreamDialer {
     let channel = TLSChannel(
       connection: connection, engine: engine, checks: TLSChannel.Checks(established: trust.refusal(of:)))
     let sessions = self.sessions
-    channel.storeSession = { engine in
-      if let session = TLSSession(from: engine) { sessions.store(session, for: key) }
+    if resumable {
+      channel.storeSession = { engine in
+        if let session = TLSSession(from: engine) { sessions.store(session, for: key) }
+      }
     }
     let metrics = self.metrics
     channel.start(timeout: snapshot.timeouts.tlsHandshake) { result in

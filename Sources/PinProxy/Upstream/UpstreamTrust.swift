@@ -25,14 +25,23 @@ struct UpstreamTrust {
     guard let policy = route.policy else {
       return ProxyFailure(status: 502, code: .untrustedChain, reason: "no trust policy for \(key)")
     }
+    let now = Date()
     let decision = policy.evaluate(
       PresentedChain(presented.map(\.der)), host: route.host, dynamicPins: route.pinStore?.requirement(),
-      engine: engine, at: Date())
+      engine: engine, at: now)
     switch decision {
     case .rejected(let failure):
       reporter?.refused(failure, presented: presented, key: key, route: route)
       return .refused(failure, presented: presented)
     case .trusted(let acceptance):
+      // SCTs arrive with each handshake (the TLS extension, the OCSP
+      // staple), not with the chain, so they are counted for every
+      // connection, outside the fingerprint cache.
+      if let logs = route.transparency,
+        let failure = policy.transparencyFailure(presented, evidence: .handshake(tls), logs: logs, at: now)
+      {
+        return .refused(failure, presented: presented)
+      }
       // Accepted on a failed pin check only because the rule is report-only
       // (`report.enforce: false`); the chain itself passed (`RuleEvaluator`).
       if let waived = acceptance.waivedPinFailure {

@@ -1,0 +1,110 @@
+import COpenSSL
+import Foundation
+import PinTrust
+
+/// Where a certificate's SCTs come from: a completed handshake (OpenSSL
+/// gathers all three channels of RFC 6962 §3.3: the certificate, the TLS
+/// extension, the OCSP staple), or SCT lists given on the command line
+/// (`pinproxy evaluate --sct-file`) beside those embedded in the leaf.
+public enum SCTEvidence {
+  case handshake(TLSEngine)
+  /// TLS-encoded `SignedCertificateTimestampList`s, taken as if delivered in
+  /// the TLS extension.
+  case lists([[UInt8]])
+}
+
+extension CompiledPolicy {
+  /// The `ct-required` refusal when the SCTs fall short of `logs`'
+  /// requirement, nil when they meet it.
+  /// - Parameter presented: the chain as the server sent it, leaf first.
+  public func transparencyFailure(
+    _ presented: [X509Certificate], evidence: SCTEvidence, logs: CTLogStore, at time: Date
+  ) -> TrustFailure? {
+    guard let leaf = presented.first else { return .emptyChain }
+    let issuer = hasEmbeddedSCTs(leaf) ? self.issuer(of: presented, at: time) : nil
+    var observations: [SCTObservation] = []
+    switch evidence {
+    case .handshake(let engine):
+      observations = logs.observe(SSL_get0_peer_scts(engine.ssl), leaf: leaf, issuer: issuer, at: time)
+    case .lists(let lists):
+      if let embedded = pp_X509_embedded_scts(leaf.pointer) {
+        Self.setSource(embedded, SCT_SOURCE_X509V3_EXTENSION)
+        observations += logs.observe(embedded, leaf: leaf, issuer: issuer, at: time)
+        SCT_LIST_free(embedded)
+      }
+      for list in lists {
+        guard let parsed = Self.parseSCTList(list) else { continue }
+        Self.setSource(parsed, SCT_SOURCE_TLS_EXTENSION)
+        observations += logs.observe(parsed, leaf: leaf, issuer: issuer, at: time)
+        SCT_LIST_free(parsed)
+      }
+    }
+    return TransparencyCheck.evaluate(observations, requirement: logs.requirement).map {
+      .certificateTransparency($0)
+    }
+  }
+
+  private func hasEmbeddedSCTs(_ leaf: X509Certificate) -> Bool {
+    X509_get_ext_by_NID(leaf.pointer, NID_ct_precert_scts, -1) >= 0
+  }
+
+  /// The leaf's issuer in the chain as built to the policy's anchors, only
+  /// when a verified signature joins the two: an embedded SCT names the
+  /// issuer's key, and a forged chain must not supply one of its choosing.
+  private func issuer(of presented: [X509Certificate], at time: Date) -> X509Certificate? {
+    let chain = PresentedChain(presented.map(\.der))
+    let verification = verify(chain, anchors: .policyAnchors, purpose: .basicX509, at: time) { _ in nil }
+    guard verification.builtChain.count >= 2, verification.isValid || verification.signatureLinkedCount >= 2
+    else { return nil }
+    return try? X509Certificate(der: verification.builtChain[1].der)
+  }
+
+  /// The source decides what an SCT is signed over (precertificate or
+  /// certificate), so SCTs read from a file or extension are marked with it.
+  static func setSource(_ list: OpaquePointer, _ source: sct_source_t) {
+    for index in 0..<pp_sk_SCT_num(list) {
+      if let sct = pp_sk_SCT_value(list, index) { _ = SCT_set_source(sct, source) }
+    }
+  }
+
+  static func parseSCTList(_ bytes: [UInt8]) -> OpaquePointer? {
+    bytes.withUnsafeBufferPointer { buffer in
+      var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
+      return o2i_SCT_LIST(nil, &cursor, buffer.count)
+    }
+  }
+}
+
+/// An SCT list file for `--sct-file`: the PEM `SERVERINFO FOR CT` (or
+/// `SERVERINFOV2 FOR CT`) that `openssl s_server -serverinfo` sends, or the
+/// bare TLS-encoded `SignedCertificateTimestampList`.
+public enum SCTListFile {
+  public struct LoadError: Error, CustomStringConvertible {
+    public let description: String
+  }
+
+  public static func load(_ path: String) throws(LoadError) -> [UInt8] {
+    guard let data = FileManager.default.contents(atPath: path) else {
+      throw LoadError(description: "cannot read \(path)")
+    }
+    let bytes = [UInt8](data)
+    guard let text = String(bytes: bytes, encoding: .utf8), text.contains("-----BEGIN SERVERINFO") else {
+      return bytes
+    }
+    let v2 = text.contains("-----BEGIN SERVERINFOV2")
+    let body = text.split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined()
+    guard var info = Base64.decode(body.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+      throw LoadError(description: "\(path): the SERVERINFO block is not base64")
+    }
+    if v2 { info = Array(info.dropFirst(4)) }  // the 4-byte extension context
+    // Extension type (2 bytes), length (2 bytes), then the list.
+    guard info.count >= 4, info[0] == 0, info[1] == 18 else {
+      throw LoadError(description: "\(path): not a signed_certificate_timestamp (type 18) SERVERINFO block")
+    }
+    let length = Int(info[2]) << 8 | Int(info[3])
+    guard info.count == 4 + length else {
+      throw LoadError(description: "\(path): SERVERINFO length is wrong")
+    }
+    return Array(info[4...])
+  }
+}
