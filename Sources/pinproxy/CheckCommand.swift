@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import PinConfig
 import PinProxy
 
@@ -20,6 +21,12 @@ struct CheckCommand: ParsableCommand {
       throw ExitCode(2)
     }
     let configuration = try ConfigurationParser.load(file: config)
+    // Expired pins fail open: `check` says so, and 30 days ahead (exit stays 0).
+    let now = Date()
+    for notice in PinExpiryNotice.notices(for: configuration, at: now) {
+      let place = notice.location.map { "\(config):\($0.line):\($0.column): \($0.key): " } ?? "\(config): "
+      printError("\(place)warning: \(notice.message(at: now))")
+    }
     print(
       "\(config): ok (\(configuration.listeners.count) listeners, \(configuration.domains.count) domain rules,"
         + " defaults: \(configuration.defaults.action.rawValue))")

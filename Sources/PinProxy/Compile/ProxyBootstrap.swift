@@ -14,10 +14,26 @@ public enum ProxyBootstrap {
     -> RuntimeSnapshot
   {
     let ca = try localCA(for: configuration, logger: logger)
+    let snapshot: RuntimeSnapshot
     do {
-      return try RuntimeSnapshot.compile(configuration, generation: 1, ca: ca, warn: storeWarning(logger))
+      snapshot = try RuntimeSnapshot.compile(configuration, generation: 1, ca: ca, warn: storeWarning(logger))
     } catch {
       throw Failure(description: error.description)
+    }
+    warnAboutPinExpiry(configuration, logger: logger)
+    return snapshot
+  }
+
+  /// A warning per rule whose pins expired (they fail open) or expire
+  /// within 30 days; logged at start and on every reload.
+  static func warnAboutPinExpiry(_ configuration: Configuration, logger: ProxyLogger, now: Date = Date()) {
+    for notice in PinExpiryNotice.notices(for: configuration, at: now) {
+      logger.log(
+        .warning, notice.state == .expired ? "pins-expired" : "pins-expire-soon",
+        [
+          "rule": notice.rule, "expires": notice.expires.formatted(.iso8601),
+          "reason": notice.message(at: now),
+        ])
     }
   }
 

@@ -114,7 +114,11 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
         openConnections: context.admission.open.load(ordering: .relaxed),
         generation: context.snapshot.generation,
         draining: context.isDraining, droppedLogLines: context.logger.droppedLines,
-        pinStores: Array(context.snapshot.pinStores.values))
+        pinStores: Array(context.snapshot.pinStores.values),
+        pinExpiries: context.snapshot.configuration.domains.compactMap { domain in
+          guard domain.hasStaticPins, let expires = domain.pinsExpire else { return nil }
+          return (domain.domain.description, expires)
+        })
       respond(
         status: 200, reason: "OK", type: "text/plain; version=0.0.4", body: context.metrics.render(gauges))
     case "/policies":
@@ -192,6 +196,20 @@ enum PolicyReport {
           ? policy.expectedPublicKeyPins.map { SPKIPin.format($0) } : [],
       ]
       if let identity = domain.clientIdentity { rule["clientIdentity"] = ["pkcs12": identity.pkcs12.path] }
+      if !policy.pinnedLeafPublicKeyHashes.isEmpty {
+        rule["pinnedLeafPublicKeyHashes"] = policy.pinnedLeafPublicKeyHashes.map { SPKIPin.format($0) }
+      }
+      if !policy.pinnedCAPublicKeyHashes.isEmpty {
+        rule["pinnedCAPublicKeyHashes"] = policy.pinnedCAPublicKeyHashes.map { SPKIPin.format($0) }
+      }
+      if let expires = policy.pinsExpire {
+        let now = Date()
+        rule["pinsExpire"] = expires.formatted(.iso8601)
+        // Expired pins are not enforced (fail open): said in so many words.
+        rule["pinsExpired"] = policy.hasStaticPins && expires <= now
+        rule["pinsExpireSeconds"] = Int(expires.timeIntervalSince(now).rounded(.down))
+      }
+      rule["requiresCertificateTransparency"] = domain.requiresCertificateTransparency
       if let store = snapshot.pinStores[index] { rule["dynamicPins"] = dynamicPins(store, now: Date()) }
       if let report = domain.report {
         rule["report"] = ["enforce": report.enforce, "uris": report.uris.map(\.uri)]

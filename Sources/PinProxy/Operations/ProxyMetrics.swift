@@ -65,6 +65,8 @@ final class ProxyMetrics: Sendable {
     var droppedLogLines: Int
     /// The pin list stores of the running configuration.
     var pinStores: [DynamicPinStore] = []
+    /// Each rule with `pinsExpire` and static pins: its name and the instant.
+    var pinExpiries: [(rule: String, expires: Date)] = []
     var now = Date()
   }
 
@@ -99,6 +101,16 @@ final class ProxyMetrics: Sendable {
       "pinproxy_access_log_dropped_total", "counter",
       "Access lines dropped because standard error did not keep up.", String(gauges.droppedLogLines))
     renderPinLists(gauges.pinStores, now: gauges.now, into: &out)
+    if !gauges.pinExpiries.isEmpty {
+      let name = "pinproxy_pins_expire_seconds"
+      out +=
+        "# HELP \(name) Seconds until each rule's static pins expire (pinsExpire); negative: expired, not enforced.\n"
+        + "# TYPE \(name) gauge\n"
+      for (rule, expires) in gauges.pinExpiries {
+        out +=
+          "\(name){rule=\"\(ProxyMetrics.escape(rule))\"} \(String(format: "%.0f", expires.timeIntervalSince(gauges.now)))\n"
+      }
+    }
     single(
       "process_start_time_seconds", "gauge", "Start time of the process since the Unix epoch.",
       String(format: "%.3f", startTime.timeIntervalSince1970))

@@ -113,6 +113,7 @@ public final class ProxyServer: Sendable {
         ["note": "listener addresses and modes change only with a restart"])
     }
     context.install(next)
+    ProxyBootstrap.warnAboutPinExpiry(configuration, logger: logger)
     return .success(next.generation)
   }
 
