@@ -42,10 +42,12 @@ let package = Package(
         .product(name: "Logging", package: "swift-log"),
       ]
     ),
+    // `pinproxy import`: app configurations (ATS, TrustKit, Android) to rules. Pure.
+    .target(name: "PinImport", dependencies: ["PinConfig", "PinTrust"]),
     .executableTarget(
       name: "pinproxy",
       dependencies: [
-        "PinProxy", "PinConfig", "PinTLS", "PinTrust", "PinHTTP",
+        "PinProxy", "PinConfig", "PinTLS", "PinTrust", "PinHTTP", "PinImport",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ]
     ),
@@ -60,7 +62,8 @@ let package = Package(
       name: "AFSecurityPolicyTests",
       dependencies: ["PinTLS", "PinTrust", "PinConfig", "PinProxy", "PinTestSupport"]),
     .testTarget(
-      name: "PinProxyTests", dependencies: ["PinConfig", "PinHTTP", "PinProxy", "PinTLS", "PinTrust", "PinTestSupport"]),
+      name: "PinProxyTests",
+      dependencies: ["PinConfig", "PinHTTP", "PinProxy", "PinTLS", "PinTrust", "PinTestSupport"]),
     .testTarget(name: "EndToEndTests", dependencies: ["PinTLS", "PinTrust", "PinTestSupport"]),
   ],
   swiftLanguageModes: [.v6]
