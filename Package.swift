@@ -13,6 +13,7 @@ let package = Package(
     .library(name: "PinTLS", targets: ["PinTLS"]),
     .library(name: "PinHTTP", targets: ["PinHTTP"]),
     .library(name: "PinConfig", targets: ["PinConfig"]),
+    .library(name: "PinImport", targets: ["PinImport"]),
     .library(name: "PinProxy", targets: ["PinProxy"]),
   ],
   dependencies: [

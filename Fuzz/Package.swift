@@ -10,17 +10,27 @@ let package = Package(
   targets: [
     .target(name: "FuzzSupport", dependencies: [.product(name: "PinHTTP", package: "pinproxy")]),
     .executableTarget(
-      name: "FuzzRequestParser", dependencies: ["FuzzSupport", .product(name: "PinHTTP", package: "pinproxy")]),
+      name: "FuzzRequestParser",
+      dependencies: ["FuzzSupport", .product(name: "PinHTTP", package: "pinproxy")]),
     .executableTarget(
-      name: "FuzzResponseParser", dependencies: ["FuzzSupport", .product(name: "PinHTTP", package: "pinproxy")]),
+      name: "FuzzResponseParser",
+      dependencies: ["FuzzSupport", .product(name: "PinHTTP", package: "pinproxy")]),
     .executableTarget(
-      name: "FuzzForwardedHead", dependencies: ["FuzzSupport", .product(name: "PinHTTP", package: "pinproxy")]),
+      name: "FuzzForwardedHead",
+      dependencies: ["FuzzSupport", .product(name: "PinHTTP", package: "pinproxy")]),
     .executableTarget(
       name: "FuzzConfig", dependencies: ["FuzzSupport", .product(name: "PinConfig", package: "pinproxy")]),
     .executableTarget(
+      name: "FuzzImport",
+      dependencies: [
+        "FuzzSupport", .product(name: "PinImport", package: "pinproxy"),
+        .product(name: "PinConfig", package: "pinproxy"),
+      ]),
+    .executableTarget(
       name: "FuzzCertificate",
       dependencies: [
-        "FuzzSupport", .product(name: "PinTLS", package: "pinproxy"), .product(name: "PinTrust", package: "pinproxy"),
+        "FuzzSupport", .product(name: "PinTLS", package: "pinproxy"),
+        .product(name: "PinTrust", package: "pinproxy"),
       ]),
   ],
   swiftLanguageModes: [.v6]

@@ -22,15 +22,23 @@ final class ConfigurationParserTests: XCTestCase {
     let configuration = try ConfigurationParser.load(file: file)
     XCTAssertEqual(configuration.listeners.first?.address.description, "127.0.0.1:3128")
     XCTAssertEqual(
-      configuration.domains.map(\.domain.description), ["api.bank.example", "api.wallet.example", "bank.example"])
+      configuration.domains.map(\.domain.description),
+      ["api.bank.example", "api.wallet.example", "pay.bank.example", "bank.example"])
+    XCTAssertEqual(configuration.domains[2].pinnedLeafPublicKeyHashes.count, 1)
+    XCTAssertEqual(configuration.domains[2].pinnedCAPublicKeyHashes.count, 1)
+    XCTAssertEqual(configuration.domains[2].pinsExpire, ConfigValues.date("2030-01-01"))
+    XCTAssertTrue(configuration.domains[2].requiresCertificateTransparency)
+    XCTAssertEqual(configuration.certificateTransparency?.minimumSCTs, 2)
     XCTAssertEqual(configuration.domains[1].dynamicPins?.expectedCommonNames, ["api.wallet.example"])
-    XCTAssertEqual(configuration.domains[1].report?.uris.map(\.uri), ["https://reports.wallet.example/pin-failure"])
+    XCTAssertEqual(
+      configuration.domains[1].report?.uris.map(\.uri), ["https://reports.wallet.example/pin-failure"])
     XCTAssertEqual(
       configuration.anchorSets.first?.files.first?.path,
       Fixtures.repositoryRoot + "/config/examples/national-root.pem")
     let snapshot = try TrustSnapshot.compile(configuration, generation: 1)
-    guard case .rule(_, let domain, _) = snapshot.route(Fixtures.host("pay.bank.example")) else {
-      return XCTFail("bank.example with includesSubdomains must govern pay.bank.example")
+    XCTAssertEqual(snapshot.transparency?.list.entries.count, 3)
+    guard case .rule(_, let domain, _) = snapshot.route(Fixtures.host("cards.bank.example")) else {
+      return XCTFail("bank.example with includesSubdomains must govern cards.bank.example")
     }
     XCTAssertEqual(domain.domain, .dns("bank.example"))
   }
