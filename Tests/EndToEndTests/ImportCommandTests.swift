@@ -45,6 +45,13 @@ final class ImportCommandTests: XCTestCase {
     return parts.count > 1 ? parts[1].trimmingCharacters(in: .whitespaces) : result.stdout + result.stderr
   }
 
+  /// Rewrites `input` as `output` with Python's plistlib (the format tools ship apps with).
+  func convert(_ script: String, _ input: String, to output: String) throws {
+    let result = try Subprocess.run(
+      "/usr/bin/python3", ["-c", "import json,plistlib,sys; " + script, input, output])
+    XCTAssertEqual(result.status, 0, result.stderr)
+  }
+
   let httpbin = Fixtures.path("httpbin-chain.pem")
   let ecdsa = Fixtures.path("ecdsa-chain.pem")
   let alpha = Fixtures.path("adn-chain.pem")
@@ -82,14 +89,9 @@ final class ImportCommandTests: XCTestCase {
 
   func testABinaryPlistImportsExactlyAsItsXML() throws {
     let binary = directory + "/Info-binary.plist"
-    let converted = try Subprocess.run(
-      "/usr/bin/python3",
-      [
-        "-c",
-        "import plistlib,sys; d=plistlib.load(open(sys.argv[1],'rb')); open(sys.argv[2],'wb').write(plistlib.dumps(d, fmt=plistlib.FMT_BINARY))",
-        Self.example("Info.plist"), binary,
-      ])
-    XCTAssertEqual(converted.status, 0, converted.stderr)
+    try convert(
+      "d=plistlib.load(open(sys.argv[1],'rb')); open(sys.argv[2],'wb').write(plistlib.dumps(d, fmt=plistlib.FMT_BINARY))",
+      Self.example("Info.plist"), to: binary)
     let bytes = try XCTUnwrap(FileManager.default.contents(atPath: binary))
     XCTAssertEqual(String(decoding: bytes.prefix(6), as: UTF8.self), "bplist")
     let xml = try Subprocess.pinproxy(["import", "ats", Self.example("Info.plist")])
@@ -121,14 +123,9 @@ final class ImportCommandTests: XCTestCase {
 
     // The same configuration as an Info.plist's TSKConfiguration.
     let plist = directory + "/Info.plist"
-    let converted = try Subprocess.run(
-      "/usr/bin/python3",
-      [
-        "-c",
-        "import json,plistlib,sys; d=json.load(open(sys.argv[1])); open(sys.argv[2],'wb').write(plistlib.dumps({'CFBundleIdentifier': 'org.httpbin.app', 'TSKConfiguration': d}))",
-        Self.example("trustkit.json"), plist,
-      ])
-    XCTAssertEqual(converted.status, 0, converted.stderr)
+    try convert(
+      "d=json.load(open(sys.argv[1])); open(sys.argv[2],'wb').write(plistlib.dumps({'CFBundleIdentifier': 'org.httpbin.app', 'TSKConfiguration': d}))",
+      Self.example("trustkit.json"), to: plist)
     let fromPlist = try Subprocess.pinproxy(["import", "trustkit", plist])
     let body = { (text: String) in text.split(separator: "\n").dropFirst().joined(separator: "\n") }
     XCTAssertEqual(body(fromPlist.stdout), body(result.stdout))
