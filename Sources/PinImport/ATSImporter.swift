@@ -227,7 +227,12 @@ public enum ATSImporter {
             }
             pins.append(pin)
           }
-          if !pins.isEmpty { rule.set(target, YAMLWriter.list(pins), from: key) }
+          if pins.isEmpty {
+            // ATS requires at least one identity; an empty list must not become "no pins".
+            dropped.append("\(source).\(key): no usable identity, so nothing of it is enforced")
+          } else {
+            rule.set(target, YAMLWriter.list(pins), from: key)
+          }
         default:
           dropped.append("\(source).\(key): not a pinned-domain key pinproxy knows")
         }

@@ -177,6 +177,22 @@ public enum AndroidImporter {
         if !names.contains(name) { names.append(name) }
       }
     }
+    if names.isEmpty {
+      // The app trusts nothing pinproxy can see (no anchors, or only the
+      // user's): fail closed with an anchor set the operator must supply,
+      // never a silent fall back to the system store.
+      let name = "app-anchors"
+      if !config.anchorSets.contains(where: { $0.name == name }) {
+        config.anchorSets.append(
+          .init(
+            name: name, file: "app-anchors.pem",
+            source: "trust-anchors with no usable anchor (supply this file)"))
+      }
+      config.dropped.append(
+        "trust-anchors (line \(node.line)): no anchor pinproxy can use; the rules name anchor set \(name),"
+          + " whose file you must supply")
+      names.append(name)
+    }
     return names
   }
 

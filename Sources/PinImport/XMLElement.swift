@@ -20,7 +20,9 @@ public enum XMLReader {
 
   public static func parse(_ bytes: [UInt8]) throws(ImportError) -> XMLNode {
     guard bytes.count <= maximumBytes else { throw ImportError("the XML file is over 1 MiB") }
-    var reader = Cursor(bytes: bytes)
+    // A UTF-8 byte-order mark is allowed before the document.
+    let body = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? Array(bytes.dropFirst(3)) : bytes
+    var reader = Cursor(bytes: body)
     var root: XMLNode?
     var stack: [XMLNode] = []
     while !reader.atEnd {

@@ -101,7 +101,8 @@ public enum RuleEvaluator {
     _ failure: TrustFailure, chain: PresentedChain, host: TrustHost?, policy: SecurityPolicy,
     verifier: some ChainVerifier, at time: Date
   ) -> TrustDecision {
-    var unpinned = policy.withoutStaticPins
+    var unpinned = policy
+    unpinned.pinningMode = .none
     unpinned.allowInvalidCertificates = false
     switch TrustEvaluator.evaluate(chain, host: host, policy: unpinned, verifier: verifier, at: time) {
     case .rejected(let chainFailure): return .rejected(chainFailure)

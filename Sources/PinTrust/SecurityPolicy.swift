@@ -83,13 +83,18 @@ public struct SecurityPolicy: Sendable, Equatable {
     pinningMode != .none || !pinnedLeafPublicKeyHashes.isEmpty || !pinnedCAPublicKeyHashes.isEmpty
   }
 
-  /// The policy once its static pins expired: no pin mode, no identities.
-  /// In a pinning mode `allowInvalidCertificates` is dropped too: there the
-  /// pin is what made an invalid chain acceptable, so without the pin the
-  /// chain has to carry the decision (as for report-only, `RuleEvaluator`).
+  /// The policy once its static pins expired: no pin mode, no identities,
+  /// and the chain has to carry the decision on its own: a rule that pinned
+  /// loses `allowInvalidCertificates` (the pin is what made an invalid chain
+  /// acceptable) and validates the host again (a pin may be what made
+  /// skipping the host acceptable), as TrustKit and Android fall back to the
+  /// platform's default evaluation, host check included.
   public var withoutStaticPins: SecurityPolicy {
     var unpinned = self
-    if pinningMode != .none { unpinned.allowInvalidCertificates = false }
+    if hasStaticPins {
+      unpinned.allowInvalidCertificates = false
+      unpinned.validatesDomainName = true
+    }
     unpinned.pinningMode = .none
     unpinned.pinnedCertificates = []
     unpinned.pinnedPublicKeyHashes = []

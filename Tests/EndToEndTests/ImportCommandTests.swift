@@ -178,6 +178,9 @@ final class ImportCommandTests: XCTestCase {
     XCTAssertTrue(result.stderr.contains("NSIncludesSubdomains: not a boolean"), result.stderr)
     XCTAssertTrue(result.stderr.contains("SPKI-SHA256-BASE64 digest"), result.stderr)
     XCTAssertFalse(result.stderr.contains("\n  - domain"), "notes are one line each")
+    XCTAssertTrue(
+      result.stderr.contains("NSPinnedLeafIdentities: no usable identity, so nothing of it is enforced"),
+      result.stderr)
     // Not a plist at all: exit 2.
     let garbage = directory + "/garbage.plist"
     try "<plist><dict><key>".write(toFile: garbage, atomically: true, encoding: .utf8)
@@ -185,6 +188,21 @@ final class ImportCommandTests: XCTestCase {
     let doctype = directory + "/nsc.xml"
     try "<!DOCTYPE x [<!ENTITY a \"b\">]><network-security-config/>".write(
       toFile: doctype, atomically: true, encoding: .utf8)
+    // Anchors the proxy cannot use never fall back to the system store; a
+    // byte-order mark before the document is fine.
+    let userOnly = directory + "/user-only.xml"
+    try Data(
+      [0xEF, 0xBB, 0xBF]
+        + Array(
+          """
+          <network-security-config><domain-config><domain>a.example</domain>
+          <trust-anchors><certificates src="user"/></trust-anchors></domain-config></network-security-config>
+          """.utf8)
+    ).write(to: URL(fileURLWithPath: userOnly))
+    let noAnchors = try Subprocess.pinproxy(["import", "android", userOnly])
+    XCTAssertEqual(noAnchors.status, 1, noAnchors.stderr)
+    XCTAssertTrue(noAnchors.stdout.contains("anchors: [\"app-anchors\"]"), noAnchors.stdout)
+    XCTAssertTrue(noAnchors.stderr.contains("whose file you must supply"), noAnchors.stderr)
     let refused = try Subprocess.pinproxy(["import", "android", doctype])
     XCTAssertEqual(refused.status, 2)
     XCTAssertTrue(refused.stderr.contains("DOCTYPE"), refused.stderr)

@@ -9,9 +9,10 @@ is committed; tests never run this script.
 - httpbin-<log>.sct: one serialized SCT v1 per log over the committed
   httpbin leaf (x509_entry, as sent in the TLS extension), issued
   2026-01-15; httpbin-retired-late.sct is issued after its log retired.
-- embedded-a.pem / embedded-ab.pem (+ -chain.pem, .key): a *.httpbin.org leaf
-  issued by intermediate A with SCTs from log A (and B) embedded, signed over
-  the precertificate (precert_entry) as RFC 6962 section 3.2 describes.
+- embedded-a.pem / embedded-ab.pem / embedded-a-retired.pem (+ -chain.pem,
+  .key): a *.httpbin.org leaf issued by intermediate A with SCTs from log A
+  (and B, or the retired log before it retired) embedded, signed over the
+  precertificate (precert_entry) as RFC 6962 section 3.2 describes.
 
 Usage: python3 Tests/Fixtures/make-ct-fixtures.py   (needs `cryptography`)
 """
@@ -134,7 +135,7 @@ def main():
     int_a_key = serialization.load_pem_private_key(read("int-a.key"), password=None)
     issuer_key_hash = hashlib.sha256(int_a.public_key().public_bytes(
         serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)).digest()
-    for suffix, logs, serial in (("a", ["a"], 7001), ("ab", ["a", "b"], 7002)):
+    for suffix, logs, serial in (("a", ["a"], 7001), ("ab", ["a", "b"], 7002), ("a-retired", ["a", "retired"], 7003)):
         leaf_key = ec.generate_private_key(ec.SECP256R1())
         builder = (
             x509.CertificateBuilder()

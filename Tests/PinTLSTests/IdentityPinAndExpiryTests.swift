@@ -129,6 +129,25 @@ final class IdentityPinAndExpiryTests: XCTestCase {
     XCTAssertEqual(failure(decide(policy, chain: "ec-selfsigned.pem", host: nil))?.code, .untrustedChain)
   }
 
+  func testExpiredIdentitiesDoNotLeaveAnAcceptAnythingRule() {
+    // Identities were the only guard of a rule that allows invalid
+    // certificates and skips the host: once they expire, the chain and the
+    // host must stand on their own.
+    let selfSigned = Fixtures.certificate("ec-selfsigned.pem")
+    var policy = identities(leaf: [selfSigned.spkiFingerprint])
+    policy.allowInvalidCertificates = true
+    policy.validatesDomainName = false
+    XCTAssertTrue(decide(policy, chain: "ec-selfsigned.pem", host: "anything.example").isTrusted)
+    policy.pinsExpire = Fixtures.now.addingTimeInterval(-1)
+    XCTAssertEqual(
+      failure(decide(policy, chain: "ec-selfsigned.pem", host: "anything.example"))?.code, .untrustedChain)
+    // A valid chain for another name is not enough either: the host is checked again.
+    var valid = identities(leaf: [leaf])
+    valid.validatesDomainName = false
+    valid.pinsExpire = Fixtures.now.addingTimeInterval(-1)
+    XCTAssertEqual(failure(decide(valid, host: "alpha.net"))?.code, .hostnameMismatch)
+  }
+
   func testAnAcceptanceUnderPinsEndsWhenThePinsExpire() {
     var policy = SecurityPolicy(pinningMode: .publicKey, pinnedPublicKeyHashes: [leaf])
     let expiry = Fixtures.now.addingTimeInterval(3600)

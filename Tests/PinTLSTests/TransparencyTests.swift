@@ -100,10 +100,19 @@ final class TransparencyTests: XCTestCase {
     XCTAssertEqual(shortfall.notCounted.map(\.observation.status), [.invalid, .invalid])
   }
 
-  func testARetiredLogCountsOnlyForSCTsIssuedBeforeItRetired() throws {
-    XCTAssertNil(try check([SCTFixtures.sct("a"), SCTFixtures.sct("retired-early")]))
-    let shortfall = try XCTUnwrap(try check([SCTFixtures.sct("a"), SCTFixtures.sct("retired-late")]))
-    XCTAssertTrue(shortfall.reason.contains("issued after the log was retired"), shortfall.reason)
+  func testARetiredLogCountsOnlyForEmbeddedSCTsIssuedBeforeItRetired() throws {
+    // Embedded in the certificate before the retirement: counts.
+    XCTAssertNil(
+      try policy().transparencyFailure(
+        Fixtures.x509("ct/embedded-a-retired-chain.pem"), evidence: .lists([]), logs: logs, at: Fixtures.now))
+    // In the TLS extension, early or late: anyone holding the key could have made it.
+    for name in ["retired-early", "retired-late"] {
+      let shortfall = try XCTUnwrap(try check([SCTFixtures.sct("a"), SCTFixtures.sct(name)]))
+      XCTAssertTrue(
+        shortfall.reason.contains(
+          "the log is retired; only SCTs embedded in a certificate before its retirement count"),
+        shortfall.reason)
+    }
   }
 
   func testAnSCTFromTheFutureIsInvalid() throws {
@@ -140,6 +149,20 @@ final class TransparencyTests: XCTestCase {
     XCTAssertNil(
       try policy(anchors: ["root-a.pem", "int-a.pem"]).transparencyFailure(
         leafOnly, evidence: .lists([]), logs: logs, at: Fixtures.now))
+  }
+
+  func testTheIssuerMayBeAPresentedCertificateOutsideTheAnchors() throws {
+    // A rule pinned to certificates may trust an issuer that no anchor set
+    // holds: the presented intermediate verifies the leaf's signature.
+    let chain = Fixtures.x509("ct/embedded-ab-chain.pem")
+    XCTAssertNil(
+      try policy(anchors: ["root-b.pem"]).transparencyFailure(
+        chain, evidence: .lists([]), logs: logs, at: Fixtures.now))
+    // A presented certificate that merely names the issuer is not used.
+    let forged = [chain[0], Fixtures.x509("int-b.pem")[0]]
+    XCTAssertNotNil(
+      try policy(anchors: ["root-b.pem"]).transparencyFailure(
+        forged, evidence: .lists([]), logs: logs, at: Fixtures.now))
   }
 
   func testAListWhoseLogIDIsNotTheKeyHashIsRefused() throws {

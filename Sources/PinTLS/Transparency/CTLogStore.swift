@@ -85,7 +85,9 @@ public final class CTLogStore: @unchecked Sendable {
     CT_POLICY_EVAL_CTX_set_shared_CTLOG_STORE(context, store)
     CT_POLICY_EVAL_CTX_set_time(context, UInt64(max(0, time.timeIntervalSince1970 * 1000)))
     OpenSSLErrorQueue.clear()
-    _ = SCT_LIST_validate(scts, context)  // sets each SCT's status; < 0 only when out of memory
+    // Sets each SCT's status. Below 0 (out of memory) it stops part way and
+    // later SCTs keep an older status, so then none of them counts.
+    let validated = SCT_LIST_validate(scts, context) >= 0
     OpenSSLErrorQueue.clear()
     var observations: [SCTObservation] = []
     for index in 0..<pp_sk_SCT_num(scts) {
@@ -99,7 +101,8 @@ public final class CTLogStore: @unchecked Sendable {
       observations.append(
         SCTObservation(
           logID: logID, timestamp: Date(timeIntervalSince1970: Double(millis) / 1000),
-          source: Self.source(SCT_get_source(sct)), status: Self.status(SCT_get_validation_status(sct))))
+          source: Self.source(SCT_get_source(sct)),
+          status: validated ? Self.status(SCT_get_validation_status(sct)) : .unverified))
     }
     return observations
   }

@@ -26,9 +26,13 @@ public struct CTLog: Sendable, Equatable {
     self.state = state
   }
 
-  /// Whether an SCT this log issued at `timestamp` is one to count.
-  public func accepts(issuedAt timestamp: Date) -> Bool {
-    if case .retired(let retiredAt) = state { return timestamp < retiredAt }
+  /// Whether an SCT this log issued at `timestamp`, delivered through
+  /// `source`, is one to count. A retired log's SCTs count only when issued
+  /// before the retirement and embedded in the certificate (as in Chrome's
+  /// policy): an SCT in the TLS extension or a staple can be produced at
+  /// any time by whoever holds a retired log's key, a timestamp proves nothing.
+  public func accepts(issuedAt timestamp: Date, via source: SCTObservation.Source) -> Bool {
+    if case .retired(let retiredAt) = state { return source == .embedded && timestamp < retiredAt }
     return true
   }
 }

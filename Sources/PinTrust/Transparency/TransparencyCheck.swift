@@ -13,11 +13,14 @@ public enum TransparencyCheck {
     for observation in observations {
       let log = requirement.logs[observation.logID]
       switch (observation.status, log) {
-      case (.valid, let log?) where log.accepts(issuedAt: observation.timestamp):
+      case (.valid, let log?) where log.accepts(issuedAt: observation.timestamp, via: observation.source):
         // Distinct logs: a second SCT from a log already counted adds nothing.
         if !counted.contains(where: { $0.logID == log.logID }) { counted.append(log) }
       case (.valid, let log?):
-        notCounted.append(.init(observation: observation, log: log, why: "issued after the log was retired"))
+        notCounted.append(
+          .init(
+            observation: observation, log: log,
+            why: "the log is retired; only SCTs embedded in a certificate before its retirement count"))
       case (.valid, nil), (.unknownLog, _):
         notCounted.append(.init(observation: observation, log: nil, why: "from a log not in the log list"))
       case (.invalid, _):
