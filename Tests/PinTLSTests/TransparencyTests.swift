@@ -165,6 +165,17 @@ final class TransparencyTests: XCTestCase {
         forged, evidence: .lists([]), logs: logs, at: Fixtures.now))
   }
 
+  func testAVerifiedSCTIsRememberedOnlyForItsCertificateAndTime() throws {
+    let two = [SCTFixtures.sct("a"), SCTFixtures.sct("b")]
+    XCTAssertNil(try check(two))
+    XCTAssertNil(try check(two))  // from the verified set
+    // The same SCTs for another certificate, altered, or from before they were issued: not remembered.
+    XCTAssertNotNil(try check(two, chain: "adn-chain.pem"))
+    XCTAssertNotNil(try check([SCTFixtures.sct("a"), SCTFixtures.tampered("b")]))
+    XCTAssertNotNil(try check(two, at: Date(timeIntervalSince1970: 1_765_584_000)))
+    XCTAssertNil(try check(two))
+  }
+
   func testAListWhoseLogIDIsNotTheKeyHashIsRefused() throws {
     var text = try String(contentsOfFile: SCTFixtures.logList, encoding: .utf8)
     let json = try JSONSerialization.jsonObject(with: Data(text.utf8)) as! [String: Any]

@@ -12,6 +12,14 @@ public final class CTLogStore: @unchecked Sendable {
   let store: OpaquePointer
   public let requirement: TransparencyRequirement
   public let list: CTLogList
+  /// SCTs already verified, by `verifiedKey`: an SCT's signature over a
+  /// given certificate (and issuer) verifies or not forever, and a server
+  /// sends the same SCTs with every handshake, so each is verified once
+  /// rather than once per connection (OpenSSL 3 spends most of a
+  /// verification fetching algorithms). Only successes are kept; the set is
+  /// emptied when full, so it stays bounded.
+  private let verified = Locked(Set<Digest256>())
+  static let verifiedCapacity = 4096
 
   public struct LoadError: Error, CustomStringConvertible {
     public let description: String
@@ -84,11 +92,8 @@ public final class CTLogStore: @unchecked Sendable {
     if let issuer { _ = CT_POLICY_EVAL_CTX_set1_issuer(context, issuer.pointer) }
     CT_POLICY_EVAL_CTX_set_shared_CTLOG_STORE(context, store)
     CT_POLICY_EVAL_CTX_set_time(context, UInt64(max(0, time.timeIntervalSince1970 * 1000)))
-    OpenSSLErrorQueue.clear()
-    // Sets each SCT's status. Below 0 (out of memory) it stops part way and
-    // later SCTs keep an older status, so then none of them counts.
-    let validated = SCT_LIST_validate(scts, context) >= 0
-    OpenSSLErrorQueue.clear()
+    // What the SCTs are checked against, for the verified-SCT keys.
+    let subject = SHA256.digest(leaf.der).bytes + (issuer.map { SHA256.digest($0.der).bytes } ?? [])
     var observations: [SCTObservation] = []
     for index in 0..<pp_sk_SCT_num(scts) {
       guard let sct = pp_sk_SCT_value(scts, index) else { continue }
@@ -97,14 +102,53 @@ public final class CTLogStore: @unchecked Sendable {
       let logID =
         idPointer.flatMap { Digest256(bytes: UnsafeBufferPointer(start: $0, count: Int(length))) }
         ?? Digest256(bytes: [UInt8](repeating: 0, count: 32))!
-      let millis = SCT_get_timestamp(sct)
+      let issuedAt = Date(timeIntervalSince1970: Double(SCT_get_timestamp(sct)) / 1000)
+      let source = SCT_get_source(sct)
       observations.append(
         SCTObservation(
-          logID: logID, timestamp: Date(timeIntervalSince1970: Double(millis) / 1000),
-          source: Self.source(SCT_get_source(sct)),
-          status: validated ? Self.status(SCT_get_validation_status(sct)) : .unverified))
+          logID: logID, timestamp: issuedAt, source: Self.source(source),
+          status: status(
+            of: sct, source: source, issuedAt: issuedAt, subject: subject, context: context, at: time)))
     }
     return observations
+  }
+
+  /// One SCT's status: from the verified set when it was verified before
+  /// (and is not from the future at `time`), else from OpenSSL.
+  private func status(
+    of sct: OpaquePointer, source: sct_source_t, issuedAt: Date, subject: [UInt8], context: OpaquePointer,
+    at time: Date
+  ) -> SCTObservation.Status {
+    let key = Self.verifiedKey(sct, source: source, subject: subject)
+    if let key, issuedAt <= time, verified.withLock({ $0.contains(key) }) { return .valid }
+    OpenSSLErrorQueue.clear()
+    // 1 valid, 0 not; below 0 an internal error (out of memory), counted as unverified.
+    let result = SCT_validate(sct, context)
+    OpenSSLErrorQueue.clear()
+    guard result >= 0 else { return .unverified }
+    let status = Self.status(SCT_get_validation_status(sct))
+    if status == .valid, let key {
+      verified.withLock { set in
+        if set.count >= Self.verifiedCapacity { set.removeAll(keepingCapacity: true) }
+        set.insert(key)
+      }
+    }
+    return status
+  }
+
+  /// SHA-256 over the serialized SCT, how it arrived (which decides what it
+  /// signs) and the certificate and issuer it is checked against.
+  static func verifiedKey(_ sct: OpaquePointer, source: sct_source_t, subject: [UInt8]) -> Digest256? {
+    let length = i2o_SCT(sct, nil)
+    guard length > 0 else { return nil }
+    var bytes = [UInt8](repeating: 0, count: Int(length))
+    let written = bytes.withUnsafeMutableBufferPointer { buffer -> Int32 in
+      var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
+      return i2o_SCT(sct, &cursor)
+    }
+    guard written == length else { return nil }
+    bytes.append(UInt8(truncatingIfNeeded: source.rawValue))
+    return SHA256.digest(bytes + subject)
   }
 
   static func source(_ value: sct_source_t) -> SCTObservation.Source {
