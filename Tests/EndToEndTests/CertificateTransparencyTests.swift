@@ -4,7 +4,8 @@ import XCTest
 
 /// `requiresCertificateTransparency` end to end: the real binary, origins
 /// played by `openssl s_server` sending SCTs in the TLS extension
-/// (`-serverinfo`) or serving a certificate with SCTs embedded, and curl.
+/// (`-serverinfo`), in a stapled OCSP response (`-status_file`), or serving
+/// a certificate with SCTs embedded, and curl.
 /// The SCTs and the log list come from Tests/Fixtures/make-ct-fixtures.py.
 final class CertificateTransparencyTests: ProxyTestCase {
   var directory = ""
@@ -23,8 +24,10 @@ final class CertificateTransparencyTests: ProxyTestCase {
 
   /// An s_server origin with the httpbin chain and, when given, these SCTs
   /// in the TLS extension.
-  func origin(scts: [[UInt8]]?, tls: String = "", embedded: String? = nil) throws -> OpenSSLServer {
-    var extra = tls.isEmpty ? [] : [tls]
+  func origin(scts: [[UInt8]]?, tls: String = "", extra more: [String] = [], embedded: String? = nil) throws
+    -> OpenSSLServer
+  {
+    var extra = (tls.isEmpty ? [] : [tls]) + more
     if let scts {
       let file = try SCTFixtures.write(
         Array(SCTFixtures.serverInfo(scts).utf8), named: "info-\(servers.count).pem", in: directory)
@@ -109,6 +112,34 @@ final class CertificateTransparencyTests: ProxyTestCase {
     // Log B's SCT is over the httpbin leaf, not this one: only A counts.
     let port = try startProxy(try origin(scts: [SCTFixtures.sct("b")], embedded: "embedded-a"))
     assertRefused(try get("http://ct.httpbin.org/", through: port), 502, "ct-required")
+  }
+
+  /// An OCSP response for the httpbin leaf, signed by intermediate A,
+  /// carrying these SCTs (Tests/Fixtures/ocsp_staple.py), for `-status_file`.
+  func staple(_ scts: [[UInt8]]) throws -> String {
+    let list = try SCTFixtures.write(
+      SCTFixtures.list(scts), named: "staple-\(servers.count).bin", in: directory)
+    let out = directory + "/staple-\(servers.count).der"
+    let made = try Subprocess.run(
+      "/usr/bin/python3",
+      [
+        Fixtures.directory + "/ocsp_staple.py", Fixtures.path("httpbin.der"), Fixtures.path("int-a.der"),
+        Fixtures.path("int-a.key"), list, out,
+      ])
+    XCTAssertEqual(made.status, 0, made.stderr)
+    return out
+  }
+
+  func testSCTsInAStapledOCSPResponseCount() throws {
+    let both = try staple([SCTFixtures.sct("a"), SCTFixtures.sct("b")])
+    var port = try startProxy(try origin(scts: nil, tls: "-status_file", extra: [both]))
+    XCTAssertEqual(try get("http://ct.httpbin.org/", through: port).status, 200, proxy?.log ?? "")
+    proxy?.stop()
+    let one = try staple([SCTFixtures.sct("a")])
+    port = try startProxy(try origin(scts: nil, tls: "-status_file", extra: [one]))
+    let refused = try get("http://ct.httpbin.org/", through: port)
+    assertRefused(refused, 502, "ct-required")
+    XCTAssertTrue(refused.text.contains("found 1 (\"Pinproxy Test Log A\")"), refused.text)
   }
 
   func testEvaluateDecidesOfflineWithSCTFiles() throws {
