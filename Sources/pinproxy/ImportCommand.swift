@@ -11,10 +11,10 @@ struct ImportCommand: ParsableCommand {
     commandName: "import",
     abstract: "Turn an app's own pinning and transport configuration into pinproxy rules.",
     discussion: """
-      Prints YAML (anchorSets, defaults, certificateTransparency, domains) that `pinproxy check` accepts,
-      each setting commented with the key it came from. Every app setting that pinproxy cannot express is
-      listed on standard error as "dropped:" and the exit status is then 1; changes of reach are listed
-      as "approximated:", app-only switches as "ignored:".
+      Prints YAML (anchorSets, defaults, certificateTransparency, domains) that `pinproxy check` \
+      accepts, each setting commented with the key it came from. Every app setting that pinproxy \
+      cannot express is listed on standard error as "dropped:" and the exit status is then 1; \
+      changes of reach are listed as "approximated:", app-only switches as "ignored:".
       """,
     subcommands: [ATS.self, TrustKit.self, Android.self])
 
