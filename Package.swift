@@ -30,6 +30,10 @@ let package = Package(
     .target(name: "PinTrust"),
     .target(name: "PinTLS", dependencies: ["COpenSSL", "PinTrust"]),
     .target(name: "PinHTTP"),
+    .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
+    // HTTP/2 framing over nghttp2, memory-driven (no sockets): a codec that
+    // turns bytes into events and submissions into bytes.
+    .target(name: "PinHTTP2", dependencies: ["CNghttp2"]),
     // epoll and accept4, which Glibc's Swift module does not export (a header of static inline shims).
     .target(name: "CLinuxEpoll"),
     .target(name: "PinEventLoop", dependencies: ["CLinuxEpoll"]),
@@ -56,6 +60,7 @@ let package = Package(
     .target(name: "PinTestSupport", dependencies: ["PinTLS", "PinTrust"], path: "Tests/PinTestSupport"),
     .testTarget(name: "PinTrustTests", dependencies: ["PinTrust"]),
     .testTarget(name: "PinHTTPTests", dependencies: ["PinHTTP"]),
+    .testTarget(name: "PinHTTP2Tests", dependencies: ["PinHTTP2"]),
     .testTarget(name: "PinEventLoopTests", dependencies: ["PinEventLoop"]),
     .testTarget(name: "PinConfigTests", dependencies: ["PinConfig"]),
     .testTarget(name: "PinTLSTests", dependencies: ["PinTLS", "PinTrust", "PinTestSupport"]),

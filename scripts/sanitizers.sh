@@ -12,7 +12,7 @@
 # Prints one line per check and exits non-zero if one failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-units="PinTrustTests|PinHTTPTests|PinEventLoopTests|PinTLSTests|AFSecurityPolicyTests|PinProxyTests"
+units="PinTrustTests|PinHTTPTests|PinHTTP2Tests|PinEventLoopTests|PinTLSTests|AFSecurityPolicyTests|PinProxyTests"
 small=${SANITIZER_SMALL_ROUNDS:-5}
 large=${SANITIZER_LARGE_ROUNDS:-40}
 slack=${SANITIZER_LEAK_SLACK:-4096}

@@ -1,0 +1,46 @@
+/// One header field of an HTTP/2 header block, as bytes (names are compared
+/// as bytes; HPACK has already lower-cased nothing and validated nothing
+/// beyond what nghttp2's messaging checks enforce).
+public struct HTTP2Header: Sendable, Equatable {
+  public var name: [UInt8]
+  public var value: [UInt8]
+
+  public init(_ name: String, _ value: String) {
+    self.name = Array(name.utf8)
+    self.value = Array(value.utf8)
+  }
+
+  public init(name: [UInt8], value: [UInt8]) {
+    self.name = name
+    self.value = value
+  }
+}
+
+/// What the peer did, as a value: the session above decides what it means.
+public enum HTTP2Event: Sendable, Equatable {
+  /// A complete header block (HEADERS and any CONTINUATION): request or
+  /// response headers, or trailers.
+  case headers(stream: Int32, [HTTP2Header])
+  /// Body bytes of a stream (DATA payload, padding removed).
+  case data(stream: Int32, [UInt8])
+  /// The peer ended its side of the stream (END_STREAM).
+  case endStream(stream: Int32)
+  /// The stream is gone: closed normally (error code 0) or reset by either
+  /// side (RST_STREAM, or nghttp2 refusing a malformed message).
+  case streamClosed(stream: Int32, errorCode: UInt32)
+  /// The peer will start no stream above `lastStreamID`.
+  case goAway(lastStreamID: Int32, errorCode: UInt32)
+  /// The peer's SETTINGS, of which the session above needs this one.
+  case settings(maxConcurrentStreams: UInt32?)
+}
+
+/// Error codes of RST_STREAM and GOAWAY (RFC 9113 §7) that the proxy uses.
+public enum HTTP2ErrorCode {
+  public static let noError: UInt32 = 0x0
+  public static let protocolError: UInt32 = 0x1
+  public static let internalError: UInt32 = 0x2
+  public static let flowControlError: UInt32 = 0x3
+  public static let refusedStream: UInt32 = 0x7
+  public static let cancel: UInt32 = 0x8
+  public static let enhanceYourCalm: UInt32 = 0xb
+}

@@ -1,0 +1,137 @@
+import XCTest
+
+@testable import PinHTTP2
+
+/// The codec back to back: a client session and a server session (both the
+/// real nghttp2) joined in memory, bytes pumped both ways until quiet.
+final class HTTP2SessionTests: XCTestCase {
+  var client: HTTP2Session!
+  var server: HTTP2Session!
+  var clientEvents: [HTTP2Event] = []
+  var serverEvents: [HTTP2Event] = []
+
+  override func setUpWithError() throws {
+    client = try HTTP2Session(role: .client)
+    server = try HTTP2Session(role: .server, maxConcurrentStreams: 10)
+  }
+
+  /// Moves bytes both ways until neither side has anything to send.
+  func pump(limit: Int = 10_000) throws {
+    for _ in 0..<limit {
+      let toServer = try client.pendingOutput()
+      if !toServer.isEmpty { serverEvents += try server.receive(toServer) }
+      let toClient = try server.pendingOutput()
+      if !toClient.isEmpty { clientEvents += try client.receive(toClient) }
+      if toServer.isEmpty && toClient.isEmpty { return }
+    }
+    XCTFail("the sessions never went quiet")
+  }
+
+  static func request(_ path: String = "/", method: String = "GET") -> [HTTP2Header] {
+    [
+      .init(":method", method), .init(":scheme", "https"), .init(":authority", "httpbin.org"),
+      .init(":path", path),
+    ]
+  }
+
+  func body(of stream: Int32, in events: [HTTP2Event]) -> [UInt8] {
+    events.reduce(into: []) { bytes, event in
+      if case .data(stream, let chunk) = event { bytes += chunk }
+    }
+  }
+
+  func testARequestAndItsResponse() throws {
+    let stream = try client.submitRequest(Self.request("/get") + [.init("user-agent", "pinproxy-test")])
+    try pump()
+    XCTAssertTrue(
+      serverEvents.contains(
+        .headers(stream: stream, Self.request("/get") + [.init("user-agent", "pinproxy-test")])))
+    XCTAssertTrue(serverEvents.contains(.endStream(stream: stream)))
+    try server.submitResponse(
+      stream: stream, [.init(":status", "200"), .init("content-type", "text/plain")],
+      body: Array("hello".utf8))
+    try pump()
+    XCTAssertTrue(
+      clientEvents.contains(
+        .headers(stream: stream, [.init(":status", "200"), .init("content-type", "text/plain")])))
+    XCTAssertEqual(body(of: stream, in: clientEvents), Array("hello".utf8))
+    XCTAssertTrue(clientEvents.contains(.endStream(stream: stream)))
+    XCTAssertTrue(clientEvents.contains(.streamClosed(stream: stream, errorCode: 0)))
+    // The server's SETTINGS reached the client.
+    XCTAssertTrue(clientEvents.contains(.settings(maxConcurrentStreams: 10)))
+  }
+
+  func testABodyLargerThanTheFlowControlWindowArrivesWhole() throws {
+    let upload = (0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+    let stream = try client.submitRequest(Self.request("/upload", method: "POST"), body: upload)
+    try pump()
+    XCTAssertEqual(body(of: stream, in: serverEvents), upload)
+    XCTAssertTrue(serverEvents.contains(.endStream(stream: stream)))
+  }
+
+  func testConcurrentStreamsInterleave() throws {
+    let streams = try (0..<8).map { try client.submitRequest(Self.request("/\($0)")) }
+    try pump()
+    XCTAssertEqual(
+      Set(serverEvents.compactMap { if case .endStream(let id) = $0 { id } else { nil } }), Set(streams))
+    for (index, stream) in streams.enumerated().reversed() {
+      try server.submitResponse(stream: stream, [.init(":status", "200")], body: Array("\(index)".utf8))
+    }
+    try pump()
+    for (index, stream) in streams.enumerated() {
+      XCTAssertEqual(body(of: stream, in: clientEvents), Array("\(index)".utf8))
+    }
+  }
+
+  func testMalformedRequestsAreResetNotDelivered() throws {
+    // RFC 9113 §8.2: connection-specific fields, TE other than trailers, a
+    // repeated pseudo-header, and a pseudo-header after a regular field are
+    // malformed. (nghttp2's own client lower-cases names, so upper case
+    // cannot be sent from it.)
+    let shapes: [[HTTP2Header]] = [
+      Self.request() + [.init("connection", "keep-alive")],
+      Self.request() + [.init("te", "gzip")],
+      Self.request() + [.init(":path", "/again")],
+      [
+        .init(":method", "GET"), .init(":scheme", "https"), .init("accept", "*/*"), .init(":path", "/"),
+        .init(":authority", "httpbin.org"),
+      ],
+    ]
+    for bad in shapes {
+      serverEvents = []
+      clientEvents = []
+      let stream = try client.submitRequest(bad)
+      try pump()
+      XCTAssertFalse(
+        serverEvents.contains { if case .headers(stream, _) = $0 { true } else { false } }, "\(bad)")
+      XCTAssertTrue(
+        clientEvents.contains(.streamClosed(stream: stream, errorCode: HTTP2ErrorCode.protocolError)),
+        "\(bad): \(clientEvents)")
+    }
+  }
+
+  func testABodyThatDisagreesWithContentLengthIsReset() throws {
+    let stream = try client.submitRequest(
+      Self.request("/upload", method: "POST") + [.init("content-length", "10")], body: Array("short".utf8))
+    try pump()
+    XCTAssertTrue(
+      clientEvents.contains(.streamClosed(stream: stream, errorCode: HTTP2ErrorCode.protocolError)),
+      "\(clientEvents)")
+    XCTAssertFalse(serverEvents.contains(.endStream(stream: stream)))
+  }
+
+  func testResetAndGoAwayReachThePeer() throws {
+    let stream = try client.submitRequest(Self.request())
+    try pump()
+    try server.submitReset(stream: stream, errorCode: HTTP2ErrorCode.refusedStream)
+    try server.submitGoAway()
+    try pump()
+    XCTAssertTrue(
+      clientEvents.contains(.streamClosed(stream: stream, errorCode: HTTP2ErrorCode.refusedStream)))
+    XCTAssertTrue(clientEvents.contains(.goAway(lastStreamID: stream, errorCode: 0)))
+  }
+
+  func testGarbageInsteadOfThePrefaceIsAnError() throws {
+    XCTAssertThrowsError(try server.receive(Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8)))
+  }
+}
