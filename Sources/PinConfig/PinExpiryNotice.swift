@@ -1,4 +1,5 @@
 import Foundation
+import PinTrust
 
 /// `pinsExpire` made loud. Expired pins fail open on purpose (TrustKit,
 /// Android), so an operator must hear about it: at start and on every
@@ -25,7 +26,7 @@ public struct PinExpiryNotice: Sendable, Equatable {
 
   /// One sentence for a log line or `check`.
   public func message(at now: Date) -> String {
-    let day = expires.formatted(.iso8601.year().month().day())
+    let day = TrustFailure.day(expires)
     switch state {
     case .expired:
       return "the pins of rule \(rule) expired on \(day) (pinsExpire) and are NOT enforced:"

@@ -3,6 +3,8 @@
 /// comment naming the app key it came from. Every string is written
 /// double-quoted and escaped, and comments are reduced to printable ASCII,
 /// so no text from the app's file can add a key or end a comment early.
+/// (The notes on standard error go through `PrintableText`, as every
+/// untrusted string bound for a terminal.)
 public enum YAMLWriter {
   public static func write(_ config: ImportedConfig) -> String {
     var out =

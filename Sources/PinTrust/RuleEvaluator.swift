@@ -73,18 +73,24 @@ public enum RuleEvaluator {
     _ chain: PresentedChain, host: TrustHost?, policy: SecurityPolicy, verifier: some ChainVerifier,
     at time: Date
   ) -> TrustDecision {
-    let decision = TrustEvaluator.evaluate(chain, host: host, policy: policy, verifier: verifier, at: time)
+    var policyChain: ChainVerification?
+    let decision = TrustEvaluator.evaluate(
+      chain, host: host, policy: policy, verifier: verifier, at: time, policyChain: &policyChain)
     guard decision.isTrusted,
       !policy.pinnedLeafPublicKeyHashes.isEmpty || !policy.pinnedCAPublicKeyHashes.isEmpty
     else { return decision }
-    // The chain as built to the policy's anchors. When the policy allows
-    // invalid certificates it may not verify; then only the certificates
-    // joined to the leaf by signatures count (`IdentityPinCheck`).
-    let verification = verifier.verify(
-      chain, anchors: .policyAnchors,
-      purpose: policy.validatesDomainName ? .serverAuthentication : .basicX509,
-      at: time
-    ) { _ in nil }
+    // The chain as built to the policy's anchors, as the evaluation built
+    // it (only certificate mode with allowInvalidCertificates made none).
+    // When the policy allows invalid certificates it may not verify; then
+    // only the certificates joined to the leaf by signatures count
+    // (`IdentityPinCheck`).
+    let verification =
+      policyChain
+      ?? verifier.verify(
+        chain, anchors: .policyAnchors,
+        purpose: policy.validatesDomainName ? .serverAuthentication : .basicX509,
+        at: time
+      ) { _ in nil }
     if let failure = IdentityPinCheck.evaluate(verification, policy: policy) { return .rejected(failure) }
     return decision
   }

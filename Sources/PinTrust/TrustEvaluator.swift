@@ -9,6 +9,18 @@ public enum TrustEvaluator {
     _ chain: PresentedChain, host: TrustHost?, policy: SecurityPolicy, verifier: some ChainVerifier,
     at time: Date
   ) -> TrustDecision {
+    var unused: ChainVerification?
+    return evaluate(chain, host: host, policy: policy, verifier: verifier, at: time, policyChain: &unused)
+  }
+
+  /// The evaluation, also handing back the verification against the
+  /// policy's anchors when it made one (every mode but certificate mode
+  /// with `allowInvalidCertificates`), so that a later step reads the chain
+  /// as built instead of building it again (`RuleEvaluator`'s identities).
+  static func evaluate(
+    _ chain: PresentedChain, host: TrustHost?, policy: SecurityPolicy, verifier: some ChainVerifier,
+    at time: Date, policyChain: inout ChainVerification?
+  ) -> TrustDecision {
     guard !chain.isEmpty else { return .rejected(.emptyChain) }
 
     // 1. The early reject: "to validate a domain name for self-signed
@@ -28,6 +40,7 @@ public enum TrustEvaluator {
     // 3. Mode none: allowInvalid, or valid server trust.
     if policy.pinningMode == .none {
       let (verification, failure) = check.run(anchors: .policyAnchors)
+      policyChain = verification
       // A chain that does not even parse is refused whatever the policy allows.
       if let failure, verification.builtChain.isEmpty { return .rejected(failure) }
       if let failure {
@@ -46,6 +59,7 @@ public enum TrustEvaluator {
     var anchoredChain: ChainVerification?
     if !policy.allowInvalidCertificates {
       let (verification, failure) = check.run(anchors: .policyAnchors)
+      policyChain = verification
       if let failure { return .rejected(failure) }
       anchoredChain = verification
     }
@@ -56,7 +70,8 @@ public enum TrustEvaluator {
     case .certificate:
       return evaluateCertificatePins(policy: policy, check: check)
     case .publicKey:
-      return evaluatePublicKeyPins(policy: policy, check: check, anchoredChain: anchoredChain)
+      return evaluatePublicKeyPins(
+        policy: policy, check: check, anchoredChain: anchoredChain, policyChain: &policyChain)
     }
   }
 
@@ -86,11 +101,13 @@ public enum TrustEvaluator {
   /// except that only certificates joined to the leaf by verified signatures
   /// may match (see `ChainVerification.signatureLinkedCount`).
   private static func evaluatePublicKeyPins(
-    policy: SecurityPolicy, check: ServerTrustCheck, anchoredChain: ChainVerification?
+    policy: SecurityPolicy, check: ServerTrustCheck, anchoredChain: ChainVerification?,
+    policyChain: inout ChainVerification?
   ) -> TrustDecision {
     let expected = policy.expectedPublicKeyPins
     guard !expected.isEmpty else { return .rejected(.noPins(.publicKey)) }
     let verification = anchoredChain ?? check.verify(anchors: .policyAnchors)
+    policyChain = verification
     // A chain that does not even parse is refused whatever the policy allows.
     if let failure = verification.failure, verification.builtChain.isEmpty {
       return .rejected(.chainInvalid(failure, against: .policyAnchors))

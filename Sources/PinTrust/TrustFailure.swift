@@ -126,8 +126,8 @@ public enum TrustFailure: Sendable, Equatable, Error {
 }
 
 extension TrustFailure {
-  /// A calendar day in UTC, for reasons (`2027-06-01`).
-  static func day(_ date: Date) -> String {
+  /// A calendar day in UTC, for reasons and notices (`2027-06-01`).
+  public static func day(_ date: Date) -> String {
     let seconds = Int64(date.timeIntervalSince1970.rounded(.down))
     let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
     // Civil-from-days (Howard Hinnant's algorithm): no calendar object, no locale.

@@ -148,10 +148,7 @@ struct EvaluateCommand: ParsableCommand {
 
   func evaluationTime() throws -> Date {
     guard let at else { return Date() }
-    let formatter = ISO8601DateFormatter()
-    if let date = formatter.date(from: at) { return date }
-    formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-    if let date = formatter.date(from: at) { return date }
+    if let date = ISO8601Instant.parse(at) { return date }
     throw UsageError("--at \"\(at)\" is not an ISO 8601 instant such as 2026-06-01T00:00:00Z")
   }
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import PinHTTP
 import PinImport
 
 /// `pinproxy import ats|trustkit|android FILE`: the pinning and transport
@@ -100,12 +101,13 @@ struct ImportCommand: ParsableCommand {
     do {
       config = try translate()
     } catch {
-      throw UsageError(YAMLWriter.comment(error.description))
+      throw UsageError(PrintableText.escaped(error.description))
     }
     print(YAMLWriter.write(config), terminator: "")
-    for line in config.ignored { printError("ignored: " + YAMLWriter.comment(line)) }
-    for line in config.approximated { printError("approximated: " + YAMLWriter.comment(line)) }
-    for line in config.dropped { printError("dropped: " + YAMLWriter.comment(line)) }
+    // Notes quote the app's file: escaped like every untrusted string bound for a terminal.
+    for line in config.ignored { printError(PrintableText.escaped("ignored: " + line)) }
+    for line in config.approximated { printError(PrintableText.escaped("approximated: " + line)) }
+    for line in config.dropped { printError(PrintableText.escaped("dropped: " + line)) }
     if !config.dropped.isEmpty { throw ExitCode(1) }
   }
 }

@@ -68,6 +68,10 @@ public struct UpstreamRoute: Sendable {
     self.namedExplicitly = namedExplicitly
   }
 
+  /// Whether TLS sessions may be resumed: not for a rule that requires
+  /// certificate transparency, since a resumed handshake carries no SCTs.
+  var resumesSessions: Bool { transparency == nil }
+
   /// The policy identity keying pools, sessions and the fingerprint cache,
   /// under the rule's pin list version in force now.
   public var identity: PolicyIdentity {

@@ -115,10 +115,12 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
         generation: context.snapshot.generation,
         draining: context.isDraining, droppedLogLines: context.logger.droppedLines,
         pinStores: Array(context.snapshot.pinStores.values),
-        pinExpiries: context.snapshot.configuration.domains.compactMap { domain in
-          guard domain.hasStaticPins, let expires = domain.pinsExpire else { return nil }
-          return (domain.domain.description, expires)
-        })
+        pinExpiries: zip(context.snapshot.trust.domainConfigs, context.snapshot.trust.domainPolicies)
+          .compactMap {
+            domain, compiled in
+            guard compiled.policy.hasStaticPins, let expires = compiled.policy.pinsExpire else { return nil }
+            return (domain.domain.description, expires)
+          })
       respond(
         status: 200, reason: "OK", type: "text/plain; version=0.0.4", body: context.metrics.render(gauges))
     case "/policies":

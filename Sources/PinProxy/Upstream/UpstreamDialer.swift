@@ -80,9 +80,7 @@ struct UpstreamDialer {
       return completion(
         .failure(ProxyFailure(status: 502, code: .handshakeFailed, reason: "no TLS context for \(key)")))
     }
-    // A resumed session carries no SCTs (the server sends no certificate),
-    // so a rule that counts them always makes a full handshake.
-    let resumable = route.transparency == nil
+    let resumable = route.resumesSessions
     let engine: TLSEngine
     do {
       engine = try context.makeEngine(

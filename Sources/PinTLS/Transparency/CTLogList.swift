@@ -86,19 +86,12 @@ public struct CTLogList: Sendable {
     case "qualified": return .qualified
     case "readonly": return .readonly
     case "retired":
-      guard let text = info.timestamp, let date = timestamp(text) else {
+      guard let text = info.timestamp, let date = ISO8601Instant.parse(text) else {
         throw ParseError(description: "log \"\(name)\": retired without a readable timestamp")
       }
       return .retired(date)
     default: return nil  // pending, rejected: not trusted
     }
-  }
-
-  static func timestamp(_ text: String) -> Date? {
-    let formatter = ISO8601DateFormatter()
-    if let date = formatter.date(from: text) { return date }
-    formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-    return formatter.date(from: text)
   }
 
   static func isPublicKey(_ der: [UInt8]) -> Bool {

@@ -48,28 +48,29 @@ extension CompiledPolicy {
     X509_get_ext_by_NID(leaf.pointer, NID_ct_precert_scts, -1) >= 0
   }
 
-  /// The leaf's issuer: from the chain as built to the policy's anchors when
-  /// a verified signature joins the two, otherwise a presented certificate
-  /// whose key verifies the leaf's signature (a rule pinned to certificates
-  /// may trust an issuer that is not among its anchors). Never one merely
-  /// named: an embedded SCT signs the issuer's key hash, and a forged chain
-  /// must not supply a key of its choosing.
+  /// The leaf's issuer: a presented certificate whose key verifies the
+  /// leaf's signature (one signature check, and it also finds an issuer a
+  /// certificate-pinned rule trusts outside its anchors), else the issuer
+  /// in the chain as built to the policy's anchors when a verified
+  /// signature joins the two (a server that sent the leaf alone). Never one
+  /// merely named: an embedded SCT signs the issuer's key hash, and a
+  /// forged chain must not supply a key of its choosing.
   private func issuer(of presented: [X509Certificate], at time: Date) -> X509Certificate? {
-    let chain = PresentedChain(presented.map(\.der))
-    let verification = verify(chain, anchors: .policyAnchors, purpose: .basicX509, at: time) { _ in nil }
-    if verification.builtChain.count >= 2, verification.isValid || verification.signatureLinkedCount >= 2,
-      let built = try? X509Certificate(der: verification.builtChain[1].der)
-    {
-      return built
-    }
     guard let leaf = presented.first else { return nil }
-    return presented.dropFirst().first { candidate in
+    let signer = presented.dropFirst().first { candidate in
       guard X509_check_issued(candidate.pointer, leaf.pointer) == X509_V_OK,
         let key = X509_get0_pubkey(candidate.pointer)
       else { return false }
       defer { OpenSSLErrorQueue.clear() }
       return X509_verify(leaf.pointer, key) == 1
     }
+    if let signer { return signer }
+    let verification = verify(
+      PresentedChain(presented.map(\.der)), anchors: .policyAnchors, purpose: .basicX509, at: time
+    ) { _ in nil }
+    guard verification.builtChain.count >= 2, verification.isValid || verification.signatureLinkedCount >= 2
+    else { return nil }
+    return try? X509Certificate(der: verification.builtChain[1].der)
   }
 
   /// The source decides what an SCT is signed over (precertificate or
