@@ -32,6 +32,11 @@ public enum HTTP2Event: Sendable, Equatable {
   case goAway(lastStreamID: Int32, errorCode: UInt32)
   /// The peer's SETTINGS, of which the session above needs this one.
   case settings(maxConcurrentStreams: UInt32?)
+  /// The peer answered our PING.
+  case pingAcknowledged
+  /// nghttp2 refused something the peer sent (a malformed header field, a
+  /// frame out of place); the stream or connection was reset for it.
+  case refused(stream: Int32)
 }
 
 /// Error codes of RST_STREAM and GOAWAY (RFC 9113 §7) that the proxy uses.
@@ -43,4 +48,20 @@ public enum HTTP2ErrorCode {
   public static let refusedStream: UInt32 = 0x7
   public static let cancel: UInt32 = 0x8
   public static let enhanceYourCalm: UInt32 = 0xb
+}
+
+/// Flow-control windows and flood bounds of one session.
+public struct HTTP2Limits: Sendable, Equatable {
+  /// SETTINGS_INITIAL_WINDOW_SIZE we advertise: what a peer may send on one
+  /// stream before the reader takes it.
+  public var streamWindow: UInt32 = 1 << 20
+  /// The connection-wide receive window (all streams together).
+  public var connectionWindow: UInt32 = 16 << 20
+  /// RST_STREAMs a peer may send in a burst, then per second (rapid reset).
+  public var resetBurst: UInt64 = 200
+  public var resetsPerSecond: UInt64 = 33
+  /// CONTINUATION frames allowed after one HEADERS frame.
+  public var maxContinuations = 8
+
+  public init() {}
 }

@@ -26,9 +26,11 @@ public final class HTTP2Session {
   /// - Parameters:
   ///   - maxConcurrentStreams: advertised in our SETTINGS (peers may open at most this many).
   ///   - maxHeaderListSize: advertised, and enforced by nghttp2 on received blocks.
-  public init(role: Role, maxConcurrentStreams: UInt32 = 100, maxHeaderListSize: UInt32 = 64 * 1024)
-    throws(Failure)
-  {
+  ///   - limits: flow-control windows and the flood mitigations (`HTTP2Limits`).
+  public init(
+    role: Role, maxConcurrentStreams: UInt32 = 100, maxHeaderListSize: UInt32 = 64 * 1024,
+    limits: HTTP2Limits = HTTP2Limits()
+  ) throws(Failure) {
     state = SessionState()
     var callbacks: OpaquePointer?
     guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else { throw Failure(code: -901) }
@@ -38,10 +40,19 @@ public final class HTTP2Session {
     nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, onFrameReceived)
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, onDataChunk)
     nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, onStreamClose)
+    nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(callbacks, onInvalidFrame)
+    nghttp2_session_callbacks_set_on_invalid_header_callback(callbacks, onInvalidHeader)
     var option: OpaquePointer?
     guard nghttp2_option_new(&option) == 0, let option else { throw Failure(code: -901) }
     defer { nghttp2_option_del(option) }
     nghttp2_option_set_max_send_header_block_length(option, 64 * 1024)
+    // Window updates follow what the reader took (`consume`), so that a
+    // slow reader holds back its own stream, not the whole connection.
+    nghttp2_option_set_no_auto_window_update(option, 1)
+    // CVE-2023-44487 (rapid reset) and CVE-2024-28182 (CONTINUATION flood):
+    // nghttp2 answers a peer over these bounds with GOAWAY.
+    nghttp2_option_set_stream_reset_rate_limit(option, limits.resetBurst, limits.resetsPerSecond)
+    nghttp2_option_set_max_continuations(option, limits.maxContinuations)
     let userData = Unmanaged.passUnretained(state).toOpaque()
     var created: OpaquePointer?
     let result =
@@ -55,9 +66,18 @@ public final class HTTP2Session {
         settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: maxConcurrentStreams),
       nghttp2_settings_entry(
         settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue), value: maxHeaderListSize),
+      nghttp2_settings_entry(
+        settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: limits.streamWindow),
+      // Server push is never wanted: a proxy has nobody to give a pushed stream to.
+      nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0),
     ]
-    let submitted = nghttp2_submit_settings(
+    if role == .server { settings.removeLast() }
+    var submitted = nghttp2_submit_settings(
       session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, settings.count)
+    if submitted == 0 {
+      submitted = nghttp2_session_set_local_window_size(
+        session, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, Int32(limits.connectionWindow))
+    }
     guard submitted == 0 else {
       nghttp2_session_del(created)
       throw Failure(code: submitted)
@@ -97,21 +117,77 @@ public final class HTTP2Session {
     nghttp2_session_want_read(session) != 0 || nghttp2_session_want_write(session) != 0
   }
 
-  /// A new request stream (client); `body` nil ends the stream with the headers.
-  public func submitRequest(_ headers: [HTTP2Header], body: [UInt8]? = nil) throws(Failure) -> Int32 {
-    let stream = try submit(headers, body: body) { nva, count, provider in
+  /// A new request stream (client). `body` nil ends the stream with the
+  /// headers unless `streaming`, in which case the body follows through
+  /// `sendBody` and `endBody`.
+  public func submitRequest(_ headers: [HTTP2Header], body: [UInt8]? = nil, streaming: Bool = false)
+    throws(Failure) -> Int32
+  {
+    let hasBody = body != nil || streaming
+    let stream = try submit(headers, hasBody: hasBody) { nva, count, provider in
       nghttp2_submit_request(session, nil, nva, count, provider, nil)
     }
-    if let body { state.outgoing[stream] = OutgoingBody(bytes: body) }
+    if hasBody { state.outgoing[stream] = OutgoingBody(bytes: body ?? [], ended: !streaming) }
     return stream
   }
 
-  /// The response on `stream` (server); `body` nil ends the stream with the headers.
-  public func submitResponse(stream: Int32, _ headers: [HTTP2Header], body: [UInt8]? = nil) throws(Failure) {
-    if let body { state.outgoing[stream] = OutgoingBody(bytes: body) }
-    _ = try submit(headers, body: body) { nva, count, provider in
+  /// The response on `stream` (server); `body` nil ends the stream with the
+  /// headers unless `streaming` (then `sendBody` and `endBody` follow).
+  public func submitResponse(
+    stream: Int32, _ headers: [HTTP2Header], body: [UInt8]? = nil, streaming: Bool = false
+  )
+    throws(Failure)
+  {
+    let hasBody = body != nil || streaming
+    if hasBody { state.outgoing[stream] = OutgoingBody(bytes: body ?? [], ended: !streaming) }
+    _ = try submit(headers, hasBody: hasBody) { nva, count, provider in
       nghttp2_submit_response(session, stream, nva, count, provider)
     }
+  }
+
+  /// More body for a stream submitted `streaming`: buffered here and sent as
+  /// the peer's flow-control window allows.
+  public func sendBody(stream: Int32, _ bytes: [UInt8]) {
+    guard var body = state.outgoing[stream], !body.ended else { return }
+    body.append(bytes)
+    state.outgoing[stream] = body
+    resume(stream)
+  }
+
+  /// Ends a streaming body; non-empty `trailers` follow it in a HEADERS frame.
+  public func endBody(stream: Int32, trailers: [HTTP2Header] = []) {
+    guard var body = state.outgoing[stream], !body.ended else { return }
+    body.ended = true
+    body.trailers = trailers
+    state.outgoing[stream] = body
+    resume(stream)
+  }
+
+  /// Body bytes of `stream` still waiting for flow-control window.
+  public func bufferedBodyBytes(stream: Int32) -> Int { state.outgoing[stream]?.count ?? 0 }
+
+  /// Tells nghttp2 that `count` bytes of `stream`'s DATA were taken by the
+  /// reader: only then do WINDOW_UPDATEs let the peer send more.
+  public func consume(stream: Int32, _ count: Int) {
+    guard count > 0 else { return }
+    _ = nghttp2_session_consume(session, stream, count)
+  }
+
+  /// The peer's SETTINGS_MAX_CONCURRENT_STREAMS (unlimited until it says).
+  public var peerMaxConcurrentStreams: UInt32 {
+    nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS)
+  }
+
+  /// A PING (RFC 9113 §6.7); its acknowledgement arrives as `.pingAcknowledged`.
+  public func submitPing() throws(Failure) {
+    let result = nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil)
+    guard result == 0 else { throw Failure(code: result) }
+  }
+
+  private func resume(_ stream: Int32) {
+    guard state.outgoing[stream]?.deferred == true else { return }
+    state.outgoing[stream]?.deferred = false
+    _ = nghttp2_session_resume_data(session, stream)
   }
 
   /// RST_STREAM with `errorCode` (RFC 9113 §7).
@@ -130,40 +206,62 @@ public final class HTTP2Session {
   /// Hands `headers` to nghttp2 as `nghttp2_nv`s (it copies them) with a
   /// data provider reading this session's buffered body when there is one.
   private func submit(
-    _ headers: [HTTP2Header], body: [UInt8]?,
+    _ headers: [HTTP2Header], hasBody: Bool,
     _ call: (UnsafePointer<nghttp2_nv>, Int, UnsafePointer<nghttp2_data_provider>?) -> Int32
   ) throws(Failure) -> Int32 {
-    // nghttp2 copies names and values during the call; these copies only
-    // have to outlive it.
-    var copies: [UnsafeMutableBufferPointer<UInt8>] = []
-    defer { copies.forEach { $0.deallocate() } }
-    func copy(_ bytes: [UInt8]) -> UnsafeMutableBufferPointer<UInt8> {
-      let buffer = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(1, bytes.count))
-      _ = buffer.initialize(from: bytes)
-      copies.append(buffer)
-      return buffer
-    }
-    let nva = headers.map { header in
-      nghttp2_nv(
-        name: copy(header.name).baseAddress, value: copy(header.value).baseAddress,
-        namelen: header.name.count,
-        valuelen: header.value.count, flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
-    }
     var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: readBody)
-    let result = nva.withUnsafeBufferPointer { buffer in
-      withUnsafePointer(to: &provider) { pointer in
-        call(buffer.baseAddress!, buffer.count, body == nil ? nil : pointer)
-      }
+    let result = HeaderList.withNVs(headers) { nva, count in
+      withUnsafePointer(to: &provider) { pointer in call(nva, count, hasBody ? pointer : nil) }
     }
     guard result >= 0 else { throw Failure(code: result) }
     return result
   }
 }
 
-/// A body being sent: nghttp2 reads it as flow control allows.
+/// Header fields as `nghttp2_nv`s for the length of one call: nghttp2
+/// copies names and values during the call, so the copies made here only
+/// have to outlive it.
+enum HeaderList {
+  static func withNVs(_ headers: [HTTP2Header], _ call: (UnsafePointer<nghttp2_nv>, Int) -> Int32) -> Int32 {
+    var copies: [UnsafeMutableBufferPointer<UInt8>] = []
+    defer { copies.forEach { $0.deallocate() } }
+    func copy(_ bytes: [UInt8]) -> UnsafeMutablePointer<UInt8> {
+      let buffer = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(1, bytes.count))
+      _ = buffer.initialize(from: bytes)
+      copies.append(buffer)
+      return buffer.baseAddress!
+    }
+    let nva = headers.map { header in
+      nghttp2_nv(
+        name: copy(header.name), value: copy(header.value), namelen: header.name.count,
+        valuelen: header.value.count, flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
+    }
+    var placeholder = nghttp2_nv()
+    return nva.isEmpty
+      ? call(&placeholder, 0) : nva.withUnsafeBufferPointer { call($0.baseAddress!, $0.count) }
+  }
+}
+
+/// A body being sent: nghttp2 reads it as flow control allows. Read bytes
+/// are dropped from the front once they are half the buffer.
 struct OutgoingBody {
   var bytes: [UInt8]
   var offset = 0
+  /// No more bytes will come: the end of the buffer ends the stream.
+  var ended: Bool
+  var trailers: [HTTP2Header] = []
+  /// nghttp2 was told to wait (`NGHTTP2_ERR_DEFERRED`); new bytes resume it.
+  var deferred = false
+
+  var count: Int { bytes.count - offset }
+
+  mutating func append(_ more: [UInt8]) {
+    if offset > 0 && offset >= bytes.count / 2 {
+      bytes.removeFirst(offset)
+      offset = 0
+    }
+    bytes.append(contentsOf: more)
+  }
 }
 
 /// The callbacks' side of a session: events gathered during one `receive`,
@@ -221,6 +319,8 @@ private func onFrameReceived(
   case Int(NGHTTP2_GOAWAY.rawValue):
     state.events.append(
       .goAway(lastStreamID: frame.pointee.goaway.last_stream_id, errorCode: frame.pointee.goaway.error_code))
+  case Int(NGHTTP2_PING.rawValue) where header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0:
+    state.events.append(.pingAcknowledged)
   case Int(NGHTTP2_SETTINGS.rawValue) where header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0:
     var maxStreams: UInt32?
     let settings = frame.pointee.settings
@@ -235,6 +335,32 @@ private func onFrameReceived(
     break
   }
   return 0
+}
+
+/// A frame nghttp2 found invalid (it resets the stream or ends the session).
+private func onInvalidFrame(
+  _ session: OpaquePointer?, _ frame: UnsafePointer<nghttp2_frame>?, _ error: Int32,
+  _ user: UnsafeMutableRawPointer?
+) -> Int32 {
+  SessionState.from(user).events.append(.refused(stream: frame?.pointee.hd.stream_id ?? 0))
+  return 0
+}
+
+/// A header field RFC 9113 §8.2 forbids (upper case, CR/LF/NUL, a
+/// connection-specific field). Answering anything but this error would make
+/// nghttp2 drop the field and go on; the stream must be reset instead, and
+/// its message never delivered.
+private func onInvalidHeader(
+  _ session: OpaquePointer?, _ frame: UnsafePointer<nghttp2_frame>?, _ name: UnsafePointer<UInt8>?,
+  _ nameLength: Int, _ value: UnsafePointer<UInt8>?, _ valueLength: Int, _ flags: UInt8,
+  _ user: UnsafeMutableRawPointer?
+) -> Int32 {
+  if let frame {
+    let state = SessionState.from(user)
+    state.headerBlocks.removeValue(forKey: frame.pointee.hd.stream_id)
+    state.events.append(.refused(stream: frame.pointee.hd.stream_id))
+  }
+  return Int32(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
 }
 
 private func onDataChunk(
@@ -257,8 +383,9 @@ private func onStreamClose(
   return 0
 }
 
-/// Copies the next part of a stream's buffered body; the end of the buffer
-/// ends the stream (END_STREAM on the last DATA frame).
+/// Copies the next part of a stream's body. An empty buffer defers the
+/// stream until more comes (`sendBody`) unless the body ended: then the last
+/// DATA frame carries END_STREAM, or the trailers do.
 private func readBody(
   _ session: OpaquePointer?, _ stream: Int32, _ buffer: UnsafeMutablePointer<UInt8>?, _ length: Int,
   _ flags: UnsafeMutablePointer<UInt32>?, _ source: UnsafeMutablePointer<nghttp2_data_source>?,
@@ -269,14 +396,26 @@ private func readBody(
     flags?.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
     return 0
   }
-  let count = min(length, body.bytes.count - body.offset)
+  let count = min(length, body.count)
+  if count == 0 && !body.ended {
+    body.deferred = true
+    state.outgoing[stream] = body
+    return Int(NGHTTP2_ERR_DEFERRED.rawValue)
+  }
   body.bytes.withUnsafeBufferPointer { bytes in
     buffer.update(from: bytes.baseAddress! + body.offset, count: count)
   }
   body.offset += count
-  if body.offset == body.bytes.count {
+  if body.ended && body.count == 0 {
     flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
     state.outgoing.removeValue(forKey: stream)
+    if !body.trailers.isEmpty {
+      flags.pointee |= NGHTTP2_DATA_FLAG_NO_END_STREAM.rawValue
+      let result = HeaderList.withNVs(body.trailers) { nva, count in
+        nghttp2_submit_trailer(session, stream, nva, count)
+      }
+      if result != 0 { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
+    }
   } else {
     state.outgoing[stream] = body
   }

@@ -15,13 +15,28 @@ final class HTTP2SessionTests: XCTestCase {
     server = try HTTP2Session(role: .server, maxConcurrentStreams: 10)
   }
 
-  /// Moves bytes both ways until neither side has anything to send.
+  /// Streams whose DATA the server side leaves unread (no window updates).
+  var unreadByServer: Set<Int32> = []
+
+  /// Moves bytes both ways until neither side has anything to send. Each
+  /// side takes the DATA it receives at once (its window reopens), except
+  /// the server on `unreadByServer` streams.
   func pump(limit: Int = 10_000) throws {
     for _ in 0..<limit {
       let toServer = try client.pendingOutput()
-      if !toServer.isEmpty { serverEvents += try server.receive(toServer) }
+      if !toServer.isEmpty {
+        let events = try server.receive(toServer)
+        for case .data(let stream, let bytes) in events where !unreadByServer.contains(stream) {
+          server.consume(stream: stream, bytes.count)
+        }
+        serverEvents += events
+      }
       let toClient = try server.pendingOutput()
-      if !toClient.isEmpty { clientEvents += try client.receive(toClient) }
+      if !toClient.isEmpty {
+        let events = try client.receive(toClient)
+        for case .data(let stream, let bytes) in events { client.consume(stream: stream, bytes.count) }
+        clientEvents += events
+      }
       if toServer.isEmpty && toClient.isEmpty { return }
     }
     XCTFail("the sessions never went quiet")
@@ -129,6 +144,73 @@ final class HTTP2SessionTests: XCTestCase {
     XCTAssertTrue(
       clientEvents.contains(.streamClosed(stream: stream, errorCode: HTTP2ErrorCode.refusedStream)))
     XCTAssertTrue(clientEvents.contains(.goAway(lastStreamID: stream, errorCode: 0)))
+  }
+
+  func testAStreamingBodyWithTrailersArrivesAsSent() throws {
+    let stream = try client.submitRequest(Self.request("/upload", method: "POST"), streaming: true)
+    try pump()
+    XCTAssertFalse(serverEvents.contains(.endStream(stream: stream)), "the body has not ended yet")
+    client.sendBody(stream: stream, Array("first ".utf8))
+    try pump()
+    client.sendBody(stream: stream, Array("second".utf8))
+    client.endBody(stream: stream, trailers: [.init("x-checksum", "abc")])
+    try pump()
+    XCTAssertEqual(body(of: stream, in: serverEvents), Array("first second".utf8))
+    XCTAssertTrue(serverEvents.contains(.headers(stream: stream, [.init("x-checksum", "abc")])))
+    XCTAssertTrue(serverEvents.contains(.endStream(stream: stream)))
+  }
+
+  func testAnUnreadStreamStallsAloneAndResumesWhenRead() throws {
+    // The server reads nothing of the slow stream: once its window is spent
+    // the client holds its DATA back, while the other stream completes.
+    let big = [UInt8](repeating: 7, count: 3 << 20)
+    let slow = try client.submitRequest(Self.request("/slow", method: "POST"), body: big)
+    unreadByServer = [slow]
+    let fast = try client.submitRequest(Self.request("/fast", method: "POST"), body: Array("quick".utf8))
+    try pump()
+    XCTAssertEqual(body(of: fast, in: serverEvents), Array("quick".utf8))
+    XCTAssertTrue(serverEvents.contains(.endStream(stream: fast)))
+    let received = body(of: slow, in: serverEvents).count
+    XCTAssertEqual(received, Int(HTTP2Limits().streamWindow), "exactly one stream window, then a stall")
+    XCTAssertGreaterThan(client.bufferedBodyBytes(stream: slow), 0)
+    // Reading it reopens the window.
+    unreadByServer = []
+    server.consume(stream: slow, received)
+    for _ in 0..<8 {
+      try pump()
+      let now = body(of: slow, in: serverEvents).count
+      server.consume(stream: slow, now - received)
+      if serverEvents.contains(.endStream(stream: slow)) { break }
+    }
+    XCTAssertEqual(body(of: slow, in: serverEvents).count, big.count)
+  }
+
+  func testAPingIsAcknowledged() throws {
+    try client.submitPing()
+    try pump()
+    XCTAssertTrue(clientEvents.contains(.pingAcknowledged))
+  }
+
+  func testARapidResetFloodEndsTheConnection() throws {
+    // CVE-2023-44487: streams opened and reset at once, far past the burst.
+    var limits = HTTP2Limits()
+    limits.resetBurst = 20
+    server = try HTTP2Session(role: .server, maxConcurrentStreams: 10, limits: limits)
+    var flood = try client.pendingOutput()
+    for _ in 0..<200 {
+      let stream = try client.submitRequest(Self.request())
+      flood += try client.pendingOutput()
+      try client.submitReset(stream: stream, errorCode: HTTP2ErrorCode.cancel)
+      flood += try client.pendingOutput()
+    }
+    serverEvents += try server.receive(flood)
+    try pump()
+    XCTAssertTrue(
+      clientEvents.contains {
+        if case .goAway(_, let code) = $0, code != HTTP2ErrorCode.noError { true } else { false }
+      },
+      "\(clientEvents.suffix(3))")
+    XCTAssertFalse(server.isActive, "the flooding connection is finished")
   }
 
   func testGarbageInsteadOfThePrefaceIsAnError() throws {
