@@ -33,7 +33,7 @@ let package = Package(
     .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
     // HTTP/2 framing over nghttp2, memory-driven (no sockets): a codec that
     // turns bytes into events and submissions into bytes.
-    .target(name: "PinHTTP2", dependencies: ["CNghttp2"]),
+    .target(name: "PinHTTP2", dependencies: ["CNghttp2", "PinHTTP"]),
     // epoll and accept4, which Glibc's Swift module does not export (a header of static inline shims).
     .target(name: "CLinuxEpoll"),
     .target(name: "PinEventLoop", dependencies: ["CLinuxEpoll"]),
@@ -43,7 +43,7 @@ let package = Package(
     .target(
       name: "PinProxy",
       dependencies: [
-        "PinTrust", "PinTLS", "PinHTTP", "PinEventLoop", "PinConfig",
+        "PinTrust", "PinTLS", "PinHTTP", "PinHTTP2", "PinEventLoop", "PinConfig",
         .product(name: "Logging", package: "swift-log"),
       ]
     ),

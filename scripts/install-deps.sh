@@ -9,6 +9,9 @@ command -v python3 >/dev/null || packages+=(python3)
 # (`java File.java`), wget, and headless Chromium (the refusal page, rendered).
 command -v java >/dev/null || packages+=(openjdk-17-jdk-headless)
 packages+=(chromium fonts-liberation wget)
+# HTTP/2 end to end: nginx as an h2 origin (stub_status counts connections),
+# nghttp2's client, server and h2load.
+packages+=(nginx nghttp2-client nghttp2-server)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
@@ -24,4 +27,6 @@ fi
 python3 -c "import prometheus_client" 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check prometheus-client
 # Python's requests is one of the clients the end-to-end tests drive.
 python3 -c "import requests" 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check requests
+# A raw HTTP/2 client for the malformed-request tests: Python's h2.
+python3 -c "import h2" 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check h2
 command -v swift >/dev/null || { echo "swift 6.x is required on PATH (https://swift.org/install)" >&2; exit 1; }

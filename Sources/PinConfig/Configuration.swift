@@ -157,6 +157,8 @@ public struct ListenerConfig: Sendable {
 public struct DownstreamTLSConfig: Sendable {
   public var minimumTLSVersion: TLSVersion = .tls12
   public var ciphers = ""
+  /// Offer `h2` (beside `http/1.1`) to intercepted clients.
+  public var http2 = true
 }
 
 public struct AdminConfig: Sendable {
@@ -212,6 +214,8 @@ public struct DomainConfig: Sendable {
   public var pinsExpireLocation: Location?
   /// ATS `NSRequiresCertificateTransparency`.
   public var requiresCertificateTransparency = false
+  /// Offer `h2` (beside `http/1.1`) to this rule's origins.
+  public var upstreamHTTP2 = true
   public var requiresCertificateTransparencyLocation: Location?
 }
 

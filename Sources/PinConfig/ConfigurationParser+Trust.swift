@@ -37,7 +37,7 @@ extension ConfigurationParser {
     "domain", "includesSubdomains", "anchors", "pinningMode", "pinnedCertificates", "pinnedPublicKeyHashes",
     "validatesDomainName", "allowInvalidCertificates", "minimumTLSVersion", "requiresForwardSecrecy",
     "allowsInsecureHTTPLoads", "clientIdentity", "dynamicPins", "report", "pinnedLeafPublicKeyHashes",
-    "pinnedCAPublicKeyHashes", "pinsExpire", "requiresCertificateTransparency",
+    "pinnedCAPublicKeyHashes", "pinsExpire", "requiresCertificateTransparency", "upstreamHTTP2",
   ]
 
   static func parseDomain(_ node: ConfigNode, file: String) -> DomainConfig? {
@@ -84,6 +84,7 @@ extension ConfigurationParser {
     domain.minimumTLSVersion = mapping.choice("minimumTLSVersion", default: .tls12)
     domain.requiresForwardSecrecy = mapping["requiresForwardSecrecy"]?.bool ?? true
     domain.allowsInsecureHTTPLoads = mapping["allowsInsecureHTTPLoads"]?.bool ?? false
+    domain.upstreamHTTP2 = mapping["upstreamHTTP2"]?.bool ?? true
     if let identity = mapping["clientIdentity"]?.mapping(allowed: ["pkcs12", "passphraseFile"]),
       let pkcs12 = identity.required("pkcs12").flatMap({ configPath($0, file: file) }),
       let passphrase = identity.required("passphraseFile").flatMap({ configPath($0, file: file) })

@@ -224,9 +224,10 @@ public enum ConfigurationParser {
         node.error("\"\(host)\" is not a host or *.domain")
       }
     }
-    if let downstream = mapping["downstream"]?.mapping(allowed: ["minimumTLSVersion", "ciphers"]) {
+    if let downstream = mapping["downstream"]?.mapping(allowed: ["minimumTLSVersion", "ciphers", "http2"]) {
       listener.downstream.minimumTLSVersion = downstream.choice("minimumTLSVersion", default: .tls12)
       listener.downstream.ciphers = downstream["ciphers"]?.string ?? ""
+      listener.downstream.http2 = downstream["http2"]?.bool ?? true
     }
     if let upstream = mapping["upstream"] {
       listener.upstream = parseAddress(upstream)

@@ -101,6 +101,17 @@ public enum ForwardedHead {
     return (bytes, framing)
   }
 
+  /// The request fields `request` passes on, without the Host and framing
+  /// it writes anew: for a head sent in another HTTP version.
+  public static func endToEndFields(of head: HTTPRequestHead) -> HTTPHeaders {
+    endToEnd(head.headers, dropping: droppedFromRequests)
+  }
+
+  /// The response fields `response` passes on, without the framing.
+  public static func endToEndFields(of head: HTTPResponseHead) -> HTTPHeaders {
+    endToEnd(head.headers, dropping: droppedFromResponses)
+  }
+
   /// The trailer fields that may be passed on.
   public static func trailers(_ trailers: HTTPHeaders) -> HTTPHeaders {
     var kept = trailers

@@ -69,12 +69,20 @@ public final class TLSClientContext: @unchecked Sendable {
 
   deinit { SSL_CTX_free(context) }
 
+  /// ALPN offering HTTP/2 first (RFC 9113 §3.2), then HTTP/1.1.
+  static let http2AndHTTP11: [UInt8] = [2] + Array("h2".utf8) + [8] + Array("http/1.1".utf8)
+
   /// A client engine for one connection, with SNI for DNS names and the
-  /// session to resume if one is given.
-  public func makeEngine(serverName: TrustHost?, resuming session: TLSSession?) throws(TLSEngine.Failure)
-    -> TLSEngine
+  /// session to resume if one is given. `offeringHTTP2` puts `h2` before
+  /// the context's `http/1.1` for this connection only: the daemon's own
+  /// requests (pin lists, reports) speak HTTP/1.1 over the same contexts.
+  public func makeEngine(serverName: TrustHost?, resuming session: TLSSession?, offeringHTTP2: Bool = false)
+    throws(TLSEngine.Failure) -> TLSEngine
   {
     let engine = try TLSEngine(context: context, server: false)
+    if offeringHTTP2 {
+      _ = SSL_set_alpn_protos(engine.ssl, Self.http2AndHTTP11, UInt32(Self.http2AndHTTP11.count))
+    }
     if case .dns(let name) = serverName { _ = pp_SSL_set_tlsext_host_name(engine.ssl, name) }
     if let session { SSL_set_session(engine.ssl, session.pointer) }
     return engine

@@ -168,6 +168,14 @@ public final class TLSEngine {
   public var negotiatedCipher: String {
     SSL_get_current_cipher(ssl).flatMap { SSL_CIPHER_get_name($0) }.map { String(cString: $0) } ?? ""
   }
+  /// The protocol ALPN settled on (`h2`, `http/1.1`), nil when none was.
+  public var selectedApplicationProtocol: String? {
+    var data: UnsafePointer<UInt8>?
+    var length: UInt32 = 0
+    SSL_get0_alpn_selected(ssl, &data, &length)
+    guard let data, length > 0 else { return nil }
+    return String(decoding: UnsafeBufferPointer(start: data, count: Int(length)), as: UTF8.self)
+  }
   public var sessionReused: Bool { SSL_session_reused(ssl) == 1 }
 
   private func classify(_ result: Int32) throws(Failure) -> Progress {

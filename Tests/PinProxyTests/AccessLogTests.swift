@@ -9,7 +9,8 @@ import XCTest
 final class AccessLogTests: XCTestCase {
   let line = AccessLine(
     client: "127.0.0.1:50000", method: "GET", host: "api.bank.example:443", path: "/a/b?c=d", status: 200,
-    sent: 0, received: 18, upstreamMilliseconds: 3, upstreamConnection: "pooled", upstreamTLS: "resumed")
+    sent: 0, received: 18, upstreamMilliseconds: 3, upstreamConnection: "pooled", upstreamTLS: "resumed",
+    upstreamProtocol: "h2", clientProtocol: "h2")
   /// 2026-11-24T02:35:16Z
   let time: time_t = 1_795_487_716
 
@@ -17,9 +18,9 @@ final class AccessLogTests: XCTestCase {
     let text = String(decoding: line.formatted(.text, now: time), as: UTF8.self)
     XCTAssertEqual(
       text,
-      "2026-11-24T02:35:16Z info request client=127.0.0.1:50000 host=api.bank.example:443 method=GET "
-        + "path=\"/a/b?c=d\" received=18 sent=0 status=200 upstream_connection=pooled upstream_ms=3 "
-        + "upstream_tls=resumed\n")
+      "2026-11-24T02:35:16Z info request client=127.0.0.1:50000 client_protocol=h2 host=api.bank.example:443 "
+        + "method=GET path=\"/a/b?c=d\" received=18 sent=0 status=200 upstream_connection=pooled upstream_ms=3 "
+        + "upstream_protocol=h2 upstream_tls=resumed\n")
   }
 
   func testJSONLineParsesWithEveryField() throws {
@@ -32,7 +33,9 @@ final class AccessLogTests: XCTestCase {
     XCTAssertEqual(object["path"], "/a/b?c=d")
     XCTAssertEqual(object["status"], "200")
     XCTAssertEqual(object["upstream_tls"], "resumed")
-    XCTAssertEqual(object.count, 13)
+    XCTAssertEqual(object["upstream_protocol"], "h2")
+    XCTAssertEqual(object["client_protocol"], "h2")
+    XCTAssertEqual(object.count, 15)
   }
 
   func testClientChosenBytesAreEscapedInBothFormats() throws {

@@ -7,7 +7,9 @@ import XCTest
 /// The forward session's protocol logic, driven directly: bytes and
 /// upstream events in, actions out. No sockets, no loop.
 final class ForwardMachineTests: XCTestCase {
-  final class FakeUpstream {}
+  final class FakeUpstream: SameUpstream {
+    func isSame(as other: FakeUpstream) -> Bool { self === other }
+  }
   typealias Machine = ForwardMachine<FakeUpstream>
 
   static let config = """
@@ -58,7 +60,12 @@ final class ForwardMachineTests: XCTestCase {
 
   func text(_ action: Machine.Action) -> String? {
     switch action {
-    case .writeClient(let bytes, _), .sendUpstream(_, let bytes):
+    case .writeClient(let bytes, _), .sendBody(_, let bytes):
+      return String(decoding: bytes, as: UTF8.self)
+    case .sendHead(_, let request):
+      // As the HTTP/1.1 link writes it.
+      let bytes = ForwardedHead.request(
+        request.head, target: request.path, authority: request.authority, via: ForwardedRequest.via)
       return String(decoding: bytes, as: UTF8.self)
     default: return nil
     }
@@ -83,7 +90,7 @@ final class ForwardMachineTests: XCTestCase {
     let upstream = FakeUpstream()
     machine.upstreamReady(upstream, exchange: 1, pooled: false, tls: .none)
     let sent = actions(&machine).compactMap { action -> String? in
-      if case .sendUpstream(let to, _) = action, to === upstream { return text(action) }
+      if case .sendHead(let to, _) = action, to === upstream { return text(action) }
       return nil
     }
     XCTAssertEqual(sent.count, 1)
@@ -108,7 +115,7 @@ final class ForwardMachineTests: XCTestCase {
     XCTAssertTrue(written.contains("HTTP/1.1 200 OK\r\n"))
     XCTAssertTrue(written.hasSuffix("\r\n\r\nok"), written)
     XCTAssertTrue(
-      out.contains { if case .poolUpstream(let pooled) = $0 { pooled === upstream } else { false } })
+      out.contains { if case .releaseUpstream(let pooled) = $0 { pooled === upstream } else { false } })
     XCTAssertTrue(
       out.contains {
         if case .record(let record) = $0 { record.status == 200 && record.responseBytes == 2 } else { false }
@@ -124,7 +131,7 @@ final class ForwardMachineTests: XCTestCase {
     let pooled = FakeUpstream()
     machine.upstreamReady(pooled, exchange: 1, pooled: true, tls: .none)
     _ = actions(&machine)
-    machine.upstreamClosed(pooled, failure: nil, wasPooled: true)
+    machine.upstreamClosed(pooled, failure: nil, mayRetry: true)
     let retry = actions(&machine)
     XCTAssertTrue(
       retry.contains { if case .acquireUpstream(1, _, poolAllowed: false) = $0 { true } else { false } },
@@ -134,7 +141,7 @@ final class ForwardMachineTests: XCTestCase {
     let fresh = FakeUpstream()
     machine.upstreamReady(fresh, exchange: 1, pooled: false, tls: .none)
     _ = actions(&machine)
-    machine.upstreamClosed(fresh, failure: nil, wasPooled: false)
+    machine.upstreamClosed(fresh, failure: nil, mayRetry: false)
     let refusal = actions(&machine).compactMap { action -> Machine.Refusal? in
       if case .refuse(let refusal) = action { return refusal }
       return nil
@@ -196,7 +203,12 @@ final class ForwardMachineTests: XCTestCase {
     XCTAssertTrue(
       out.contains { if case .refuse(let refusal) = $0 { refusal.failure.status == 400 } else { false } })
     XCTAssertFalse(
-      out.contains { if case .sendUpstream = $0 { true } else { false } }, "nothing more goes upstream")
+      out.contains {
+        switch $0 {
+        case .sendHead, .sendBody, .endBody: true
+        default: false
+        }
+      }, "nothing more goes upstream")
   }
 
   func testTimersAndDialsForAnotherExchangeAreIgnored() throws {
@@ -238,7 +250,7 @@ final class ForwardMachineTests: XCTestCase {
         return false
       }, "\(out)")
     XCTAssertFalse(
-      out.contains { if case .poolUpstream = $0 { true } else { false } }, "the response is not over")
+      out.contains { if case .releaseUpstream = $0 { true } else { false } }, "the response is not over")
   }
 
   func testAPassthroughConnectPausesAndHandsTheBytesAfterTheHeadToTheSplice() throws {

@@ -302,6 +302,14 @@ public final class BackgroundCommand {
     try process.run()
   }
 
+  public var isRunning: Bool { process.isRunning }
+
+  /// Ends the command now (SIGTERM) and waits for it.
+  public func terminate() {
+    if process.isRunning { process.terminate() }
+    process.waitUntilExit()
+  }
+
   /// Waits for the command and returns its exit status and standard output.
   public func finish() -> (Int32, String) {
     let data = output.fileHandleForReading.readDataToEndOfFile()

@@ -72,6 +72,8 @@ final class TLSChannel: ByteChannel, ChannelDelegate, @unchecked Sendable {
   var isAboveHighWatermark: Bool { connection.isAboveHighWatermark }
   var hasBufferedInput: Bool { engine.hasBufferedInput }
   var sessionResumed: Bool { engine.sessionReused }
+  /// What ALPN settled on (`h2`, `http/1.1`), nil when nothing.
+  var applicationProtocol: String? { engine.selectedApplicationProtocol }
   func hasUnreadInput() -> Bool {
     loop.preconditionInLoop()
     return connection.hasUnreadInput()

@@ -23,6 +23,8 @@ public struct UpstreamRoute: Sendable {
   /// passthrough entry for exactly this name, a tunnel's upstream). Only then may it resolve to a
   /// loopback, link-local or own-listener address (`InternalAddresses`).
   public var namedExplicitly: Bool
+  /// Offer `h2` to the origin (`upstreamHTTP2`, default true).
+  public let offersHTTP2: Bool
 
   /// nil when the host is denied by policy.
   public init?(host: TrustHost, snapshot: RuntimeSnapshot) {
@@ -40,6 +42,7 @@ public struct UpstreamRoute: Sendable {
       // A rule reached through includesSubdomains names the parent, not this
       // host, whose DNS may belong to someone else.
       namedExplicitly = domain.domain == host
+      offersHTTP2 = domain.upstreamHTTP2
     case .defaults(let policy):
       ruleName = "defaults"
       self.policy = policy
@@ -50,6 +53,7 @@ public struct UpstreamRoute: Sendable {
       reportURIs = []
       transparency = nil
       namedExplicitly = false
+      offersHTTP2 = true
     case .denied:
       return nil
     }
@@ -66,6 +70,7 @@ public struct UpstreamRoute: Sendable {
     reportURIs = []
     transparency = nil
     self.namedExplicitly = namedExplicitly
+    offersHTTP2 = false
   }
 
   /// Whether TLS sessions may be resumed: not for a rule that requires

@@ -98,17 +98,16 @@ final class InternalExchange: UpstreamDelegate, @unchecked Sendable {
   }
 
   private func send(on upstream: UpstreamConnection) {
-    var headers = HTTPHeaders([
-      ("Host", request.url.authority), ("User-Agent", "pinproxy"), ("Connection", "close"),
-    ])
+    var headers = HTTPHeaders([("User-Agent", "pinproxy")])
     for (name, value) in request.headers { headers.add(name, value) }
-    if !request.body.isEmpty || request.method == "POST" {
-      headers.add("Content-Length", String(request.body.count))
-    }
-    upstream.expectResponse(to: request.method)
-    upstream.send(
-      HTTPSerializer.requestHead(method: request.method, target: request.url.target, headers: headers)
-        + request.body)
+    let hasBody = !request.body.isEmpty || request.method == "POST"
+    let head = HTTPRequestHead(
+      method: request.method, target: .origin(request.url.target), rawTarget: request.url.target,
+      version: .http11, headers: headers, framing: hasBody ? .length(request.body.count) : .none)
+    // The connection is closed after the response (`finish`), never pooled.
+    upstream.sendHead(
+      ForwardedRequest(head: head, path: request.url.target, authority: request.url.authority))
+    if hasBody { upstream.sendBody(request.body) }
   }
 
   private func finish(_ result: Result<InternalResponse, ProxyFailure>) {
@@ -123,7 +122,7 @@ final class InternalExchange: UpstreamDelegate, @unchecked Sendable {
     retainedUntilFinished = nil
   }
 
-  func upstream(_ upstream: UpstreamConnection, didReceive events: [HTTP1Parser.Event]) {
+  func upstream(_ upstream: any UpstreamLink, didReceive events: [HTTP1Parser.Event]) {
     loop.preconditionInLoop()
     guard case .waiting(let connection, var head, var body) = state, connection === upstream else { return }
     for event in events {
@@ -149,9 +148,9 @@ final class InternalExchange: UpstreamDelegate, @unchecked Sendable {
     state = .waiting(connection, head: head, body: body)
   }
 
-  func upstreamDidDrain(_ upstream: UpstreamConnection) {}
+  func upstreamDidDrain(_ upstream: any UpstreamLink) {}
 
-  func upstreamDidClose(_ upstream: UpstreamConnection, failure: ProxyFailure?) {
+  func upstreamDidClose(_ upstream: any UpstreamLink, failure: ProxyFailure?) {
     loop.preconditionInLoop()
     guard case .waiting(let connection, _, _) = state, connection === upstream else { return }
     finish(

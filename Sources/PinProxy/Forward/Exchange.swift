@@ -20,6 +20,7 @@ struct Exchange {
   var retried = false
   var upstreamWasPooled = false
   var upstreamTLS = UpstreamTLS.none
+  var upstreamProtocol = UpstreamProtocol.http1
 
   init(id: Int, request: HTTPRequestHead, target: ForwardTarget, closeAfterResponse: Bool) {
     self.id = id

@@ -5,18 +5,23 @@ import PinHTTP
 /// connection pooled or closed, and the CONNECT tunnels' answers.
 extension ForwardMachine {
   /// A connection for exchange `id`: `pooled` when taken from the pool.
-  mutating func upstreamReady(_ upstream: Upstream, exchange id: Int, pooled: Bool, tls: UpstreamTLS) {
+  mutating func upstreamReady(
+    _ upstream: Upstream, exchange id: Int, pooled: Bool, tls: UpstreamTLS,
+    protocol name: UpstreamProtocol = .http1
+  ) {
     guard case .connecting(var exchange) = state, exchange.id == id else {
       return actions.append(.closeUpstream(upstream))
     }
     exchange.upstreamWasPooled = pooled
     exchange.upstreamTLS = tls
+    exchange.upstreamProtocol = name
     state = .exchanging(exchange, upstream)
-    actions.append(.adoptUpstream(upstream, method: exchange.request.method))
-    let head = ForwardedHead.request(
-      exchange.request, target: exchange.target.path, authority: exchange.target.authority,
-      via: "1.1 pinproxy")
-    actions.append(.sendUpstream(upstream, head))
+    actions.append(.adoptUpstream(upstream))
+    actions.append(
+      .sendHead(
+        upstream,
+        ForwardedRequest(
+          head: exchange.request, path: exchange.target.path, authority: exchange.target.authority)))
     actions.append(.armResponseTimer(exchange: id))
     process()
   }
@@ -44,7 +49,7 @@ extension ForwardMachine {
 
   /// Response events from `upstream`; `draining` says the proxy is shutting down.
   mutating func upstreamEvents(_ events: [HTTP1Parser.Event], from upstream: Upstream, draining: Bool) {
-    guard case .exchanging(var exchange, let current) = state, current === upstream else {
+    guard case .exchanging(var exchange, let current) = state, current.isSame(as: upstream) else {
       return actions.append(.closeUpstream(upstream))
     }
     for event in events {
@@ -105,7 +110,7 @@ extension ForwardMachine {
     actions.append(.cancelResponseTimer)
     servedRequests += 1
     if exchange.requestComplete && stream.upstreamKeepsAlive {
-      actions.append(.poolUpstream(upstream))
+      actions.append(.releaseUpstream(upstream))
     } else {
       actions.append(.closeUpstream(upstream))
     }
@@ -122,23 +127,23 @@ extension ForwardMachine {
   }
 
   mutating func upstreamDrained(_ upstream: Upstream) {
-    guard case .exchanging(_, let current) = state, current === upstream else { return }
+    guard case .exchanging(_, let current) = state, current.isSame(as: upstream) else { return }
     process()
   }
 
   /// `upstream` closed; `failure` says why when it broke a message, and
-  /// `wasPooled` whether it came from the pool (an idle close the origin
-  /// may have raced with our request).
-  mutating func upstreamClosed(_ upstream: Upstream, failure: ProxyFailure?, wasPooled: Bool) {
-    guard case .exchanging(var exchange, let current) = state, current === upstream else { return }
+  /// `mayRetry` whether the request may go again: the connection came from
+  /// the pool (an idle close the origin may have raced with our request),
+  /// or the origin said it never started the stream (GOAWAY, RFC 9113 §6.8).
+  mutating func upstreamClosed(_ upstream: Upstream, failure: ProxyFailure?, mayRetry: Bool) {
+    guard case .exchanging(var exchange, let current) = state, current.isSame(as: upstream) else { return }
     if exchange.responseStarted {
       // Part of the response was sent: only closing tells the client it is cut short.
       state = .connecting(exchange)
       return closeNow()
     }
-    // A pooled connection the origin closed while idle: one fresh attempt,
-    // when nothing of a request body was sent.
-    if wasPooled && !exchange.retried && exchange.requestBodyBytes == 0 {
+    // One fresh attempt, when nothing of a request body was sent.
+    if mayRetry && !exchange.retried && exchange.requestBodyBytes == 0 {
       exchange.retried = true
       actions.append(.cancelResponseTimer)
       state = .connecting(exchange)

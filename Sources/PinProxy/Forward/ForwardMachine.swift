@@ -1,6 +1,12 @@
 import PinHTTP
 import PinTLS
 
+/// How the machine tells upstream handles apart (the session's are links
+/// compared by identity; tests use plain objects).
+protocol SameUpstream {
+  func isSame(as other: Self) -> Bool
+}
+
 /// The protocol logic of one forward-listener client connection, without
 /// I/O: it takes what happened (client bytes, an upstream ready or closed,
 /// response events, a timer) and queues what to do (`Action`), which
@@ -9,7 +15,7 @@ import PinTLS
 ///
 /// Generic over the upstream handle so that tests drive it with plain
 /// objects, no sockets.
-struct ForwardMachine<Upstream: AnyObject> {
+struct ForwardMachine<Upstream: SameUpstream> {
   enum State {
     /// Between requests: idle, or part of a head has arrived.
     case awaitingRequest
@@ -36,17 +42,21 @@ struct ForwardMachine<Upstream: AnyObject> {
     case cancelHeadTimer
     /// Take a pooled connection or dial one; answer `upstreamReady` or `dialFailed`.
     case acquireUpstream(exchange: Int, ForwardTarget, poolAllowed: Bool)
-    /// Make the session the upstream's delegate and expect a response to `method`.
-    case adoptUpstream(Upstream, method: String)
-    /// Send bytes upstream; stop reading the client while the upstream is backed up.
-    case sendUpstream(Upstream, [UInt8])
+    /// Make the session the upstream's delegate.
+    case adoptUpstream(Upstream)
+    /// Send the request head (the link frames it for its protocol).
+    indirect case sendHead(Upstream, ForwardedRequest)
+    /// Send body bytes; stop reading the client while the upstream is backed up.
+    case sendBody(Upstream, [UInt8])
+    /// The request body ended, with these trailers (chunked or HTTP/2 only).
+    case endBody(Upstream, HTTPHeaders)
     /// Write to the client; stop reading the upstream while the client is backed up.
     case writeClient([UInt8], pausing: Upstream?)
     case resumeUpstream(Upstream)
     case armResponseTimer(exchange: Int)
     case cancelResponseTimer
-    /// Keep for reuse (if still clean) or close.
-    case poolUpstream(Upstream)
+    /// The exchange is done: keep the link's connection for reuse (if clean).
+    case releaseUpstream(Upstream)
     case closeUpstream(Upstream)
     // Indirect: rare or large payloads stay out of every action's inline size.
     indirect case record(ExchangeRecord)
@@ -180,13 +190,10 @@ struct ForwardMachine<Upstream: AnyObject> {
         _ = pending.popFirst()
         exchange.requestBodyBytes += bytes.count
         state = .exchanging(exchange, upstream)
-        actions.append(.sendUpstream(upstream, exchange.requestChunked ? HTTPSerializer.chunk(bytes) : bytes))
+        actions.append(.sendBody(upstream, bytes))
       case (.exchanging(var exchange, let upstream), .end(let trailers)) where !exchange.requestComplete:
         _ = pending.popFirst()
-        if exchange.requestChunked {
-          actions.append(
-            .sendUpstream(upstream, HTTPSerializer.lastChunk(trailers: ForwardedHead.trailers(trailers))))
-        }
+        actions.append(.endBody(upstream, trailers))
         exchange.requestComplete = true
         state = .exchanging(exchange, upstream)
       case (.connecting(var exchange), .end) where !exchange.hasBody && !exchange.requestComplete:

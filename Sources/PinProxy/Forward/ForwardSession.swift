@@ -22,7 +22,7 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
   let listener: ListenerConfig
   let context: ProxyContext
   let snapshot: RuntimeSnapshot
-  var machine: ForwardMachine<UpstreamConnection>
+  var machine: ForwardMachine<UpstreamRef>
   /// Set once a passthrough CONNECT is spliced.
   var splice: Splice?
   /// An intercepted CONNECT whose first bytes decide between TLS and plain HTTP.
@@ -72,7 +72,7 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
   /// Hands one event to the machine and carries out what it asks, in order.
   /// An action that answers at once (a pooled upstream) feeds the machine
   /// again; its actions join the same queue.
-  func run(_ event: (inout ForwardMachine<UpstreamConnection>) -> Void) {
+  func run(_ event: (inout ForwardMachine<UpstreamRef>) -> Void) {
     loop.preconditionInLoop()
     event(&machine)
     guard !running else { return }
@@ -124,23 +124,26 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
 
   // MARK: UpstreamDelegate
 
-  func upstream(_ upstream: UpstreamConnection, didReceive events: [HTTP1Parser.Event]) {
+  func upstream(_ upstream: any UpstreamLink, didReceive events: [HTTP1Parser.Event]) {
     let draining = context.isDraining
-    run { $0.upstreamEvents(events, from: upstream, draining: draining) }
+    run { $0.upstreamEvents(events, from: UpstreamRef(link: upstream), draining: draining) }
   }
 
-  func upstreamDidDrain(_ upstream: UpstreamConnection) { run { $0.upstreamDrained(upstream) } }
+  func upstreamDidDrain(_ upstream: any UpstreamLink) {
+    run { $0.upstreamDrained(UpstreamRef(link: upstream)) }
+  }
 
-  func upstreamDidClose(_ upstream: UpstreamConnection, failure: ProxyFailure?) {
-    run { $0.upstreamClosed(upstream, failure: failure, wasPooled: upstream.reusedFromPool) }
+  func upstreamDidClose(_ upstream: any UpstreamLink, failure: ProxyFailure?) {
+    let mayRetry = upstream.reusedFromPool || upstream.wasRefusedUnprocessed
+    run { $0.upstreamClosed(UpstreamRef(link: upstream), failure: failure, mayRetry: mayRetry) }
   }
 
   // MARK: Actions
 
-  private func execute(_ action: ForwardMachine<UpstreamConnection>.Action) {
+  private func execute(_ action: ForwardMachine<UpstreamRef>.Action) {
     switch action {
     case .resumeClient(let upstream):
-      if upstream?.isAboveHighWatermark != true { client.resumeReading() }
+      if upstream?.link.isAboveHighWatermark != true { client.resumeReading() }
     case .pauseClient:
       client.pauseReading()
     case .awaitRequest(let idle):
@@ -152,30 +155,34 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
       headTimer.cancel()
     case .acquireUpstream(let id, let target, let poolAllowed):
       acquireUpstream(exchange: id, target, poolAllowed: poolAllowed)
-    case .adoptUpstream(let upstream, let method):
-      upstream.delegate = self
-      upstream.expectResponse(to: method)
-    case .sendUpstream(let upstream, let bytes):
-      upstream.send(bytes)
+    case .adoptUpstream(let upstream):
+      upstream.link.delegate = self
+    case .sendHead(let upstream, let request):
+      upstream.link.sendHead(request)
+    case .sendBody(let upstream, let bytes):
+      upstream.link.sendBody(bytes)
       // Back-pressure: stop reading the client while the upstream is backed up.
-      if upstream.isAboveHighWatermark { client.pauseReading() }
+      if upstream.link.isAboveHighWatermark { client.pauseReading() }
+    case .endBody(let upstream, let trailers):
+      upstream.link.endBody(trailers: trailers)
     case .writeClient(let bytes, let upstream):
       client.write(bytes)
       // Back-pressure: a slow client stops the upstream being read.
-      if let upstream, client.isAboveHighWatermark { upstream.pauseReading() }
+      if let upstream, client.isAboveHighWatermark { upstream.link.pauseReading() }
     case .resumeUpstream(let upstream):
-      upstream.resumeReading()
+      upstream.link.resumeReading()
     case .armResponseTimer(let id):
       responseTimerExchange = id
       responseTimer.schedule(after: snapshot.timeouts.upstreamResponse)
     case .cancelResponseTimer:
       responseTimer.cancel()
-    case .poolUpstream(let upstream):
-      upstream.rememberSession()
-      pool.put(
-        upstream, idleTimeout: snapshot.timeouts.upstreamIdle, maxIdle: snapshot.limits.maxIdlePerUpstream)
+    case .releaseUpstream(let upstream):
+      upstream.link.release(
+        to: UpstreamRelease(
+          pool: pool, idleTimeout: snapshot.timeouts.upstreamIdle, maxIdle: snapshot.limits.maxIdlePerUpstream
+        ))
     case .closeUpstream(let upstream):
-      upstream.close()
+      upstream.link.close()
     case .record(let record):
       context.metrics.request(listener: listener.name, status: record.status)
       logAccess(record)
@@ -197,24 +204,7 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
     headTimer.schedule(after: seconds)
   }
 
-  private func acquireUpstream(exchange id: Int, _ target: ForwardTarget, poolAllowed: Bool) {
-    if poolAllowed, let pooled = pool.take(target.key) {
-      return run { $0.upstreamReady(pooled, exchange: id, pooled: true, tls: pooled.tls) }
-    }
-    let limits = snapshot.httpLimits
-    context.dialer(for: snapshot).open(target.key, route: target.route, on: loop) { [weak self] result in
-      switch result {
-      case .success(let channel):
-        let upstream = UpstreamConnection(key: target.key, channel: channel, limits: limits)
-        guard let self else { return upstream.close() }
-        self.run { $0.upstreamReady(upstream, exchange: id, pooled: false, tls: upstream.tls) }
-      case .failure(let failure):
-        self?.run { $0.dialFailed(failure, exchange: id) }
-      }
-    }
-  }
-
-  private func refuse(_ refusal: ForwardMachine<UpstreamConnection>.Refusal) {
+  private func refuse(_ refusal: ForwardMachine<UpstreamRef>.Refusal) {
     let failure = refusal.failure
     context.logger.log(
       failure.status >= 500 ? .warning : .info, "refused",
@@ -245,7 +235,8 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
         path: exchange.target.path.prefix(200), status: record.status, sent: exchange.requestBodyBytes,
         received: record.responseBytes, upstreamMilliseconds: Int(elapsed / 1_000_000),
         upstreamConnection: exchange.upstreamWasPooled ? "pooled" : "new",
-        upstreamTLS: exchange.upstreamTLS.rawValue))
+        upstreamTLS: exchange.upstreamTLS.rawValue, upstreamProtocol: exchange.upstreamProtocol.rawValue,
+        clientProtocol: "http/1.1"))
   }
 
   // MARK: DrainableSession

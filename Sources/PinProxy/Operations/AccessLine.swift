@@ -21,6 +21,9 @@ struct AccessLine {
   var upstreamMilliseconds: Int
   var upstreamConnection: String
   var upstreamTLS: String
+  /// `http/1.1` or `h2`, on each side.
+  var upstreamProtocol = "http/1.1"
+  var clientProtocol = "http/1.1"
 
   func formatted(_ format: LoggingConfig.Format, now: time_t = time(nil)) -> [UInt8] {
     var out: [UInt8] = []
@@ -37,6 +40,7 @@ struct AccessLine {
         value.appendText(to: &out)
       }
       field("client", .text(client))
+      field("client_protocol", .text(clientProtocol))
       field("host", .text(host))
       field("method", .text(method))
       field("path", .text(String(path)))
@@ -45,16 +49,19 @@ struct AccessLine {
       field("status", .number(status))
       field("upstream_connection", .text(upstreamConnection))
       field("upstream_ms", .number(upstreamMilliseconds))
+      field("upstream_protocol", .text(upstreamProtocol))
       field("upstream_tls", .text(upstreamTLS))
     case .json:
       // Keys sorted as `JSONSerialization(.sortedKeys)` sorts them: event,
       // level and time fall between the fields.
       let all: [(String, Value)] = [
-        ("client", .text(client)), ("event", .text("request")), ("host", .text(host)),
+        ("client", .text(client)), ("client_protocol", .text(clientProtocol)), ("event", .text("request")),
+        ("host", .text(host)),
         ("level", .text("info")), ("method", .text(method)), ("path", .text(String(path))),
         ("received", .number(received)), ("sent", .number(sent)), ("status", .number(status)),
         ("time", .time(now)), ("upstream_connection", .text(upstreamConnection)),
-        ("upstream_ms", .number(upstreamMilliseconds)), ("upstream_tls", .text(upstreamTLS)),
+        ("upstream_ms", .number(upstreamMilliseconds)), ("upstream_protocol", .text(upstreamProtocol)),
+        ("upstream_tls", .text(upstreamTLS)),
       ]
       out.append(UInt8(ascii: "{"))
       for (index, (key, value)) in all.enumerated() {

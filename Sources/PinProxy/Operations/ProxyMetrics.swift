@@ -35,13 +35,28 @@ final class ProxyMetrics: Sendable {
     "pinproxy_dynamic_pins_update_failures_total",
     "Dynamic pin list updates that failed, by rule and reason.",
     labels: ["rule", "reason"])
+  /// Upstream connections opened, by the protocol ALPN settled on.
+  let upstreamConnections = LabeledCounter(
+    "pinproxy_upstream_connections_total", "Upstream connections opened, by protocol (http/1.1, h2).",
+    labels: ["protocol"])
+  /// HTTP/2 control events, by side (upstream, downstream) and kind
+  /// (goaway, reset received, malformed refused, flood).
+  let http2Events = LabeledCounter(
+    "pinproxy_http2_events_total",
+    "HTTP/2 GOAWAYs and stream resets received, malformed messages refused and floods stopped, by side.",
+    labels: ["side", "event"])
+  /// Streams open on HTTP/2 connections, both sides.
+  let http2StreamsInFlight = SharedCount()
   let idlePooledConnections = SharedCount()
   let mintedCertificates = SharedCount()
   let startTime = Date()
 
   /// Every labeled series, in the order they are rendered (by name).
   private var labeled: [LabeledCounter] {
-    [reloads, refusals, requests, upstreamHandshakes, pinFailuresWaived, pinReports, pinListFailures].sorted {
+    [
+      reloads, refusals, requests, upstreamHandshakes, pinFailuresWaived, pinReports, pinListFailures,
+      upstreamConnections, http2Events,
+    ].sorted {
       $0.name < $1.name
     }
   }
@@ -88,6 +103,9 @@ final class ProxyMetrics: Sendable {
     single(
       "pinproxy_upstream_pool_idle_connections", "gauge", "Idle pooled upstream connections.",
       String(idlePooledConnections.value))
+    single(
+      "pinproxy_http2_streams_in_flight", "gauge", "HTTP/2 streams open, upstream and downstream.",
+      String(http2StreamsInFlight.value))
     single(
       "pinproxy_client_connections_open", "gauge", "Open client connections.", String(gauges.openConnections))
     single(

@@ -79,19 +79,5 @@ public struct ProxyFailure: Error, Sendable {
     return HTTPSerializer.responseHead(head) + body
   }
 
-  static func reasonPhrase(_ status: Int) -> String {
-    switch status {
-    case 400: return "Bad Request"
-    case 403: return "Forbidden"
-    case 408: return "Request Timeout"
-    case 414: return "URI Too Long"
-    case 431: return "Request Header Fields Too Large"
-    case 501: return "Not Implemented"
-    case 502: return "Bad Gateway"
-    case 503: return "Service Unavailable"
-    case 504: return "Gateway Timeout"
-    case 505: return "HTTP Version Not Supported"
-    default: return "Error"
-    }
-  }
+  static func reasonPhrase(_ status: Int) -> String { HTTPStatus.reasonPhrase(status) }
 }

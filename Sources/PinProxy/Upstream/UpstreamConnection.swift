@@ -4,15 +4,6 @@ import PinHTTP
 import PinTLS
 import PinTrust
 
-/// What an upstream connection reports to the session using it (on its loop).
-protocol UpstreamDelegate: AnyObject {
-  /// Response events, in order.
-  func upstream(_ upstream: UpstreamConnection, didReceive events: [HTTP1Parser.Event])
-  func upstreamDidDrain(_ upstream: UpstreamConnection)
-  /// Closed; `failure` says why when it broke a message in progress.
-  func upstreamDidClose(_ upstream: UpstreamConnection, failure: ProxyFailure?)
-}
-
 /// How an upstream connection's TLS began, for the access log and metrics.
 enum UpstreamTLS: String, Sendable {
   /// Plain HTTP (a rule with `allowsInsecureHTTPLoads`).
@@ -29,12 +20,17 @@ enum UpstreamTLS: String, Sendable {
 ///
 /// Confined to its channel's loop (`loop.queue`): every entry point is a
 /// session call or a channel delegate call on that queue.
-final class UpstreamConnection: ChannelDelegate, @unchecked Sendable {
+final class UpstreamConnection: UpstreamLink, ChannelDelegate, @unchecked Sendable {
   let key: UpstreamKey
   let channel: any ByteChannel
   let tls: UpstreamTLS
-  weak var delegate: UpstreamDelegate?
+  let protocolName = UpstreamProtocol.http1
+  /// HTTP/1.1 has no way to say a request went unprocessed.
+  let wasRefusedUnprocessed = false
+  weak var delegate: (any UpstreamDelegate)?
   private var parser: HTTP1Parser
+  /// The request being sent is chunked (its body's framing, from the parser).
+  private var requestChunked = false
   private var closed = false
   private(set) var reusedFromPool = false
   private(set) var sawEndOfStream = false
@@ -76,15 +72,31 @@ final class UpstreamConnection: ChannelDelegate, @unchecked Sendable {
     reusedFromPool = true
   }
 
-  /// Prepares the parser for the response to a new request.
-  func expectResponse(to method: String) {
+  /// Writes the head, framed from the parser's decision, and prepares the
+  /// parser for the response to it.
+  func sendHead(_ request: ForwardedRequest) {
     loop.preconditionInLoop()
-    parser.expectResponse(to: method)
+    parser.expectResponse(to: request.head.method)
     // Paused after the previous response with nothing buffered (else not reusable).
     _ = try? parser.resume()
+    requestChunked = request.head.framing == .chunked
+    send(
+      ForwardedHead.request(
+        request.head, target: request.path, authority: request.authority, via: ForwardedRequest.via))
   }
 
-  func send(_ bytes: [UInt8]) {
+  func sendBody(_ bytes: [UInt8]) { send(requestChunked ? HTTPSerializer.chunk(bytes) : bytes) }
+
+  func endBody(trailers: HTTPHeaders) {
+    if requestChunked { send(HTTPSerializer.lastChunk(trailers: ForwardedHead.trailers(trailers))) }
+  }
+
+  func release(to release: UpstreamRelease) {
+    rememberSession()
+    release.pool.put(self, idleTimeout: release.idleTimeout, maxIdle: release.maxIdle)
+  }
+
+  private func send(_ bytes: [UInt8]) {
     loop.preconditionInLoop()
     guard isOpen else { return }
     channel.write(bytes)

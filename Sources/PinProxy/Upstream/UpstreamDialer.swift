@@ -19,8 +19,10 @@ struct UpstreamDialer {
   /// reporter's own posts (a report never causes a report).
   var reporter: PinFailureReporter?
 
+  /// - Parameter http2: offer `h2` in ALPN (the forward path, for a rule
+  ///   with `upstreamHTTP2`); what was chosen is the channel's to say.
   func open(
-    _ key: UpstreamKey, route: UpstreamRoute, on loop: EventLoop,
+    _ key: UpstreamKey, route: UpstreamRoute, on loop: EventLoop, http2: Bool = false,
     _ completion: @escaping (Result<any ByteChannel, ProxyFailure>) -> Void
   ) {
     loop.preconditionInLoop()
@@ -61,7 +63,8 @@ struct UpstreamDialer {
           case .failure(.refused(let reason)):
             completion(.failure(.cannotConnect(key.description, detail: reason)))
           case .success(let fd):
-            self.handshake(fd: fd, peer: target.description, key: key, route: route, loop: loop, completion)
+            self.handshake(
+              fd: fd, peer: target.description, key: key, route: route, http2: http2, loop: loop, completion)
           }
         }
       }
@@ -69,7 +72,7 @@ struct UpstreamDialer {
   }
 
   private func handshake(
-    fd: Int32, peer: String, key: UpstreamKey, route: UpstreamRoute, loop: EventLoop,
+    fd: Int32, peer: String, key: UpstreamKey, route: UpstreamRoute, http2: Bool, loop: EventLoop,
     _ completion: @escaping (Result<any ByteChannel, ProxyFailure>) -> Void
   ) {
     let connection = Connection(fd: fd, peer: peer, loop: loop)
@@ -84,7 +87,7 @@ struct UpstreamDialer {
     let engine: TLSEngine
     do {
       engine = try context.makeEngine(
-        serverName: key.host, resuming: resumable ? sessions.session(for: key) : nil)
+        serverName: key.host, resuming: resumable ? sessions.session(for: key) : nil, offeringHTTP2: http2)
     } catch {
       connection.close()
       return completion(

@@ -14,11 +14,14 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
   private let idleGauge: SharedCount
   /// Whether a key's pin list version is still the one in force.
   private let pins: DynamicPinRegistry
+  /// This loop's shared HTTP/2 connections.
+  let http2: HTTP2UpstreamPool
 
   init(loop: EventLoop, idleGauge: SharedCount, pins: DynamicPinRegistry) {
     self.loop = loop
     self.idleGauge = idleGauge
     self.pins = pins
+    http2 = HTTP2UpstreamPool(loop: loop)
   }
 
   func take(_ key: UpstreamKey) -> UpstreamConnection? {
@@ -62,6 +65,7 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
   /// or whose pin list was replaced.
   func retire(keeping generation: UInt64) {
     loop.preconditionInLoop()
+    http2.retire(keeping: generation) { [pins] in pins.isCurrent($0.policy.pinList) }
     for (key, list) in idle where key.policy.generation != generation || !pins.isCurrent(key.policy.pinList) {
       for (connection, timer) in list {
         timer.cancel()
@@ -83,14 +87,15 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
   }
 
   // An idle connection must stay silent; anything from it ends its use.
-  func upstream(_ upstream: UpstreamConnection, didReceive events: [HTTP1Parser.Event]) {
+  func upstream(_ upstream: any UpstreamLink, didReceive events: [HTTP1Parser.Event]) {
     loop.preconditionInLoop()
-    drop(upstream)
+    guard let connection = upstream as? UpstreamConnection else { return upstream.close() }
+    drop(connection)
   }
-  func upstreamDidDrain(_ upstream: UpstreamConnection) {}
-  func upstreamDidClose(_ upstream: UpstreamConnection, failure: ProxyFailure?) {
+  func upstreamDidDrain(_ upstream: any UpstreamLink) {}
+  func upstreamDidClose(_ upstream: any UpstreamLink, failure: ProxyFailure?) {
     loop.preconditionInLoop()
-    remove(upstream)
+    if let connection = upstream as? UpstreamConnection { remove(connection) }
   }
 
   private func drop(_ upstream: UpstreamConnection) {

@@ -1,0 +1,93 @@
+import PinHTTP
+
+/// HTTP/1.1 messages as HTTP/2 header blocks and back (RFC 9113 §8.3),
+/// from the framing the HTTP/1.1 parser decided and never from the framing
+/// fields themselves: those are connection-specific in HTTP/2 (§8.2.2).
+public enum HTTP2Mapping {
+  /// The request an HTTP/1.1 client sent, as the header block for an h2
+  /// origin: `:authority` replaces Host, `:path` is origin-form, hop-by-hop
+  /// fields and everything `Connection` names are gone, `TE` survives only
+  /// as `trailers`, and the length is `content-length` when the parser knew
+  /// it. Names are lower-cased (§8.2.1); values were checked by the parser.
+  public static func request(_ head: HTTPRequestHead, path: String, authority: String, via: String)
+    -> [HTTP2Header]
+  {
+    var block: [HTTP2Header] = [
+      HTTP2Header(name: Names.method, value: Array(head.method.utf8)),
+      HTTP2Header(name: Names.scheme, value: Names.https),
+      HTTP2Header(name: Names.authority, value: Array(authority.utf8)),
+      HTTP2Header(name: Names.path, value: Array(path.utf8)),
+    ]
+    for field in ForwardedHead.endToEndFields(of: head) {
+      block.append(HTTP2Header(name: lowercased(field.nameBytes), value: field.valueBytes))
+    }
+    if head.headers.tokens("TE").contains("trailers") {
+      block.append(HTTP2Header(name: Names.te, value: Names.trailers))
+    }
+    if case .length(let length) = head.framing {
+      block.append(HTTP2Header(name: Names.contentLength, value: Array(String(length).utf8)))
+    }
+    block.append(HTTP2Header(name: Names.via, value: Array(via.utf8)))
+    return block
+  }
+
+  /// A response header block from an h2 origin as an HTTP/1.1 head, its
+  /// framing decided here once: none for 1xx, 204, 304 and HEAD; the
+  /// `content-length` nghttp2 already held the DATA to; otherwise unknown
+  /// (the client side re-frames it as chunked). nil for a block without a
+  /// valid `:status` (nghttp2 resets such a stream before it gets here).
+  public static func response(_ block: [HTTP2Header], requestMethod: String) -> HTTPResponseHead? {
+    var status: Int?
+    var headers = HTTPHeaders()
+    for header in block {
+      if header.name == Names.status {
+        status = Int(String(decoding: header.value, as: UTF8.self))
+      } else if header.name.first != UInt8(ascii: ":") {
+        headers.add(HTTPHeaders.Field(nameBytes: header.name, valueBytes: header.value))
+      }
+    }
+    guard let status, (100...599).contains(status) else { return nil }
+    let framing: BodyFraming
+    if (100..<200).contains(status) || status == 204 || status == 304 || requestMethod == "HEAD" {
+      framing = .none
+    } else if let length = headers.first("content-length").flatMap({ Int($0) }), length >= 0 {
+      framing = .length(length)
+    } else {
+      framing = .chunked
+    }
+    return HTTPResponseHead(
+      status: status, reason: HTTPStatus.reasonPhrase(status), headers: headers, framing: framing)
+  }
+
+  /// A trailer block as fields (pseudo-headers never belong in one).
+  public static func trailers(_ block: [HTTP2Header]) -> HTTPHeaders {
+    var fields = HTTPHeaders()
+    for header in block where header.name.first != UInt8(ascii: ":") {
+      fields.add(HTTPHeaders.Field(nameBytes: header.name, valueBytes: header.value))
+    }
+    return ForwardedHead.trailers(fields)
+  }
+
+  /// Trailer fields for an h2 peer: lower-cased, prohibited ones dropped.
+  public static func trailerBlock(_ trailers: HTTPHeaders) -> [HTTP2Header] {
+    ForwardedHead.trailers(trailers).map { HTTP2Header(name: lowercased($0.nameBytes), value: $0.valueBytes) }
+  }
+
+  static func lowercased(_ name: [UInt8]) -> [UInt8] {
+    guard name.contains(where: { $0 >= 0x41 && $0 <= 0x5a }) else { return name }
+    return name.map { $0 >= 0x41 && $0 <= 0x5a ? $0 | 0x20 : $0 }
+  }
+
+  enum Names {
+    static let method = Array(":method".utf8)
+    static let scheme = Array(":scheme".utf8)
+    static let authority = Array(":authority".utf8)
+    static let path = Array(":path".utf8)
+    static let status = Array(":status".utf8)
+    static let https = Array("https".utf8)
+    static let te = Array("te".utf8)
+    static let trailers = Array("trailers".utf8)
+    static let contentLength = Array("content-length".utf8)
+    static let via = Array("via".utf8)
+  }
+}

@@ -1,0 +1,293 @@
+import Foundation
+import PinEventLoop
+import PinHTTP
+import PinHTTP2
+
+/// One HTTP/2 connection to an origin: a channel already trusted by
+/// `UpstreamDialer` (the trust decision is made once, before any stream),
+/// the nghttp2 session, and the streams of whichever client sessions of
+/// this loop ride on it (`HTTP2UpstreamPool`).
+///
+/// The origin's GOAWAY or an error retires the connection: no new stream
+/// is opened on it, streams the origin never started fail as retryable,
+/// the rest finish. While idle it is PINGed; a PING left unanswered for a
+/// whole interval closes it.
+///
+/// Confined to its channel's loop: every entry point is a stream call or a
+/// channel delegate call on `loop.queue`.
+final class HTTP2UpstreamConnection: ChannelDelegate, @unchecked Sendable {
+  enum State {
+    case open
+    /// GOAWAY received or sent: streams in progress finish, none start.
+    case retiring
+    case closed
+  }
+
+  let key: UpstreamKey
+  let channel: any ByteChannel
+  let tls: UpstreamTLS
+  private let session: HTTP2Session
+  private let metrics: ProxyMetrics
+  weak var pool: HTTP2UpstreamPool?
+  private(set) var state = State.open
+  private var streams: [Int32: HTTP2UpstreamStream] = [:]
+  /// Streams handed out, with or without an id yet.
+  private(set) var activeStreams = 0
+  private(set) var streamsOpened = 0
+  /// Our own bound on streams per connection, whatever the origin allows.
+  static let maxStreams: UInt32 = 128
+  private var pingOutstanding = false
+  private lazy var pingTimer: LoopTimer = loop.makeTimer { [weak self] in self?.pingTick() }
+  /// When the last stream finished (uptime ns).
+  private var idleSince: UInt64 = 0
+
+  init(key: UpstreamKey, channel: any ByteChannel, tls: UpstreamTLS, metrics: ProxyMetrics) throws {
+    self.key = key
+    self.channel = channel
+    self.tls = tls
+    self.metrics = metrics
+    session = try HTTP2Session(role: .client, maxConcurrentStreams: 0)
+    channel.delegate = self
+    channel.resumeReading()
+    metrics.upstreamConnections.increment([UpstreamProtocol.http2.rawValue])
+    flush()
+  }
+
+  var loop: EventLoop { channel.loop }
+  var isAboveHighWatermark: Bool { channel.isAboveHighWatermark }
+
+  /// Room for one more stream: open, and below both the origin's
+  /// SETTINGS_MAX_CONCURRENT_STREAMS and ours.
+  var hasCapacity: Bool {
+    guard case .open = state, channel.isOpen else { return false }
+    return activeStreams < Int(min(session.peerMaxConcurrentStreams, Self.maxStreams))
+  }
+
+  /// A stream slot for one exchange; nil without capacity.
+  func reserveStream() -> HTTP2UpstreamStream? {
+    loop.preconditionInLoop()
+    guard hasCapacity else { return nil }
+    let stream = HTTP2UpstreamStream(connection: self, reused: streamsOpened > 0)
+    activeStreams += 1
+    streamsOpened += 1
+    metrics.http2StreamsInFlight.add(1)
+    pingTimer.cancel()
+    return stream
+  }
+
+  // MARK: Stream operations
+
+  func submit(_ stream: HTTP2UpstreamStream, _ block: [HTTP2Header], hasBody: Bool) -> Int32? {
+    loop.preconditionInLoop()
+    guard case .open = state, let id = try? session.submitRequest(block, streaming: hasBody) else {
+      return nil
+    }
+    streams[id] = stream
+    flush()
+    return id
+  }
+
+  func sendBody(stream id: Int32, _ bytes: [UInt8]) {
+    session.sendBody(stream: id, bytes)
+    flush()
+  }
+
+  func endBody(stream id: Int32, trailers: [HTTP2Header]) {
+    session.endBody(stream: id, trailers: trailers)
+    flush()
+  }
+
+  func bufferedBodyBytes(stream id: Int32) -> Int { session.bufferedBodyBytes(stream: id) }
+
+  func consume(stream id: Int32, _ count: Int) {
+    session.consume(stream: id, count)
+    flush()
+  }
+
+  func reset(stream id: Int32) {
+    try? session.submitReset(stream: id, errorCode: HTTP2ErrorCode.cancel)
+    streams[id] = nil
+    flush()
+  }
+
+  /// A stream's exchange is over (or abandoned): its slot is free again.
+  func finished(_ stream: HTTP2UpstreamStream) {
+    loop.preconditionInLoop()
+    guard activeStreams > 0, stream.connectionSlotHeld else { return }
+    stream.connectionSlotHeld = false
+    activeStreams -= 1
+    metrics.http2StreamsInFlight.add(-1)
+    if let id = stream.id, streams[id] === stream, case .closed = stream.state { streams[id] = nil }
+    switch state {
+    case .retiring where activeStreams == 0: close()
+    case .open where activeStreams == 0: becameIdle()
+    default: break
+    }
+  }
+
+  // MARK: Writing
+
+  /// Hands nghttp2's pending frames to the channel, unless the channel is
+  /// backed up (then `channelDidDrain` resumes): nghttp2 keeps DATA until
+  /// asked, so the socket's buffer is the only one that grows, and only
+  /// up to the high watermark.
+  private func flush() {
+    guard channel.isOpen, !channel.isAboveHighWatermark else { return }
+    do {
+      let bytes = try session.pendingOutput()
+      if !bytes.isEmpty { channel.write(bytes) }
+    } catch {
+      return fail(.unreachable("HTTP/2 error towards \(key)", detail: error.description))
+    }
+    for stream in streams.values where stream.reportsDrain && !stream.isAboveHighWatermark {
+      stream.reportsDrain = false
+      stream.delegate?.upstreamDidDrain(stream)
+    }
+    if !session.isActive { close() }
+  }
+
+  // MARK: ChannelDelegate
+
+  func channel(_ channel: any ByteChannel, didRead bytes: [UInt8]) {
+    loop.preconditionInLoop()
+    let events: [HTTP2Event]
+    do {
+      events = try session.receive(bytes)
+    } catch {
+      return fail(.unreachable("malformed HTTP/2 from \(key)", detail: error.description))
+    }
+    var touched: [HTTP2UpstreamStream] = []
+    var closings: [ObjectIdentifier: ProxyFailure] = [:]
+    func note(_ stream: HTTP2UpstreamStream) {
+      if !touched.contains(where: { $0 === stream }) { touched.append(stream) }
+    }
+    for event in events {
+      switch event {
+      case .headers(let id, let block):
+        guard let stream = streams[id] else { continue }
+        stream.received(headers: block)
+        note(stream)
+      case .data(let id, let bytes):
+        guard let stream = streams[id] else {
+          session.consume(stream: id, bytes.count)
+          continue
+        }
+        stream.received(data: bytes)
+        note(stream)
+      case .endStream(let id):
+        guard let stream = streams[id] else { continue }
+        stream.receivedEnd()
+        note(stream)
+      case .streamClosed(let id, let code):
+        guard let stream = streams.removeValue(forKey: id) else { continue }
+        if code != HTTP2ErrorCode.noError { metrics.http2Events.increment(["upstream", "reset_received"]) }
+        let unprocessed = code == HTTP2ErrorCode.refusedStream
+        let failure = ProxyFailure.unreachable(
+          "\(key) reset the HTTP/2 stream", detail: "RST_STREAM error code \(code)")
+        if let failure = stream.closedByPeer(failure: failure, unprocessed: unprocessed) {
+          closings[ObjectIdentifier(stream)] = failure
+        }
+        note(stream)
+      case .goAway(let last, let code):
+        metrics.http2Events.increment(["upstream", "goaway"])
+        retire()
+        // Streams above `last` were never started by the origin (RFC 9113 §6.8).
+        for (id, stream) in streams where id > last {
+          streams[id] = nil
+          let failure = ProxyFailure.unreachable(
+            "\(key) went away before this request", detail: "GOAWAY error code \(code), last stream \(last)")
+          if let failure = stream.closedByPeer(failure: failure, unprocessed: true) {
+            closings[ObjectIdentifier(stream)] = failure
+          }
+          note(stream)
+        }
+      case .pingAcknowledged:
+        pingOutstanding = false
+      case .refused:
+        metrics.http2Events.increment(["upstream", "malformed"])
+      case .settings:
+        break
+      }
+    }
+    flush()
+    for stream in touched { stream.deliver(closing: closings[ObjectIdentifier(stream)]) }
+  }
+
+  func channelDidReadEOF(_ channel: any ByteChannel) {
+    loop.preconditionInLoop()
+    fail(.unreachable("\(key) closed the HTTP/2 connection"))
+  }
+
+  func channelDidDrain(_ channel: any ByteChannel) {
+    loop.preconditionInLoop()
+    flush()
+  }
+
+  func channelDidClose(_ channel: any ByteChannel, error: (any Error)?) {
+    loop.preconditionInLoop()
+    fail(
+      error.map { UpstreamConnection.failure($0, key: key) }
+        ?? .unreachable("\(key) closed the HTTP/2 connection"))
+  }
+
+  // MARK: Lifecycle
+
+  /// No new streams; the connection closes when the last one finishes.
+  func retire() {
+    guard case .open = state else { return }
+    state = .retiring
+    pool?.remove(self)
+    if activeStreams == 0 { close() }
+  }
+
+  /// Closes now; every stream still waiting for its response fails with
+  /// `failure` (retryable when the origin had not answered it).
+  private func fail(_ failure: ProxyFailure) {
+    let waiting = streams
+    streams.removeAll()
+    close()
+    for stream in waiting.values {
+      let reason = stream.closedByPeer(failure: failure, unprocessed: false)
+      stream.deliver(closing: reason)
+    }
+  }
+
+  func close() {
+    guard state != .closed else { return }
+    state = .closed
+    pingTimer.cancel()
+    pool?.remove(self)
+    try? session.submitGoAway()
+    if channel.isOpen, let bytes = try? session.pendingOutput(), !bytes.isEmpty { channel.write(bytes) }
+    channel.closeAfterFlush()
+  }
+
+  // MARK: Idle health
+
+  private func becameIdle() {
+    guard let pool else { return close() }
+    idleSince = DispatchTime.now().uptimeNanoseconds
+    pingOutstanding = false
+    pingTimer.schedule(after: pool.pingInterval)
+  }
+
+  /// Every interval while idle: past the idle timeout the connection
+  /// closes; otherwise the previous PING must have been answered, and a
+  /// new one goes out (RFC 9113 §6.7).
+  private func pingTick() {
+    loop.preconditionInLoop()
+    guard case .open = state, activeStreams == 0, let pool else { return }
+    let idleSeconds = Double(DispatchTime.now().uptimeNanoseconds &- idleSince) / 1e9
+    if idleSeconds >= pool.idleTimeout { return close() }
+    if pingOutstanding {
+      metrics.http2Events.increment(["upstream", "ping_unanswered"])
+      return close()
+    }
+    pingOutstanding = true
+    try? session.submitPing()
+    flush()
+    pingTimer.schedule(after: min(pool.pingInterval, pool.idleTimeout - idleSeconds))
+  }
+}
+
+extension HTTP2UpstreamConnection.State: Equatable {}

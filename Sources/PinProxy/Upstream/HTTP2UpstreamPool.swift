@@ -1,0 +1,104 @@
+import PinEventLoop
+
+/// The HTTP/2 upstream connections of one loop, shared by all its client
+/// sessions: one per key (host, port, policy generation) carries every
+/// concurrent exchange up to the origin's stream limit, then a second is
+/// opened. While a key's first connection is being dialled, other requests
+/// for it wait for that dial instead of each opening their own.
+///
+/// Confined to its loop (`loop.queue`).
+final class HTTP2UpstreamPool: @unchecked Sendable {
+  /// What a request waiting for a dial gets.
+  enum Outcome {
+    case stream(HTTP2UpstreamStream)
+    /// The origin chose HTTP/1.1 (or the connection had no room): acquire
+    /// the ordinary way.
+    case acquireAgain
+    case failed(ProxyFailure)
+  }
+
+  let loop: EventLoop
+  private var connections: [UpstreamKey: [HTTP2UpstreamConnection]] = [:]
+  private var waiting: [UpstreamKey: [(Outcome) -> Void]] = [:]
+  /// Keys whose origin answered ALPN with HTTP/1.1: not waited for again.
+  private var http1Keys: Set<UpstreamKey> = []
+  static let maxRememberedHTTP1Keys = 4096
+  /// Requests that may wait for one dial; past this they dial themselves.
+  static let maxWaiting = 1024
+  var idleTimeout = 60.0
+  var pingInterval: Double { max(1, min(idleTimeout / 2, 30)) }
+
+  init(loop: EventLoop) { self.loop = loop }
+
+  /// Whether a request for `key` should try HTTP/2 first.
+  func mayOfferHTTP2(_ key: UpstreamKey) -> Bool { !http1Keys.contains(key) }
+
+  /// A stream on an open connection for `key` with room for it.
+  func stream(for key: UpstreamKey) -> HTTP2UpstreamStream? {
+    loop.preconditionInLoop()
+    for connection in connections[key] ?? [] {
+      if let stream = connection.reserveStream() { return stream }
+    }
+    return nil
+  }
+
+  /// Waits for the dial in progress for `key`: true when there is one
+  /// (`outcome` will be called), false when the caller should dial.
+  func join(_ key: UpstreamKey, _ outcome: @escaping (Outcome) -> Void) -> Bool {
+    loop.preconditionInLoop()
+    guard let list = waiting[key], list.count < Self.maxWaiting else { return false }
+    waiting[key] = list + [outcome]
+    return true
+  }
+
+  /// The caller dials `key`; later requests join it until `dialed`.
+  func beginDial(_ key: UpstreamKey) {
+    loop.preconditionInLoop()
+    if waiting[key] == nil { waiting[key] = [] }
+  }
+
+  /// The dial for `key` ended: with an HTTP/2 connection (added, and its
+  /// streams handed to the waiting requests), HTTP/1.1 (`nil`), or a failure.
+  func dialed(_ key: UpstreamKey, _ result: Result<HTTP2UpstreamConnection?, ProxyFailure>) {
+    loop.preconditionInLoop()
+    let waiters = waiting.removeValue(forKey: key) ?? []
+    switch result {
+    case .success(let connection?):
+      http1Keys.remove(key)
+      for waiter in waiters {
+        if let stream = connection.reserveStream() { waiter(.stream(stream)) } else { waiter(.acquireAgain) }
+      }
+    case .success(nil):
+      if http1Keys.count >= Self.maxRememberedHTTP1Keys { http1Keys.removeAll() }
+      http1Keys.insert(key)
+      for waiter in waiters { waiter(.acquireAgain) }
+    case .failure(let failure):
+      for waiter in waiters { waiter(.failed(failure)) }
+    }
+  }
+
+  func add(_ connection: HTTP2UpstreamConnection, idleTimeout: Double) {
+    loop.preconditionInLoop()
+    self.idleTimeout = idleTimeout
+    connection.pool = self
+    connections[connection.key, default: []].append(connection)
+  }
+
+  func remove(_ connection: HTTP2UpstreamConnection) {
+    guard var list = connections[connection.key] else { return }
+    list.removeAll { $0 === connection }
+    connections[connection.key] = list.isEmpty ? nil : list
+  }
+
+  /// Retires connections of another configuration generation: they finish
+  /// their streams and close.
+  func retire(keeping generation: UInt64, isCurrent: (UpstreamKey) -> Bool) {
+    loop.preconditionInLoop()
+    for (key, list) in connections where key.policy.generation != generation || !isCurrent(key) {
+      for connection in list { connection.retire() }
+    }
+  }
+
+  /// Open connections, for tests and /metrics.
+  var count: Int { connections.values.reduce(0) { $0 + $1.count } }
+}

@@ -1,0 +1,70 @@
+import PinHTTP
+
+/// What an exchange holds of its upstream: an HTTP/1.1 connection of its
+/// own (`UpstreamConnection`) or one stream of a shared HTTP/2 connection
+/// (`HTTP2UpstreamStream`). The forward machine decides what is sent; a
+/// link writes it in its protocol's framing, from the parser's decision
+/// carried in the request head.
+///
+/// Confined to its loop, like the session using it.
+protocol UpstreamLink: AnyObject {
+  var key: UpstreamKey { get }
+  var tls: UpstreamTLS { get }
+  var protocolName: UpstreamProtocol { get }
+  /// Came from the pool, or rode an HTTP/2 connection that was already open.
+  var reusedFromPool: Bool { get }
+  /// A stream the origin never started (above a GOAWAY's last stream id):
+  /// the request may go again on another connection.
+  var wasRefusedUnprocessed: Bool { get }
+  var delegate: (any UpstreamDelegate)? { get set }
+  var isAboveHighWatermark: Bool { get }
+  /// The head, and with it the expectation of a response to its method.
+  func sendHead(_ request: ForwardedRequest)
+  func sendBody(_ bytes: [UInt8])
+  func endBody(trailers: HTTPHeaders)
+  func pauseReading()
+  func resumeReading()
+  /// The exchange completed cleanly: keep what can serve another (an idle
+  /// connection to the pool, a stream's slot to the next request).
+  func release(to context: UpstreamRelease)
+  /// Abandons the exchange: the connection closes (HTTP/1.1) or the stream
+  /// is reset (HTTP/2). The delegate is not told.
+  func close()
+}
+
+/// The request an upstream link sends: the client's head, the origin-form
+/// target and the authority (Host or `:authority`).
+struct ForwardedRequest {
+  let head: HTTPRequestHead
+  let path: String
+  let authority: String
+  static let via = "1.1 pinproxy"
+}
+
+/// Where a finished HTTP/1.1 connection may go for reuse.
+struct UpstreamRelease {
+  let pool: UpstreamPool
+  let idleTimeout: Double
+  let maxIdle: Int
+}
+
+/// The protocol spoken to the origin, for the access log and metrics.
+enum UpstreamProtocol: String, Sendable {
+  case http1 = "http/1.1"
+  case http2 = "h2"
+}
+
+/// What an upstream link reports to the session using it (on its loop).
+protocol UpstreamDelegate: AnyObject {
+  /// Response events, in order.
+  func upstream(_ upstream: any UpstreamLink, didReceive events: [HTTP1Parser.Event])
+  func upstreamDidDrain(_ upstream: any UpstreamLink)
+  /// Closed; `failure` says why when it broke a message in progress.
+  func upstreamDidClose(_ upstream: any UpstreamLink, failure: ProxyFailure?)
+}
+
+/// A link as the forward machine holds it: compared by identity.
+struct UpstreamRef: SameUpstream {
+  let link: any UpstreamLink
+  func isSame(as other: UpstreamRef) -> Bool { link === other.link }
+}

@@ -1,0 +1,150 @@
+import Foundation
+import PinTestSupport
+import XCTest
+
+/// HTTP/2 towards the origin: the real binary, HTTP/1.1 clients (curl),
+/// nginx with `http2` as the origin, its stub_status counting the TCP
+/// connections the proxy opened.
+final class UpstreamHTTP2Tests: ProxyTestCase {
+  var nginx: NginxOrigin!
+
+  override func tearDown() {
+    nginx?.stop()
+    super.tearDown()
+  }
+
+  func startProxy(rule: String = "", echo: Origin? = nil) throws -> Int {
+    nginx = try NginxOrigin(echo: echo)
+    return try startProxy(
+      map: [:],
+      domains: "  - {domain: httpbin.org, anchors: [test], pinningMode: publicKey, "
+        + "pinnedCertificates: [\"\(Fixtures.path("int-a.pem"))\"]\(rule)}",
+      extra: #"admin: {address: "127.0.0.1:{port:admin}"}"#, names: ["admin"],
+      closedPorts: ["httpbin.org": nginx.port])
+  }
+
+  /// `count` GETs at once from as many client connections (curl --parallel).
+  func parallelGets(_ url: String, count: Int, through port: Int, extra: [String] = []) throws -> [String] {
+    let result = try Subprocess.run(
+      "/usr/bin/curl",
+      [
+        "-s", "--parallel", "--parallel-immediate", "--parallel-max", String(count), "-x",
+        "http://127.0.0.1:\(port)",
+      ]
+        + extra + Array(repeating: url, count: count))
+    return result.stdout.split(separator: "\n").map(String.init)
+  }
+
+  func metric(_ name: String) throws -> Int {
+    let text = try Curl.run(["http://127.0.0.1:\(proxy!.ports["admin"]!)/metrics"]).text
+    let line = text.split(separator: "\n").first { $0.hasPrefix(name + " ") }
+    return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
+  }
+
+  func testFiftyConcurrentHTTP11RequestsShareOneUpstreamConnection() throws {
+    let port = try startProxy()
+    let bodies = try parallelGets("http://httpbin.org/small", count: 50, through: port)
+    XCTAssertEqual(bodies.filter { $0 == "hello over HTTP/2.0" }.count, 50, "\(bodies)")
+    XCTAssertEqual(try nginx.acceptedConnections(), 1, "one multiplexed TLS connection for 50 requests")
+    XCTAssertEqual(nginx.requests.filter { $0.hasPrefix("HTTP/2.0 GET /small 200") }.count, 50)
+    XCTAssertEqual(
+      try metric(#"pinproxy_upstream_connections_total{protocol="h2"}"#), 1, "the metric counts it too")
+    // Access lines are written by a background writer: wait for the 50th.
+    var access: [String] = []
+    for _ in 0..<200 {
+      access = proxy!.completeLogLines.filter { $0.contains(" info request ") }
+      if access.count >= 50 { break }
+      usleep(25_000)
+    }
+    XCTAssertEqual(access.count, 50)
+    XCTAssertTrue(
+      access.allSatisfy { $0.contains("upstream_protocol=h2") && $0.contains("client_protocol=http/1.1") },
+      access.first ?? "")
+  }
+
+  func testUpstreamHTTP2FalseSpeaksHTTP11() throws {
+    let port = try startProxy(rule: ", upstreamHTTP2: false")
+    let result = try get("http://httpbin.org/small", through: port)
+    XCTAssertEqual(result.status, 200)
+    XCTAssertEqual(result.text, "hello over HTTP/1.1\n")
+    XCTAssertTrue(nginx.requests.contains { $0.hasPrefix("HTTP/1.1 GET /small") }, "\(nginx.requests)")
+    XCTAssertTrue(proxy!.child.wait(for: "upstream_protocol=http/1.1"), proxy!.log)
+  }
+
+  func testFiftyMegabytesArriveByteIdentical() throws {
+    let port = try startProxy()
+    let original = try nginx.file("big.bin", size: 50 << 20)
+    let result = try get("http://httpbin.org/big.bin", through: port)
+    XCTAssertEqual(result.status, 200)
+    XCTAssertEqual(result.body.count, 50 << 20)
+    XCTAssertTrue(result.body == (try Data(contentsOf: URL(fileURLWithPath: original))), "byte-identical")
+    XCTAssertTrue(nginx.requests.contains("HTTP/2.0 GET /big.bin 200 \(50 << 20)"), "\(nginx.requests)")
+  }
+
+  func testAnUploadIsStreamedAsDATAWithItsLength() throws {
+    let echo = try origin()
+    let port = try startProxy(echo: echo)
+    let upload = nginx.directory.appendingPathComponent("upload.bin").path
+    let bytes = (0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+    FileManager.default.createFile(atPath: upload, contents: Data(bytes))
+    let digest = try Subprocess.run("/usr/bin/sha256sum", [upload]).stdout.prefix(64)
+    // Content-Length, then chunked (no length: the h2 stream just ends).
+    for extra in [
+      ["--data-binary", "@\(upload)"], ["-H", "Transfer-Encoding: chunked", "--data-binary", "@\(upload)"],
+    ] {
+      let result = try get("http://httpbin.org/upload", through: port, extra)
+      XCTAssertEqual(result.status, 200, "\(extra)")
+      XCTAssertEqual(result.text, "\(bytes.count) \(digest)\n", "\(extra)")
+    }
+    XCTAssertEqual(nginx.requests.filter { $0.hasPrefix("HTTP/2.0 POST /upload 200") }.count, 2)
+  }
+
+  func testASlowClientStallsOnlyItsOwnStream() throws {
+    let port = try startProxy()
+    try nginx.file("big.bin", size: 40 << 20)
+    // A client reading 200 KB/s: its stream's window stays closed...
+    let slow = try BackgroundCommand(
+      "/usr/bin/curl",
+      [
+        "-s", "-o", "/dev/null", "--limit-rate", "200k", "--max-time", "30", "-x", "http://127.0.0.1:\(port)",
+        "http://httpbin.org/big.bin",
+      ])
+    Thread.sleep(forTimeInterval: 1)
+    // ...while requests on the same upstream connection go on at once.
+    let started = Date()
+    let bodies = try parallelGets("http://httpbin.org/small", count: 20, through: port)
+    XCTAssertEqual(bodies.filter { $0 == "hello over HTTP/2.0" }.count, 20)
+    XCTAssertLessThan(Date().timeIntervalSince(started), 5, "fast streams were not held up")
+    XCTAssertEqual(try nginx.acceptedConnections(), 1, "they shared the slow stream's connection")
+    XCTAssertTrue(slow.isRunning, "the slow download was still going")
+    slow.terminate()
+  }
+
+  func testGoAwayRetiresTheConnectionAndLaterRequestsOpenANewOne() throws {
+    let port = try startProxy()
+    XCTAssertEqual(try get("http://httpbin.org/small", through: port).status, 200)
+    try nginx.reload()
+    // The old worker's GOAWAY reaches the proxy; the pool retires the connection.
+    let deadline = Date().addingTimeInterval(10)
+    while try metric(#"pinproxy_http2_events_total{side="upstream",event="goaway"}"#) < 1, Date() < deadline {
+      usleep(50_000)
+    }
+    XCTAssertEqual(try metric(#"pinproxy_http2_events_total{side="upstream",event="goaway"}"#), 1)
+    let bodies = try parallelGets("http://httpbin.org/small", count: 10, through: port)
+    XCTAssertEqual(bodies.filter { $0 == "hello over HTTP/2.0" }.count, 10, "\(bodies)")
+    XCTAssertEqual(try nginx.acceptedConnections(), 2, "a new connection after the GOAWAY")
+  }
+
+  func testAWrongPinIsRefusedBeforeAnyStream() throws {
+    nginx = try NginxOrigin()
+    let port = try startProxy(
+      map: [:],
+      domains: "  - {domain: httpbin.org, anchors: [test], pinningMode: publicKey, "
+        + "pinnedPublicKeyHashes: [\"sha256/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\"]}",
+      closedPorts: ["httpbin.org": nginx.port])
+    for _ in 0..<3 {
+      assertRefused(try get("http://httpbin.org/small", through: port), 502, "pin-mismatch")
+    }
+    XCTAssertTrue(nginx.requests.isEmpty, "no request reached the origin: \(nginx.requests)")
+  }
+}
