@@ -134,21 +134,25 @@ static inline const char *pp_SSL_get_servername(const SSL *ssl) {
   return SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
 }
 
-/// ALPN on the server side: choose http/1.1 when the client offers it; with
-/// no overlap the handshake goes on without ALPN (old clients send none).
-static int pp_alpn_select_http11(SSL *ssl, const unsigned char **out, unsigned char *outlen,
-                                 const unsigned char *in, unsigned int inlen, void *arg) {
+/// ALPN on the server side: h2 first when enabled (`arg` non-NULL), then
+/// http/1.1, whichever the client offers; with no overlap the handshake goes
+/// on without ALPN (old clients send none).
+static int pp_alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+                          const unsigned char *in, unsigned int inlen, void *arg) {
   (void)ssl;
-  (void)arg;
-  static const unsigned char supported[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+  static const unsigned char both[] = {2, 'h', '2', 8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+  const unsigned char *supported = arg ? both : both + 3;
+  unsigned int length = arg ? sizeof(both) : sizeof(both) - 3;
   unsigned char *selected = NULL;
-  if (SSL_select_next_proto(&selected, outlen, supported, sizeof(supported), in, inlen) == OPENSSL_NPN_NEGOTIATED) {
+  if (SSL_select_next_proto(&selected, outlen, supported, length, in, inlen) == OPENSSL_NPN_NEGOTIATED) {
     *out = selected;
     return SSL_TLSEXT_ERR_OK;
   }
   return SSL_TLSEXT_ERR_NOACK;
 }
-static inline void pp_SSL_CTX_select_http11(SSL_CTX *ctx) { SSL_CTX_set_alpn_select_cb(ctx, pp_alpn_select_http11, NULL); }
+static inline void pp_SSL_CTX_select_alpn(SSL_CTX *ctx, int offer_h2) {
+  SSL_CTX_set_alpn_select_cb(ctx, pp_alpn_select, offer_h2 ? (void *)1 : NULL);
+}
 
 // MARK: Certificate transparency (RFC 6962)
 

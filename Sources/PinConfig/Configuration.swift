@@ -157,7 +157,7 @@ public struct ListenerConfig: Sendable {
 public struct DownstreamTLSConfig: Sendable {
   public var minimumTLSVersion: TLSVersion = .tls12
   public var ciphers = ""
-  /// Offer `h2` (beside `http/1.1`) to intercepted clients.
+  /// Offer `h2` (beside `http/1.1`) to intercepted clients of a forward listener.
   public var http2 = true
 }
 

@@ -59,6 +59,97 @@ public enum HTTP2Mapping {
       status: status, reason: HTTPStatus.reasonPhrase(status), headers: headers, framing: framing)
   }
 
+  /// Why an h2 request cannot be served as an HTTP/1.1 exchange.
+  public enum RequestRefusal: Error, Equatable {
+    /// CONNECT (RFC 9113 §8.5) inside HTTP/2: a tunnel in a tunnel is not served.
+    case connect
+    case malformed(String)
+  }
+
+  /// A request header block from an h2 client as the HTTP/1.1 head the
+  /// exchange machinery forwards: `:method` and `:path` (origin-form only),
+  /// `:authority` as Host, cookies joined into one field (RFC 9113 §8.2.3),
+  /// and the framing decided here once: the `content-length` (which nghttp2
+  /// holds the DATA to), none when the block ended the stream, else unknown
+  /// (chunked towards an HTTP/1.1 origin). nghttp2 has already refused
+  /// upper-case names, CR/LF/NUL, connection-specific fields and misplaced
+  /// or repeated pseudo-headers (§8.2); what is left is checked here.
+  public static func requestHead(_ block: [HTTP2Header], endsStream: Bool) -> Result<
+    HTTPRequestHead, RequestRefusal
+  > {
+    var method: String?
+    var path: String?
+    var authority: String?
+    var scheme: String?
+    var headers = HTTPHeaders()
+    var cookies: [[UInt8]] = []
+    for header in block {
+      switch header.name {
+      case Names.method: method = String(decoding: header.value, as: UTF8.self)
+      case Names.path: path = String(decoding: header.value, as: UTF8.self)
+      case Names.authority: authority = String(decoding: header.value, as: UTF8.self)
+      case Names.scheme: scheme = String(decoding: header.value, as: UTF8.self)
+      case Names.cookie: cookies.append(header.value)
+      default:
+        guard header.name.first != UInt8(ascii: ":") else {
+          return .failure(.malformed("unknown pseudo-header"))
+        }
+        headers.add(HTTPHeaders.Field(nameBytes: header.name, valueBytes: header.value))
+      }
+    }
+    guard let method else { return .failure(.malformed(":method is missing")) }
+    if method == "CONNECT" { return .failure(.connect) }
+    guard scheme == "https" else { return .failure(.malformed(":scheme must be https inside the tunnel")) }
+    guard let path, path.utf8.first == UInt8(ascii: "/") else {
+      return .failure(.malformed(":path must be origin-form (/path)"))
+    }
+    if !cookies.isEmpty {
+      headers.add(
+        HTTPHeaders.Field(
+          nameBytes: Names.cookie, valueBytes: Array(cookies.joined(separator: Names.cookieSeparator))))
+    }
+    if let authority { headers.add("host", authority) }
+    let framing: BodyFraming
+    let lengths = headers.values("content-length")
+    if let first = lengths.first {
+      guard lengths.allSatisfy({ $0 == first }), !first.isEmpty, first.utf8.count <= 18,
+        first.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let length = Int(first)
+      else { return .failure(.malformed("content-length is not one number")) }
+      framing = .length(length)
+    } else {
+      framing = endsStream ? .none : .chunked
+    }
+    headers.remove("content-length")
+    return .success(
+      HTTPRequestHead(
+        method: method, target: .origin(path), rawTarget: path, version: .http11, headers: headers,
+        framing: framing))
+  }
+
+  /// An HTTP/1.1 response head as the header block for an h2 client:
+  /// `:status`, the end-to-end fields lower-cased, and `content-length`
+  /// when the framing (or, for a bodiless response, a valid field) gives one.
+  public static func responseBlock(_ head: HTTPResponseHead) -> [HTTP2Header] {
+    var block = [HTTP2Header(name: Names.status, value: Array(String(head.status).utf8))]
+    for field in ForwardedHead.endToEndFields(of: head) {
+      block.append(HTTP2Header(name: lowercased(field.nameBytes), value: field.valueBytes))
+    }
+    switch head.framing {
+    case .length(let length):
+      block.append(HTTP2Header(name: Names.contentLength, value: Array(String(length).utf8)))
+    case .none where head.status != 204 && head.status != 304 && !(100..<200).contains(head.status):
+      // HEAD: the length the body would have had, when it is one valid value.
+      if let length = head.headers.first("content-length").flatMap({ Int($0) }), length >= 0,
+        head.headers.count(of: "content-length") == 1
+      {
+        block.append(HTTP2Header(name: Names.contentLength, value: Array(String(length).utf8)))
+      }
+    default:
+      break
+    }
+    return block
+  }
+
   /// A trailer block as fields (pseudo-headers never belong in one).
   public static func trailers(_ block: [HTTP2Header]) -> HTTPHeaders {
     var fields = HTTPHeaders()
@@ -89,5 +180,7 @@ public enum HTTP2Mapping {
     static let trailers = Array("trailers".utf8)
     static let contentLength = Array("content-length".utf8)
     static let via = Array("via".utf8)
+    static let cookie = Array("cookie".utf8)
+    static let cookieSeparator = Array("; ".utf8)
   }
 }

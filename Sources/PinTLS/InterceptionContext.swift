@@ -4,7 +4,7 @@ import PinTrust
 
 /// The client-facing `SSL_CTX` of a listener that intercepts CONNECT: its
 /// protocol floor and cipher string (legacy clients may need "1.0" and
-/// "DEFAULT@SECLEVEL=0"), ALPN http/1.1. The certificate is set per
+/// "DEFAULT@SECLEVEL=0"), ALPN h2 (when enabled) or http/1.1. The certificate is set per
 /// connection: the leaf minted for the CONNECT host.
 ///
 /// Not confined to a queue: immutable after `init` (the `SSL_CTX` is only
@@ -17,7 +17,11 @@ public final class InterceptionContext: @unchecked Sendable {
     public let description: String
   }
 
-  public init(ca: LocalCA, minimumVersion: TLSVersion, ciphers: String) throws(Failure) {
+  /// - Parameter offersHTTP2: select `h2` when the client offers it
+  ///   (RFC 7301 §3.2: the server's preference), else `http/1.1`.
+  public init(ca: LocalCA, minimumVersion: TLSVersion, ciphers: String, offersHTTP2: Bool = false)
+    throws(Failure)
+  {
     OpenSSLErrorQueue.clear()
     guard let context = SSL_CTX_new(TLS_server_method()) else {
       throw Failure(description: OpenSSLErrorQueue.drain())
@@ -30,7 +34,7 @@ public final class InterceptionContext: @unchecked Sendable {
     guard SSL_CTX_set_cipher_list(context, cipherString) == 1 else {
       throw Failure(description: "cipher string \"\(cipherString)\": \(OpenSSLErrorQueue.drain())")
     }
-    pp_SSL_CTX_select_http11(context)
+    pp_SSL_CTX_select_alpn(context, offersHTTP2 ? 1 : 0)
   }
 
   deinit { SSL_CTX_free(context) }

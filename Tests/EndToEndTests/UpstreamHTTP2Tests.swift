@@ -86,7 +86,7 @@ final class UpstreamHTTP2Tests: ProxyTestCase {
     let port = try startProxy(echo: echo)
     let upload = nginx.directory.appendingPathComponent("upload.bin").path
     let bytes = (0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7) }
-    FileManager.default.createFile(atPath: upload, contents: Data(bytes))
+    try Data(bytes).write(to: URL(fileURLWithPath: upload))
     let digest = try Subprocess.run("/usr/bin/sha256sum", [upload]).stdout.prefix(64)
     // Content-Length, then chunked (no length: the h2 stream just ends).
     for extra in [

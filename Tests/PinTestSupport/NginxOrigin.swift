@@ -79,7 +79,7 @@ public final class NginxOrigin {
       }
     }
     let path = directory.appendingPathComponent("root/\(name)").path
-    FileManager.default.createFile(atPath: path, contents: Data(bytes))
+    try Data(bytes).write(to: URL(fileURLWithPath: path))
     return path
   }
 

@@ -13,7 +13,8 @@ extension TLSChannel {
   /// name would let one CONNECT reach a second host's policy.
   static func serve(
     _ connection: Connection, engine: TLSEngine, host: TrustHost, target: String, logger: ProxyLogger,
-    owner: any ChannelDelegate, early: [UInt8], timeout: Double
+    owner: any ChannelDelegate, early: [UInt8], timeout: Double,
+    established: ((TLSChannel) -> Void)? = nil
   ) -> TLSChannel {
     let checks = Checks(beforeFlight: { engine in
       guard let name = engine.requestedServerName, TrustHost(name) != host else { return nil }
@@ -24,8 +25,10 @@ extension TLSChannel {
     let channel = TLSChannel(connection: connection, engine: engine, checks: checks)
     channel.delegate = owner
     let peer = connection.peer
-    channel.start(early: early, timeout: timeout) { result in
-      guard case .failure(let failure) = result else { return }
+    channel.start(early: early, timeout: timeout) { [unowned channel] result in
+      // Before any application data is read: the owner may pick the
+      // protocol ALPN settled on.
+      guard case .failure(let failure) = result else { return established?(channel) ?? () }
       let reason: String
       switch failure {
       case .tls(let error): reason = "client TLS handshake failed: \(error.description)"

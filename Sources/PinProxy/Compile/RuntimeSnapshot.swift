@@ -163,7 +163,10 @@ public final class RuntimeSnapshot: Sendable {
         do {
           interception[listener.name] = try InterceptionContext(
             ca: ca, minimumVersion: listener.downstream.minimumTLSVersion,
-            ciphers: listener.downstream.ciphers)
+            ciphers: listener.downstream.ciphers,
+            // A tunnel listener relays bytes: what the client speaks inside
+            // TLS must be what its upstream speaks, so it stays HTTP/1.1.
+            offersHTTP2: listener.mode == .forward && listener.downstream.http2)
         } catch {
           errors.append(
             ConfigError(

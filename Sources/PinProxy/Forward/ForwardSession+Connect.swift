@@ -76,9 +76,13 @@ extension ForwardSession {
   func startTunnel(_ pending: PendingTunnel, first bytes: [UInt8]) {
     if bytes.first == 0x16 {
       let target = pending.target
-      client = serveTLS(
-        on: connection, engine: pending.engine, host: target.host, target: "\(target.host):\(target.port)",
-        early: bytes)
+      client = TLSChannel.serve(
+        connection, engine: pending.engine, host: target.host, target: "\(target.host):\(target.port)",
+        logger: context.logger, owner: self, early: bytes, timeout: snapshot.timeouts.tlsHandshake
+      ) { [weak self] channel in
+        guard let self, channel.applicationProtocol == "h2" else { return }
+        self.startHTTP2(on: channel, tunnel: target)
+      }
     } else {
       run {
         $0.tunnelIsPlain()
@@ -86,17 +90,24 @@ extension ForwardSession {
       }
     }
   }
+}
 
-  /// Terminates the client's TLS on `connection` with a leaf for `host`; the
-  /// channel reports to this session. A client whose SNI names another host
-  /// is refused before the leaf is sent: serving it under another name would
-  /// let one CONNECT reach a second host's policy.
-  func serveTLS(
-    on connection: Connection, engine: TLSEngine, host: TrustHost, target: String, early: [UInt8]
-  ) -> TLSChannel {
-    TLSChannel.serve(
-      connection, engine: engine, host: host, target: target, logger: context.logger, owner: self,
-      early: early,
-      timeout: snapshot.timeouts.tlsHandshake)
+extension ForwardSession {
+  /// The intercepted client chose `h2`: from now on its bytes go to an
+  /// `HTTP2ClientSession`, and this session only owns the connection (its
+  /// registry entry, admission slot and close). The HTTP/1.1 machine stays
+  /// idle, its header timer cancelled.
+  func startHTTP2(on channel: TLSChannel, tunnel: ConnectTarget) {
+    loop.preconditionInLoop()
+    headTimer.cancel()
+    do {
+      http2 = try HTTP2ClientSession(
+        client: channel, context: context, snapshot: snapshot, listener: listener, tunnel: tunnel,
+        acquirer: acquirer, pool: pool)
+    } catch {
+      context.logger.log(
+        .warning, "refused", ["client": channel.peer, "reason": "HTTP/2 setup failed: \(error)"])
+      channel.close()
+    }
   }
 }

@@ -27,6 +27,8 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
   var splice: Splice?
   /// An intercepted CONNECT whose first bytes decide between TLS and plain HTTP.
   var tunnelAwaitingFirstBytes: PendingTunnel?
+  /// Set when an intercepted client chose `h2`: it serves the client's streams.
+  var http2: HTTP2ClientSession?
   /// Made once, re-armed per request (see `EventLoop.makeTimer`).
   lazy var headTimer: LoopTimer = loop.makeTimer { [weak self] in
     guard let self else { return }
@@ -102,12 +104,21 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
       tunnelAwaitingFirstBytes = nil
       return startTunnel(pending, first: bytes)
     }
+    if let http2 { return http2.clientRead(bytes) }
     run { $0.clientRead(bytes) }
   }
-  func channelDidReadEOF(_ channel: any ByteChannel) { run { $0.clientEOF() } }
-  func channelDidDrain(_ channel: any ByteChannel) { run { $0.clientDrained() } }
+  func channelDidReadEOF(_ channel: any ByteChannel) {
+    if let http2 { return http2.clientEnded() }
+    run { $0.clientEOF() }
+  }
+  func channelDidDrain(_ channel: any ByteChannel) {
+    if let http2 { return http2.clientDrained() }
+    run { $0.clientDrained() }
+  }
 
   func channelDidClose(_ channel: any ByteChannel, error: (any Error)?) {
+    http2?.clientClosed()
+    http2 = nil
     run { $0.clientClosed() }
     ended()
   }
@@ -250,6 +261,11 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
       guard splice.idleSeconds >= EvictionCandidate.idleSpliceSeconds else { return nil }
       return EvictionCandidate(tier: .idleSplice, since: splice.lastActivity)
     }
+    if let http2 {
+      // An HTTP/2 client with no stream open is an idle keep-alive connection.
+      guard !http2.hasStreams else { return nil }
+      return EvictionCandidate(tier: .idleKeepAlive, since: http2.lastActivity)
+    }
     guard machine.isAwaitingRequest else { return nil }
     return EvictionCandidate(
       tier: machine.isIdleBetweenRequests ? .idleKeepAlive : .unfinishedHead, since: awaitingSince)
@@ -258,10 +274,14 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
   func evict() {
     loop.preconditionInLoop()
     context.logger.log(.debug, "evicted", ["client": client.peer, "reason": "connection limit reached"])
+    if http2 != nil { return client.close() }
     run { $0.closeNow() }
   }
 
   /// Graceful shutdown: an idle connection closes now; one with an exchange
   /// in flight finishes it and then closes.
-  func drain() { run { $0.drain() } }
+  func drain() {
+    if let http2 { return http2.drain() }
+    run { $0.drain() }
+  }
 }

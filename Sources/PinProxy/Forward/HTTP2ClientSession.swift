@@ -1,0 +1,379 @@
+import Dispatch
+import Foundation
+import PinConfig
+import PinEventLoop
+import PinHTTP
+import PinHTTP2
+
+/// The client side of an intercepted CONNECT whose client chose `h2`: each
+/// stream is an exchange of its own, routed under the CONNECT host's rule
+/// to an HTTP/1.1 or HTTP/2 upstream (`UpstreamAcquirer`). A refusal is an
+/// answer on that stream only (status, `pinproxy-error`, a plain-text
+/// reason); the other streams go on.
+///
+/// What a client may send is bounded: concurrent streams (SETTINGS, 100),
+/// the header list (`limits.maxHeaderBytes`), request DATA by the stream
+/// windows (nothing is consumed until forwarded), resets and CONTINUATION
+/// frames by nghttp2's flood limits (`HTTP2Limits`), after which the
+/// connection ends with GOAWAY. nghttp2 resets every malformed request
+/// (RFC 9113 §8.2) before it is seen here, so none is ever forwarded.
+///
+/// Confined to its loop: every entry point is a call from the owning
+/// `ForwardSession` (channel events), an upstream delegate call or an
+/// acquisition completion on `loop.queue`.
+final class HTTP2ClientSession: UpstreamDelegate, @unchecked Sendable {
+  let client: any ByteChannel
+  let loop: EventLoop
+  let session: HTTP2Session
+  let context: ProxyContext
+  let snapshot: RuntimeSnapshot
+  let listener: ListenerConfig
+  let tunnel: ConnectTarget
+  private var router: ForwardRouter
+  let acquirer: UpstreamAcquirer
+  let pool: UpstreamPool
+  private var streams: [Int32: HTTP2ClientStream] = [:]
+  var byLink: [ObjectIdentifier: HTTP2ClientStream] = [:]
+  private var closed = false
+  /// GOAWAY sent (shutdown): no new streams; close when the last one ends.
+  private var draining = false
+  private lazy var idleTimer: LoopTimer = loop.makeTimer { [weak self] in self?.idleTimeout() }
+  private(set) var lastActivity = DispatchTime.now().uptimeNanoseconds
+  static let maxConcurrentStreams: UInt32 = 100
+  /// Response body buffered per stream before its upstream is paused.
+  static let highWatermark = 256 * 1024
+  /// Declared request bodies up to this size are held until complete.
+  static let heldBodyLimit = 64 * 1024
+
+  init(
+    client: any ByteChannel, context: ProxyContext, snapshot: RuntimeSnapshot, listener: ListenerConfig,
+    tunnel: ConnectTarget, acquirer: UpstreamAcquirer, pool: UpstreamPool
+  ) throws {
+    self.client = client
+    loop = client.loop
+    self.context = context
+    self.snapshot = snapshot
+    self.listener = listener
+    self.tunnel = tunnel
+    self.acquirer = acquirer
+    self.pool = pool
+    router = ForwardRouter(snapshot: snapshot, listener: listener)
+    session = try HTTP2Session(
+      role: .server, maxConcurrentStreams: Self.maxConcurrentStreams,
+      maxHeaderListSize: UInt32(clamping: snapshot.httpLimits.maxHeaderBytes))
+    flush()
+    idleTimer.schedule(after: snapshot.timeouts.idleKeepAlive)
+  }
+
+  var hasStreams: Bool { !streams.isEmpty }
+
+  // MARK: Client bytes (from the owning session)
+
+  func clientRead(_ bytes: [UInt8]) {
+    loop.preconditionInLoop()
+    guard !closed else { return }
+    lastActivity = DispatchTime.now().uptimeNanoseconds
+    let events: [HTTP2Event]
+    do {
+      events = try session.receive(bytes)
+    } catch {
+      context.metrics.http2Events.increment(["downstream", "protocol_error"])
+      context.logger.log(
+        .info, "refused",
+        [
+          "client": client.peer, "target": "\(tunnel.host):\(tunnel.port)", "code": "bad-request",
+          "reason": "HTTP/2 protocol error: \(error.description)",
+        ])
+      flush()
+      return closeAll()
+    }
+    var index = 0
+    while index < events.count {
+      let event = events[index]
+      index += 1
+      switch event {
+      case .headers(let id, let block):
+        if let stream = streams[id] {
+          stream.requestTrailers = HTTP2Mapping.trailers(block)
+        } else {
+          let ends = index < events.count && events[index] == .endStream(stream: id)
+          begin(id, block, endsStream: ends)
+          if ends { index += 1 }
+        }
+      case .data(let id, let bytes):
+        body(bytes, on: id)
+      case .endStream(let id):
+        endOfRequest(id)
+      case .streamClosed(let id, let code):
+        streamClosed(id, code: code)
+      case .refused(let id):
+        context.metrics.http2Events.increment(["downstream", "malformed"])
+        context.logger.log(
+          .info, "refused",
+          [
+            "client": client.peer, "target": "\(tunnel.host):\(tunnel.port)", "code": "bad-request",
+            "reason": "malformed HTTP/2 request on stream \(id) (RFC 9113 §8.2), reset",
+          ])
+      case .goAway:
+        draining = true
+      case .settings, .pingAcknowledged:
+        break
+      }
+    }
+    flush()
+  }
+
+  func clientDrained() {
+    loop.preconditionInLoop()
+    flush()
+  }
+
+  /// The client half-closed: nothing more will come; the connection ends.
+  func clientEnded() {
+    loop.preconditionInLoop()
+    closeAll()
+  }
+
+  /// The client connection ended: every exchange in progress is abandoned.
+  func clientClosed() {
+    loop.preconditionInLoop()
+    closed = true
+    idleTimer.cancel()
+    for stream in streams.values { abandon(stream) }
+    streams.removeAll()
+  }
+
+  /// Graceful shutdown: GOAWAY now; the connection closes when the streams end.
+  func drain() {
+    loop.preconditionInLoop()
+    draining = true
+    try? session.submitGoAway()
+    flush()
+    if streams.isEmpty { closeAll() }
+  }
+
+  // MARK: Streams
+
+  private func begin(_ id: Int32, _ block: [HTTP2Header], endsStream: Bool) {
+    idleTimer.cancel()
+    guard !draining else {
+      try? session.submitReset(stream: id, errorCode: HTTP2ErrorCode.refusedStream)
+      return
+    }
+    let head: HTTPRequestHead
+    switch HTTP2Mapping.requestHead(block, endsStream: endsStream) {
+    case .success(let mapped): head = mapped
+    case .failure(.connect):
+      return refuse(
+        id, nil,
+        ProxyFailure(
+          status: 501, code: .badRequest,
+          reason: "CONNECT inside HTTP/2 is not supported; open a tunnel per host"))
+    case .failure(.malformed(let reason)):
+      context.metrics.http2Events.increment(["downstream", "malformed"])
+      return refuse(id, nil, .badRequest("malformed HTTP/2 request: \(reason)"))
+    }
+    switch router.route(head, inside: tunnel) {
+    case .forward(let target):
+      let stream = HTTP2ClientStream(id: id, head: head, target: target)
+      stream.requestComplete = endsStream
+      streams[id] = stream
+      context.metrics.http2StreamsInFlight.add(1)
+      // A small body of declared length is held until it is complete, so
+      // that a content-length the DATA contradicts (RFC 9113 §8.1.1, which
+      // nghttp2 answers with a reset) never reaches the origin at all.
+      if case .length(let length) = head.framing, !endsStream, length <= Self.heldBodyLimit {
+        stream.awaitingBody = true
+        return
+      }
+      acquire(stream, poolAllowed: true)
+    case .refuse(let failure):
+      refuse(id, head, failure)
+    case .passthrough, .intercept:
+      refuse(id, head, .badRequest("CONNECT inside HTTP/2 is not supported"))
+    }
+  }
+
+  func retry(_ stream: HTTP2ClientStream) { acquire(stream, poolAllowed: false) }
+
+  private func acquire(_ stream: HTTP2ClientStream, poolAllowed: Bool) {
+    acquirer.acquire(stream.target, poolAllowed: poolAllowed) { [weak self, weak stream] result in
+      guard let self, let stream, case .connecting = stream.state, self.streams[stream.id] === stream else {
+        if case .success(let acquired) = result { acquired.link.close() }
+        return
+      }
+      switch result {
+      case .failure(let failure):
+        self.fail(stream, failure)
+      case .success(let acquired):
+        self.exchange(stream, over: acquired.link, pooled: acquired.pooled)
+      }
+      self.flush()
+    }
+  }
+
+  private func exchange(_ stream: HTTP2ClientStream, over link: any UpstreamLink, pooled: Bool) {
+    stream.state = .exchanging(link)
+    stream.upstreamWasPooled = pooled
+    stream.upstreamTLS = link.tls
+    stream.upstreamProtocol = link.protocolName
+    link.delegate = self
+    byLink[ObjectIdentifier(link)] = stream
+    link.sendHead(
+      ForwardedRequest(head: stream.head, path: stream.target.path, authority: stream.target.authority))
+    let waiting = stream.pendingBody
+    stream.pendingBody = []
+    for bytes in waiting { forward(bytes, of: stream, over: link) }
+    stream.pendingBodyBytes = 0
+    if stream.requestComplete && stream.head.framing != .none {
+      link.endBody(trailers: stream.requestTrailers)
+    }
+    let seconds = snapshot.timeouts.upstreamResponse
+    stream.responseTimer = loop.schedule(after: seconds) { [weak self, weak stream] in
+      guard let self, let stream, stream.responseStatus == nil, !stream.isDone else { return }
+      self.fail(stream, .timeout("\(stream.target.key) sent no response within \(seconds) s"))
+      self.flush()
+    }
+  }
+
+  private func forward(_ bytes: [UInt8], of stream: HTTP2ClientStream, over link: any UpstreamLink) {
+    stream.requestBodyBytes += bytes.count
+    link.sendBody(bytes)
+    // Flow control is the back-pressure: what the upstream has not taken
+    // is not acknowledged, so the client's window for this stream closes.
+    if link.isAboveHighWatermark {
+      stream.unconsumed += bytes.count
+    } else {
+      session.consume(stream: stream.id, bytes.count)
+    }
+  }
+
+  private func body(_ bytes: [UInt8], on id: Int32) {
+    guard let stream = streams[id] else {
+      // A refused or finished stream: its DATA is dropped, its window kept open.
+      return session.consume(stream: id, bytes.count)
+    }
+    switch stream.state {
+    case .connecting:
+      stream.pendingBody.append(bytes)
+      stream.pendingBodyBytes += bytes.count
+    case .exchanging(let link):
+      forward(bytes, of: stream, over: link)
+    case .done:
+      session.consume(stream: id, bytes.count)
+    }
+  }
+
+  private func endOfRequest(_ id: Int32) {
+    guard let stream = streams[id], !stream.requestComplete else { return }
+    stream.requestComplete = true
+    if let link = stream.link { link.endBody(trailers: stream.requestTrailers) }
+    if stream.awaitingBody {
+      stream.awaitingBody = false
+      acquire(stream, poolAllowed: true)
+    }
+  }
+
+  private func streamClosed(_ id: Int32, code: UInt32) {
+    guard let stream = streams.removeValue(forKey: id) else { return }
+    context.metrics.http2StreamsInFlight.add(-1)
+    if code != HTTP2ErrorCode.noError {
+      context.metrics.http2Events.increment(["downstream", "reset_received"])
+    }
+    abandon(stream)
+    if streams.isEmpty { becameIdle() }
+  }
+
+  /// The client is gone from this stream: an unfinished exchange's upstream
+  /// is closed (an HTTP/1.1 connection) or reset (an h2 stream).
+  private func abandon(_ stream: HTTP2ClientStream) {
+    stream.responseTimer?.cancel()
+    if let link = stream.link {
+      byLink[ObjectIdentifier(link)] = nil
+      link.close()
+    }
+    stream.state = .done
+  }
+
+  private func becameIdle() {
+    if draining { return closeAll() }
+    idleTimer.schedule(after: snapshot.timeouts.idleKeepAlive)
+  }
+
+  private func idleTimeout() {
+    loop.preconditionInLoop()
+    guard streams.isEmpty, !closed else { return }
+    try? session.submitGoAway()
+    flush()
+    closeAll()
+  }
+
+  private func closeAll() {
+    guard !closed else { return }
+    closed = true
+    idleTimer.cancel()
+    for stream in streams.values { abandon(stream) }
+    client.closeAfterFlush()
+  }
+
+  // MARK: Frames to the client (for the upstream half)
+
+  /// The client stream `link` serves, while it is still open.
+  func stream(of link: any UpstreamLink) -> HTTP2ClientStream? {
+    guard let stream = byLink[ObjectIdentifier(link)], streams[stream.id] === stream else { return nil }
+    return stream
+  }
+
+  func forget(_ link: any UpstreamLink) { byLink[ObjectIdentifier(link)] = nil }
+
+  func submitResponse(_ id: Int32, _ block: [HTTP2Header], streaming: Bool) throws {
+    try session.submitResponse(stream: id, block, streaming: streaming)
+  }
+
+  func submitResponse(_ id: Int32, _ block: [HTTP2Header], body: [UInt8]) throws {
+    try session.submitResponse(stream: id, block, body: body)
+  }
+
+  func sendBody(_ id: Int32, _ bytes: [UInt8]) { session.sendBody(stream: id, bytes) }
+  func endBody(_ id: Int32, trailers: [HTTP2Header]) { session.endBody(stream: id, trailers: trailers) }
+  func bufferedBytes(_ id: Int32) -> Int { session.bufferedBodyBytes(stream: id) }
+  func consume(_ id: Int32, _ count: Int) { session.consume(stream: id, count) }
+
+  func resetClientStream(_ id: Int32, errorCode: UInt32) {
+    try? session.submitReset(stream: id, errorCode: errorCode)
+  }
+
+  /// The response could not be started on the client stream: both ends go.
+  func abandonUpstream(of stream: HTTP2ClientStream, _ link: any UpstreamLink) {
+    forget(link)
+    link.close()
+    stream.state = .done
+    resetClientStream(stream.id, errorCode: HTTP2ErrorCode.internalError)
+    flushOutput()
+  }
+
+  func flushOutput() { flush() }
+
+  // MARK: Writing
+
+  private func flush() {
+    guard !closed || client.isOpen else { return }
+    do {
+      let bytes = try session.pendingOutput()
+      if !bytes.isEmpty { client.write(bytes) }
+    } catch {
+      return closeAll()
+    }
+    // Streams whose buffered response went below the watermark read their upstream again.
+    for stream in streams.values where stream.upstreamPaused {
+      if session.bufferedBodyBytes(stream: stream.id) < Self.highWatermark && !client.isAboveHighWatermark {
+        stream.upstreamPaused = false
+        stream.link?.resumeReading()
+      }
+    }
+    if !session.isActive {
+      context.metrics.http2Events.increment(["downstream", "session_ended"])
+      closeAll()
+    }
+  }
+}

@@ -1,0 +1,75 @@
+import PinEventLoop
+import PinHTTP
+
+/// How an exchange gets its upstream: an idle HTTP/1.1 connection from the
+/// pool, a stream on an open HTTP/2 connection, the dial already under way
+/// for the same key, or a new dial whose ALPN answer decides the protocol.
+/// Used by both client sides (HTTP/1.1 sessions and HTTP/2 streams).
+///
+/// Runs on its loop; `completion` is called there, once. The caller must
+/// close a link it can no longer use.
+struct UpstreamAcquirer {
+  let pool: UpstreamPool
+  let dialer: UpstreamDialer
+  let loop: EventLoop
+  let limits: HTTPLimits
+  let metrics: ProxyMetrics
+  let idleTimeout: Double
+
+  typealias Completion = (Result<(link: any UpstreamLink, pooled: Bool), ProxyFailure>) -> Void
+
+  func acquire(_ target: ForwardTarget, poolAllowed: Bool, _ completion: @escaping Completion) {
+    loop.preconditionInLoop()
+    let key = target.key
+    if poolAllowed, let pooled = pool.take(key) { return completion(.success((pooled, true))) }
+    let http2 = pool.http2
+    let offersHTTP2 = target.route.offersHTTP2 && key.tls
+    if offersHTTP2 && http2.mayOfferHTTP2(key) {
+      if let stream = http2.stream(for: key) { return completion(.success((stream, stream.reusedFromPool))) }
+      let waiting = http2.join(key) { outcome in
+        switch outcome {
+        case .stream(let stream): completion(.success((stream, false)))
+        case .acquireAgain: self.acquire(target, poolAllowed: poolAllowed, completion)
+        case .failed(let failure): completion(.failure(failure))
+        }
+      }
+      if waiting { return }
+      http2.beginDial(key)
+    }
+    dial(target, http2: offersHTTP2, completion)
+  }
+
+  private func dial(_ target: ForwardTarget, http2: Bool, _ completion: @escaping Completion) {
+    let key = target.key
+    let (pool, limits, metrics, idleTimeout) = (self.pool.http2, self.limits, self.metrics, self.idleTimeout)
+    dialer.open(key, route: target.route, on: loop, http2: http2) { result in
+      switch result {
+      case .success(let channel):
+        let tls = channel as? TLSChannel
+        if tls?.applicationProtocol == "h2",
+          let connection = try? HTTP2UpstreamConnection(
+            key: key, channel: channel, tls: tls?.sessionResumed == true ? .resumed : .full, metrics: metrics)
+        {
+          pool.add(connection, idleTimeout: idleTimeout)
+          // The connection is new and allows at least one stream until the
+          // origin's SETTINGS say otherwise.
+          guard let stream = connection.reserveStream() else {
+            let failure = ProxyFailure.unreachable("\(key) allows no HTTP/2 stream")
+            connection.close()
+            pool.dialed(key, .failure(failure))
+            return completion(.failure(failure))
+          }
+          pool.dialed(key, .success(connection))
+          completion(.success((stream, false)))
+        } else {
+          metrics.upstreamConnections.increment([UpstreamProtocol.http1.rawValue])
+          if http2 { pool.dialed(key, .success(nil)) }
+          completion(.success((UpstreamConnection(key: key, channel: channel, limits: limits), false)))
+        }
+      case .failure(let failure):
+        if http2 { pool.dialed(key, .failure(failure)) }
+        completion(.failure(failure))
+      }
+    }
+  }
+}
