@@ -1,0 +1,185 @@
+import Foundation
+import PinTestSupport
+import XCTest
+
+/// HTTP/2 towards clients inside an intercepted CONNECT: the real binary,
+/// curl `--http2` and a raw h2 client (Python's `h2`, Tests/Fixtures/h2_client.py)
+/// for shapes no well-behaved client sends; nginx (h2) or the Python origin
+/// (HTTP/1.1 only) behind.
+final class DownstreamHTTP2Tests: ProxyTestCase {
+  var nginx: NginxOrigin!
+  var caPath: String { proxy!.directory.appendingPathComponent("state/ca.pem").path }
+
+  override func tearDown() {
+    nginx?.stop()
+    super.tearDown()
+  }
+
+  func startProxy(pin: String? = nil, listener: String? = nil, echo: Origin? = nil) throws -> Int {
+    nginx = try NginxOrigin(echo: echo)
+    let pins =
+      pin.map { "pinnedPublicKeyHashes: [\"\($0)\"]" }
+      ?? "pinnedCertificates: [\"\(Fixtures.path("int-a.pem"))\"]"
+    return try startProxy(
+      map: [:], domains: "  - {domain: httpbin.org, anchors: [test], pinningMode: publicKey, \(pins)}",
+      extra: #"admin: {address: "127.0.0.1:{port:admin}"}"#,
+      listeners: listener.map { "\n" + $0 } ?? "", names: ["admin"], closedPorts: ["httpbin.org": nginx.port])
+  }
+
+  /// curl through the proxy's interception; the last stdout line is `-w`'s.
+  func curl(_ port: Int, _ arguments: [String]) throws -> ProcessResult {
+    try Subprocess.run(
+      "/usr/bin/curl",
+      ["-s", "--max-time", "30", "-x", "http://127.0.0.1:\(port)", "--cacert", caPath] + arguments)
+  }
+
+  struct H2Result: Decodable {
+    struct Stream: Decodable {
+      let status: Int?
+      let error: String?
+      let body: Int?
+      let ended: Bool?
+      let reset: Int?
+    }
+    let streams: [String: Stream]
+    let goaway: Int?
+    let order: [String]?
+    let sent: Int?
+    let closed: Bool?
+  }
+
+  /// Runs the raw h2 client: `requests` as header lists (or objects with a body).
+  func h2Client(_ port: Int, _ arguments: [String]) throws -> H2Result {
+    let result = try Subprocess.run(
+      "/usr/bin/env",
+      ["python3", Fixtures.directory + "/h2_client.py", "--proxy", String(port), "--ca", caPath, "--host", "httpbin.org"]
+        + arguments)
+    guard result.status == 0 else { throw HarnessError("h2_client.py failed: \(result.stderr)") }
+    return try JSONDecoder().decode(H2Result.self, from: Data(result.stdout.utf8))
+  }
+
+  func requestFile(_ requests: [Any]) throws -> String {
+    let path = proxy!.directory.appendingPathComponent("requests-\(UUID().uuidString).json").path
+    try JSONSerialization.data(withJSONObject: requests).write(to: URL(fileURLWithPath: path))
+    return path
+  }
+
+  static func get(_ path: String, _ extra: [[String]] = []) -> [[String]] {
+    [[":method", "GET"], [":scheme", "https"], [":authority", "httpbin.org"], [":path", path]] + extra
+  }
+
+  func testCurlSpeaksH2ThroughInterceptionAndTheOriginGetsH2() throws {
+    let port = try startProxy()
+    let result = try curl(port, ["--http2", "-w", "\n%{http_version}", "https://httpbin.org/small"])
+    XCTAssertEqual(result.stdout, "hello over HTTP/2.0\n\n2", result.stderr)
+    XCTAssertTrue(nginx.requests.contains { $0.hasPrefix("HTTP/2.0 GET /small 200") })
+    XCTAssertTrue(proxy!.child.wait(for: "client_protocol=h2"), proxy!.log)
+    let line = proxy!.completeLogLines.first { $0.contains(" info request ") } ?? ""
+    XCTAssertTrue(line.contains("client_protocol=h2") && line.contains("upstream_protocol=h2"), line)
+  }
+
+  func testManyStreamsOfOneClientShareOneUpstreamConnection() throws {
+    let port = try startProxy()
+    let result = try curl(
+      port, ["--http2", "--parallel", "--parallel-max", "20"] + Array(repeating: "https://httpbin.org/small", count: 20))
+    XCTAssertEqual(result.stdout.components(separatedBy: "hello over HTTP/2.0\n").count - 1, 20, result.stderr)
+    XCTAssertEqual(try nginx.acceptedConnections(), 1)
+  }
+
+  func testFiftyMegabytesOverH2BothSidesArriveByteIdentical() throws {
+    let port = try startProxy()
+    let original = try nginx.file("big.bin", size: 50 << 20)
+    let copy = nginx.directory.appendingPathComponent("copy.bin").path
+    let result = try curl(port, ["--http2", "-o", copy, "-w", "%{http_code} %{http_version}", "https://httpbin.org/big.bin"])
+    XCTAssertEqual(result.stdout, "200 2")
+    XCTAssertTrue(
+      try Data(contentsOf: URL(fileURLWithPath: copy)) == Data(contentsOf: URL(fileURLWithPath: original)),
+      "byte-identical")
+  }
+
+  func testAnH2ClientUploadReachesAnHTTP11OriginWhole() throws {
+    let echo = try origin()
+    let port = try startProxy(echo: echo)
+    let upload = nginx.directory.appendingPathComponent("upload.bin").path
+    let bytes = (0..<(2 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 13) }
+    try Data(bytes).write(to: URL(fileURLWithPath: upload))
+    let digest = try Subprocess.run("/usr/bin/sha256sum", [upload]).stdout.prefix(64)
+    let result = try curl(port, ["--http2", "--data-binary", "@\(upload)", "https://httpbin.org/upload"])
+    XCTAssertEqual(result.stdout, "\(bytes.count) \(digest)\n")
+  }
+
+  func testDownstreamHTTP2FalseKeepsClientsOnHTTP11() throws {
+    let listener = #"  - {name: plain, address: "127.0.0.1:{port:plain}", mode: forward, downstream: {http2: false}}"#
+    nginx = try NginxOrigin()
+    _ = try startProxy(
+      map: [:],
+      domains: "  - {domain: httpbin.org, anchors: [test], pinningMode: publicKey, "
+        + "pinnedCertificates: [\"\(Fixtures.path("int-a.pem"))\"]}",
+      listeners: listener, names: ["plain"], closedPorts: ["httpbin.org": nginx.port])
+    let result = try curl(proxy!.ports["plain"]!, ["--http2", "-w", "\n%{http_version}", "https://httpbin.org/small"])
+    XCTAssertEqual(result.stdout, "hello over HTTP/2.0\n\n1.1", "the client stayed on HTTP/1.1; upstream is h2")
+  }
+
+  func testMalformedStreamsAreRefusedAloneAndNeverReachTheOrigin() throws {
+    let port = try startProxy()
+    let shapes: [Any] = [
+      Self.get("/small"),
+      Self.get("/bad-upper", [["X-Upper", "1"]]),
+      Self.get("/bad-crlf", [["x-a", "1\r\nx-b: 2"]]),
+      Self.get("/bad-nul", [["x-a", "1\u{0}2"]]),
+      Self.get("/bad-connection", [["connection", "keep-alive"]]),
+      Self.get("/bad-transfer-encoding", [["transfer-encoding", "chunked"]]),
+      Self.get("/bad-te", [["te", "gzip"]]),
+      [[":method", "GET"], [":scheme", "https"], ["accept", "*/*"], [":authority", "httpbin.org"], [":path", "/bad-order"]],
+      Self.get("/bad-repeat", [[":path", "/bad-repeat-2"]]),
+      [[":method", "GET"], [":scheme", "https"], [":authority", "httpbin.org"], [":path", ""]],
+      [[":method", "GET"], [":scheme", "https"], [":authority", "httpbin.org"], [":path", "bad-not-origin-form"]],
+      [
+        "headers": Self.get("/bad-length", [["content-length", "10"]]).map { $0[0] == ":method" ? [":method", "POST"] : $0 },
+        "body": "short",
+      ],
+      [[":method", "CONNECT"], [":authority", "example.com:443"]],
+      Self.get("/small"),
+    ]
+    let result = try h2Client(port, ["--requests", try requestFile(shapes)])
+    let order = try XCTUnwrap(result.order)
+    XCTAssertEqual(order.count, shapes.count)
+    let streams = order.map { result.streams[$0] }
+    for index in [0, order.count - 1] {
+      XCTAssertEqual(streams[index]?.status, 200, "good stream \(index) served beside the bad ones")
+    }
+    for index in 1..<(order.count - 2) {
+      let stream = streams[index]
+      XCTAssertTrue(
+        stream?.reset == 1 || stream?.status == 400, "shape \(index) refused: \(String(describing: stream))")
+    }
+    XCTAssertEqual(streams[order.count - 2]?.status, 501, "CONNECT inside h2")
+    XCTAssertEqual(streams[order.count - 2]?.error, "bad-request")
+    XCTAssertNil(result.goaway, "the connection survived")
+    let seen = nginx.requests
+    XCTAssertEqual(seen.filter { $0.contains("/small") }.count, 2)
+    XCTAssertFalse(seen.contains { $0.contains("/bad") || $0.contains("CONNECT") }, "\(seen)")
+  }
+
+  func testAWrongPinIsA502OnEachStreamAndTheConnectionGoesOn() throws {
+    let port = try startProxy(pin: "sha256/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=")
+    let result = try h2Client(port, ["--requests", try requestFile([Self.get("/a"), Self.get("/b"), Self.get("/c")])])
+    for id in try XCTUnwrap(result.order) {
+      XCTAssertEqual(result.streams[id]?.status, 502)
+      XCTAssertEqual(result.streams[id]?.error, "pin-mismatch")
+      XCTAssertEqual(result.streams[id]?.ended, true)
+    }
+    XCTAssertNil(result.goaway)
+    XCTAssertTrue(nginx.requests.isEmpty)
+  }
+
+  func testARapidResetFloodIsCutOffAndTheProxyServesOthers() throws {
+    let port = try startProxy()
+    let result = try h2Client(port, ["--flood", "3000"])
+    XCTAssertTrue(result.goaway != nil || result.closed == true, "the flooding connection ended")
+    let reached = nginx.requests.filter { $0.contains("/small") }.count
+    XCTAssertLessThan(reached, 1000, "the flood was cut off: \(reached) of 3000 reached the origin")
+    let after = try curl(port, ["--http2", "https://httpbin.org/small"])
+    XCTAssertEqual(after.stdout, "hello over HTTP/2.0\n", "another client is served")
+  }
+}
