@@ -52,7 +52,10 @@ final class DownstreamHTTP2Tests: ProxyTestCase {
   func h2Client(_ port: Int, _ arguments: [String]) throws -> H2Result {
     let result = try Subprocess.run(
       "/usr/bin/env",
-      ["python3", Fixtures.directory + "/h2_client.py", "--proxy", String(port), "--ca", caPath, "--host", "httpbin.org"]
+      [
+        "python3", Fixtures.directory + "/h2_client.py", "--proxy", String(port), "--ca", caPath, "--host",
+        "httpbin.org",
+      ]
         + arguments)
     guard result.status == 0 else { throw HarnessError("h2_client.py failed: \(result.stderr)") }
     return try JSONDecoder().decode(H2Result.self, from: Data(result.stdout.utf8))
@@ -81,8 +84,11 @@ final class DownstreamHTTP2Tests: ProxyTestCase {
   func testManyStreamsOfOneClientShareOneUpstreamConnection() throws {
     let port = try startProxy()
     let result = try curl(
-      port, ["--http2", "--parallel", "--parallel-max", "20"] + Array(repeating: "https://httpbin.org/small", count: 20))
-    XCTAssertEqual(result.stdout.components(separatedBy: "hello over HTTP/2.0\n").count - 1, 20, result.stderr)
+      port,
+      ["--http2", "--parallel", "--parallel-max", "20"]
+        + Array(repeating: "https://httpbin.org/small", count: 20))
+    XCTAssertEqual(
+      result.stdout.components(separatedBy: "hello over HTTP/2.0\n").count - 1, 20, result.stderr)
     XCTAssertEqual(try nginx.acceptedConnections(), 1)
   }
 
@@ -90,7 +96,8 @@ final class DownstreamHTTP2Tests: ProxyTestCase {
     let port = try startProxy()
     let original = try nginx.file("big.bin", size: 50 << 20)
     let copy = nginx.directory.appendingPathComponent("copy.bin").path
-    let result = try curl(port, ["--http2", "-o", copy, "-w", "%{http_code} %{http_version}", "https://httpbin.org/big.bin"])
+    let result = try curl(
+      port, ["--http2", "-o", copy, "-w", "%{http_code} %{http_version}", "https://httpbin.org/big.bin"])
     XCTAssertEqual(result.stdout, "200 2")
     XCTAssertTrue(
       try Data(contentsOf: URL(fileURLWithPath: copy)) == Data(contentsOf: URL(fileURLWithPath: original)),
@@ -109,15 +116,18 @@ final class DownstreamHTTP2Tests: ProxyTestCase {
   }
 
   func testDownstreamHTTP2FalseKeepsClientsOnHTTP11() throws {
-    let listener = #"  - {name: plain, address: "127.0.0.1:{port:plain}", mode: forward, downstream: {http2: false}}"#
+    let listener =
+      #"  - {name: plain, address: "127.0.0.1:{port:plain}", mode: forward, downstream: {http2: false}}"#
     nginx = try NginxOrigin()
     _ = try startProxy(
       map: [:],
       domains: "  - {domain: httpbin.org, anchors: [test], pinningMode: publicKey, "
         + "pinnedCertificates: [\"\(Fixtures.path("int-a.pem"))\"]}",
       listeners: listener, names: ["plain"], closedPorts: ["httpbin.org": nginx.port])
-    let result = try curl(proxy!.ports["plain"]!, ["--http2", "-w", "\n%{http_version}", "https://httpbin.org/small"])
-    XCTAssertEqual(result.stdout, "hello over HTTP/2.0\n\n1.1", "the client stayed on HTTP/1.1; upstream is h2")
+    let result = try curl(
+      proxy!.ports["plain"]!, ["--http2", "-w", "\n%{http_version}", "https://httpbin.org/small"])
+    XCTAssertEqual(
+      result.stdout, "hello over HTTP/2.0\n\n1.1", "the client stayed on HTTP/1.1; upstream is h2")
   }
 
   func testMalformedStreamsAreRefusedAloneAndNeverReachTheOrigin() throws {
@@ -130,12 +140,20 @@ final class DownstreamHTTP2Tests: ProxyTestCase {
       Self.get("/bad-connection", [["connection", "keep-alive"]]),
       Self.get("/bad-transfer-encoding", [["transfer-encoding", "chunked"]]),
       Self.get("/bad-te", [["te", "gzip"]]),
-      [[":method", "GET"], [":scheme", "https"], ["accept", "*/*"], [":authority", "httpbin.org"], [":path", "/bad-order"]],
+      [
+        [":method", "GET"], [":scheme", "https"], ["accept", "*/*"], [":authority", "httpbin.org"],
+        [":path", "/bad-order"],
+      ],
       Self.get("/bad-repeat", [[":path", "/bad-repeat-2"]]),
       [[":method", "GET"], [":scheme", "https"], [":authority", "httpbin.org"], [":path", ""]],
-      [[":method", "GET"], [":scheme", "https"], [":authority", "httpbin.org"], [":path", "bad-not-origin-form"]],
       [
-        "headers": Self.get("/bad-length", [["content-length", "10"]]).map { $0[0] == ":method" ? [":method", "POST"] : $0 },
+        [":method", "GET"], [":scheme", "https"], [":authority", "httpbin.org"],
+        [":path", "bad-not-origin-form"],
+      ],
+      [
+        "headers": Self.get("/bad-length", [["content-length", "10"]]).map {
+          $0[0] == ":method" ? [":method", "POST"] : $0
+        },
         "body": "short",
       ],
       [[":method", "CONNECT"], [":authority", "example.com:443"]],
@@ -163,7 +181,8 @@ final class DownstreamHTTP2Tests: ProxyTestCase {
 
   func testAWrongPinIsA502OnEachStreamAndTheConnectionGoesOn() throws {
     let port = try startProxy(pin: "sha256/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=")
-    let result = try h2Client(port, ["--requests", try requestFile([Self.get("/a"), Self.get("/b"), Self.get("/c")])])
+    let result = try h2Client(
+      port, ["--requests", try requestFile([Self.get("/a"), Self.get("/b"), Self.get("/c")])])
     for id in try XCTUnwrap(result.order) {
       XCTAssertEqual(result.streams[id]?.status, 502)
       XCTAssertEqual(result.streams[id]?.error, "pin-mismatch")
@@ -173,12 +192,43 @@ final class DownstreamHTTP2Tests: ProxyTestCase {
     XCTAssertTrue(nginx.requests.isEmpty)
   }
 
+  func metric(_ name: String) throws -> Int {
+    let text = try Curl.run(["http://127.0.0.1:\(proxy!.ports["admin"]!)/metrics"]).text
+    let line = text.split(separator: "\n").first { $0.hasPrefix(name + " ") }
+    return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
+  }
+
+  func testAHeaderBlockSpreadOverManyContinuationFramesEndsTheConnection() throws {
+    // CVE-2024-28182: a 150 KB field makes ~9 CONTINUATION frames after the
+    // HEADERS frame; the bound is 8, and the header list limit is 64 KiB.
+    let port = try startProxy()
+    let result = try h2Client(
+      port,
+      [
+        "--requests",
+        try requestFile([Self.get("/huge", [["x-huge", String(repeating: "a", count: 150_000)]])]),
+      ])
+    let stream = result.streams.values.first
+    XCTAssertTrue(
+      result.goaway != nil || stream?.reset != nil || stream?.status == 431,
+      "refused: \(String(describing: stream)), goaway \(String(describing: result.goaway))")
+    XCTAssertFalse(nginx.requests.contains { $0.contains("/huge") })
+    let after = try curl(port, ["--http2", "https://httpbin.org/small"])
+    XCTAssertEqual(after.stdout, "hello over HTTP/2.0\n")
+  }
+
   func testARapidResetFloodIsCutOffAndTheProxyServesOthers() throws {
     let port = try startProxy()
     let result = try h2Client(port, ["--flood", "3000"])
     XCTAssertTrue(result.goaway != nil || result.closed == true, "the flooding connection ended")
+    XCTAssertGreaterThan(
+      try metric(#"pinproxy_http2_events_total{side="downstream",event="reset_received"}"#), 0)
+    XCTAssertGreaterThanOrEqual(
+      try metric(#"pinproxy_http2_events_total{side="downstream",event="rapid_reset"}"#)
+        + metric(#"pinproxy_http2_events_total{side="downstream",event="session_ended"}"#), 1,
+      "ended by the proxy's bucket of cancelled exchanges or by nghttp2's RST_STREAM limit, and counted")
     let reached = nginx.requests.filter { $0.contains("/small") }.count
-    XCTAssertLessThan(reached, 1000, "the flood was cut off: \(reached) of 3000 reached the origin")
+    XCTAssertLessThan(reached, 400, "the flood was cut off: \(reached) of 3000 reached the origin")
     let after = try curl(port, ["--http2", "https://httpbin.org/small"])
     XCTAssertEqual(after.stdout, "hello over HTTP/2.0\n", "another client is served")
   }

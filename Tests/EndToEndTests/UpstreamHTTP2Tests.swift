@@ -135,6 +135,60 @@ final class UpstreamHTTP2Tests: ProxyTestCase {
     XCTAssertEqual(try nginx.acceptedConnections(), 2, "a new connection after the GOAWAY")
   }
 
+  func testStreamsAboveAGoAwaysLastStreamAreRetriedOnANewConnection() throws {
+    // The origin's first connection answers GOAWAY (last stream 0) and closes:
+    // the request was never processed there, so it goes again.
+    let log = FileManager.default.temporaryDirectory.appendingPathComponent(
+      "h2-origin-\(UUID().uuidString).log"
+    ).path
+    let origin = try ChildProcessLauncher.python(
+      Fixtures.directory + "/h2_origin.py",
+      [
+        "--cert", Fixtures.path("httpbin-chain.pem"), "--key", Fixtures.path("httpbin.key"), "--log", log,
+        "--goaway-first",
+      ])
+    defer { origin.stop() }
+    XCTAssertTrue(origin.wait(for: "READY "))
+    let port = try XCTUnwrap(
+      origin.currentOutput.split(separator: "\n").first { $0.hasPrefix("READY") }.flatMap {
+        Int($0.split(separator: " ")[1])
+      })
+    let proxyPort = try startProxy(
+      map: [:], domains: "  - {domain: httpbin.org, anchors: [test]}",
+      extra: #"admin: {address: "127.0.0.1:{port:admin}"}"#, names: ["admin"],
+      closedPorts: ["httpbin.org": port])
+    let result = try get("http://httpbin.org/retried", through: proxyPort)
+    XCTAssertEqual(result.status, 200, result.text)
+    XCTAssertEqual(result.text, "served on connection 2\n")
+    let lines =
+      (try? String(contentsOfFile: log, encoding: .utf8))?.split(separator: "\n").map(String.init) ?? []
+    XCTAssertEqual(lines, ["connection 1", "request 1 /retried", "connection 2", "request 2 /retried"])
+    XCTAssertEqual(try metric(#"pinproxy_http2_events_total{side="upstream",event="goaway"}"#), 1)
+  }
+
+  func testAnOriginThatDiesBeforeAnsweringIsA502() throws {
+    let echo = try origin()
+    nginx = try NginxOrigin(
+      echo: echo,
+      extraServer: "location /slow/ { proxy_pass https://127.0.0.1:\(echo.port); proxy_ssl_verify off; }")
+    let port = try startProxy(
+      map: [:], domains: "  - {domain: httpbin.org, anchors: [test]}",
+      closedPorts: ["httpbin.org": nginx.port])
+    let waiting = try BackgroundCommand(
+      "/usr/bin/curl",
+      [
+        "-s", "-o", "/dev/null", "-w", "%{http_code}", "-D", "-", "--max-time", "20", "-x",
+        "http://127.0.0.1:\(port)",
+        "http://httpbin.org/slow/5",
+      ])
+    XCTAssertTrue(echo.waitForRequest("GET /slow/5"), "the request reached the origin")
+    nginx.stop()
+    let (status, output) = waiting.finish()
+    XCTAssertEqual(status, 0)
+    XCTAssertTrue(output.hasSuffix("502"), output)
+    XCTAssertTrue(output.lowercased().contains("pinproxy-error: upstream-unreachable"), output)
+  }
+
   func testAWrongPinIsRefusedBeforeAnyStream() throws {
     nginx = try NginxOrigin()
     let port = try startProxy(

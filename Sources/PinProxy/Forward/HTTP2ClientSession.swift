@@ -37,6 +37,9 @@ final class HTTP2ClientSession: UpstreamDelegate, @unchecked Sendable {
   private var closed = false
   /// GOAWAY sent (shutdown): no new streams; close when the last one ends.
   private var draining = false
+  /// The client sent GOAWAY: an ending session is its choice, not a limit's.
+  private var clientWentAway = false
+  private var resets = ResetBucket()
   private lazy var idleTimer: LoopTimer = loop.makeTimer { [weak self] in self?.idleTimeout() }
   private(set) var lastActivity = DispatchTime.now().uptimeNanoseconds
   static let maxConcurrentStreams: UInt32 = 100
@@ -116,6 +119,7 @@ final class HTTP2ClientSession: UpstreamDelegate, @unchecked Sendable {
           ])
       case .goAway:
         draining = true
+        clientWentAway = true
       case .settings, .pingAcknowledged:
         break
       }
@@ -279,9 +283,31 @@ final class HTTP2ClientSession: UpstreamDelegate, @unchecked Sendable {
     context.metrics.http2StreamsInFlight.add(-1)
     if code != HTTP2ErrorCode.noError {
       context.metrics.http2Events.increment(["downstream", "reset_received"])
+      // An exchange the client cancelled before its answer: each one cost an
+      // upstream request. Past the bucket, the connection ends (rapid reset).
+      if !stream.isDone && !resets.take(now: DispatchTime.now().uptimeNanoseconds) {
+        abandon(stream)
+        return endForFlood()
+      }
     }
     abandon(stream)
     if streams.isEmpty { becameIdle() }
+  }
+
+  /// CVE-2023-44487: too many exchanges started and cancelled by the client.
+  private func endForFlood() {
+    context.metrics.http2Events.increment(["downstream", "rapid_reset"])
+    context.logger.log(
+      .warning, "refused",
+      [
+        "client": client.peer, "target": "\(tunnel.host):\(tunnel.port)", "code": "bad-request",
+        "reason":
+          "HTTP/2 rapid reset: more than \(ResetBucket.burst) requests cancelled in a burst; connection ended",
+      ])
+    draining = true
+    try? session.submitGoAway(errorCode: HTTP2ErrorCode.enhanceYourCalm)
+    flush()
+    closeAll()
   }
 
   /// The client is gone from this stream: an unfinished exchange's upstream
@@ -371,9 +397,41 @@ final class HTTP2ClientSession: UpstreamDelegate, @unchecked Sendable {
         stream.link?.resumeReading()
       }
     }
-    if !session.isActive {
-      context.metrics.http2Events.increment(["downstream", "session_ended"])
+    if !session.isActive && !closed {
+      if !clientWentAway && !draining {
+        // nghttp2 ended it: a reset or CONTINUATION flood, an oversized or
+        // undecodable header block, a protocol error (its GOAWAY says which).
+        context.metrics.http2Events.increment(["downstream", "session_ended"])
+        context.logger.log(
+          .warning, "refused",
+          [
+            "client": client.peer, "target": "\(tunnel.host):\(tunnel.port)", "code": "bad-request",
+            "reason":
+              "HTTP/2 connection ended by a protocol limit (reset or CONTINUATION flood, header block)",
+          ])
+      }
       closeAll()
     }
+  }
+}
+
+/// A token bucket for client-cancelled exchanges: `burst` at once, then
+/// `perSecond` (the bounds Envoy and nginx chose for CVE-2023-44487 are of
+/// this order).
+struct ResetBucket {
+  static let burst = 100.0
+  static let perSecond = 10.0
+  private var tokens = burst
+  private var last: UInt64 = 0
+
+  /// Spends a token; false when none is left.
+  mutating func take(now: UInt64) -> Bool {
+    if last != 0 {
+      tokens = min(Self.burst, tokens + Double(now &- last) / 1e9 * Self.perSecond)
+    }
+    last = now
+    guard tokens >= 1 else { return false }
+    tokens -= 1
+    return true
   }
 }
