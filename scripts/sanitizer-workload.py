@@ -8,7 +8,9 @@ Starts Tests/Fixtures/origin.py (real TLS), then pinproxy with a forward
 listener (absolute-form and CONNECT interception), then runs N rounds of:
 keep-alive GETs, a new connection per request, a chunked upload, a request
 inside an intercepted CONNECT, a pin-mismatch refusal, a malformed request
-(400) and a client that disconnects mid-body. SIGTERM ends the daemon (a
+(400), a client that disconnects mid-body, and HTTP/2 on both sides: GETs to
+an h2 origin (Tests/Fixtures/h2_origin.py) and an h2 client's streams (good,
+malformed, reset) inside an intercepted CONNECT (Tests/Fixtures/h2_client.py). SIGTERM ends the daemon (a
 graceful drain, so sanitizers run their exit checks). Prints one JSON line:
 {"rounds", "requests", "exit", "leaked_bytes", "leaked_allocations",
 "tsan_warnings", "asan_errors"}. Loopback only; bounded in count and time.
@@ -28,6 +30,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "..", "Tests", "Fixtures")
+sys.path.insert(0, FIXTURES)
+import h2_client  # noqa: E402  (Tests/Fixtures/h2_client.py)
 PKI = os.path.join(FIXTURES, "pki")
 
 
@@ -68,19 +72,26 @@ def main():
          "--key", os.path.join(PKI, "httpbin.key")], stdout=subprocess.PIPE, text=True)
     line = origin.stdout.readline()
     origin_port = int(line.split()[1])
+    h2_origin = subprocess.Popen(
+        [sys.executable, os.path.join(FIXTURES, "h2_origin.py"), "--cert", os.path.join(PKI, "httpbin-chain.pem"),
+         "--key", os.path.join(PKI, "httpbin.key"), "--log", os.path.join(work, "h2-origin.log")],
+        stdout=subprocess.PIPE, text=True)
+    h2_port = int(h2_origin.stdout.readline().split()[1])
     port = free_port()
     config = os.path.join(work, "pinproxy.yaml")
     with open(config, "w") as f:
         f.write(f"""stateDirectory: "{work}/state"
 listeners:
   - {{name: forward, address: "127.0.0.1:{port}", mode: forward}}
-connectTo: ["httpbin.org:443:127.0.0.1:{origin_port}", "pinned.httpbin.org:443:127.0.0.1:{origin_port}"]
+connectTo: ["httpbin.org:443:127.0.0.1:{origin_port}", "pinned.httpbin.org:443:127.0.0.1:{origin_port}",
+            "h2.httpbin.org:443:127.0.0.1:{h2_port}"]
 anchorSets:
   test: {{files: ["{PKI}/root-a.pem"]}}
 defaults: {{action: deny}}
 logging: {{access: false}}
 domains:
   - {{domain: httpbin.org, anchors: [test]}}
+  - {{domain: h2.httpbin.org, anchors: [test]}}
   - domain: pinned.httpbin.org
     anchors: [test]
     pinningMode: publicKey
@@ -137,6 +148,21 @@ domains:
             raw.sendall(b"POST http://httpbin.org/echo HTTP/1.1\r\nHost: httpbin.org\r\nContent-Length: 100\r\n\r\nhalf")
             time.sleep(0.02)
         requests += 1
+        upstream_h2 = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+        for _ in range(2):
+            upstream_h2.request("GET", "http://h2.httpbin.org/x", headers={"Host": "h2.httpbin.org"})
+            assert upstream_h2.getresponse().read().startswith(b"served on connection")
+            requests += 1
+        upstream_h2.close()
+        tls = h2_client.open_tunnel(port, "h2.httpbin.org", os.path.join(work, "state", "ca.pem"))
+        conn = h2_client.connection()
+        tls.sendall(conn.data_to_send())
+        get = [(":method", "GET"), (":scheme", "https"), (":authority", "h2.httpbin.org"), (":path", "/s")]
+        result = h2_client.requests(tls, conn, [get, get + [("connection", "close")], get])
+        statuses = [result["streams"][s].get("status") for s in result["order"]]
+        assert statuses == [200, None, 200], result
+        tls.close()
+        requests += 3
     time.sleep(0.3)
     proxy.send_signal(signal.SIGTERM)
     try:
@@ -145,6 +171,7 @@ domains:
         proxy.kill()
         code = -9
     origin.terminate()
+    h2_origin.terminate()
     log.close()
     text = open(log_path, errors="replace").read()
     leak = re.search(r"SUMMARY: AddressSanitizer: (\d+) byte\(s\) leaked in (\d+) allocation", text)

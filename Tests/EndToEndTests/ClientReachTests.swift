@@ -326,6 +326,11 @@ final class ClientReachTests: ProxyTestCase {
       dom.stdout.contains("This site's certificate does not match what it is pinned to"),
       dom.stdout + dom.stderr)
     XCTAssertTrue(dom.stdout.contains("pin-mismatch"))
+    // Chromium offers h2 inside the CONNECT: the page was a refusal on one
+    // HTTP/2 stream (its log line names the stream).
+    XCTAssertTrue(
+      proxy!.completeLogLines.contains { $0.contains("code=pin-mismatch") && $0.contains("stream=") },
+      proxy!.log)
     // A host the policy denies: the CONNECT is accepted and the 403 page is
     // what the browser shows, not a generic tunnel error.
     let denied = try Subprocess.run(chromium, common + ["--dump-dom", "https://example.com/"])

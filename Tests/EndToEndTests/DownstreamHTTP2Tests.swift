@@ -81,6 +81,40 @@ final class DownstreamHTTP2Tests: ProxyTestCase {
     XCTAssertTrue(line.contains("client_protocol=h2") && line.contains("upstream_protocol=h2"), line)
   }
 
+  func testJavaHttpClientNegotiatesH2AndGetsBodyAndRefusalPerStream() throws {
+    // Its default version is HTTP_2: it offers h2 inside the CONNECT.
+    let port = try startProxy()
+    let output = try Java.run(
+      """
+      import java.net.*; import java.net.http.*; import java.security.*; import java.security.cert.*;
+      import javax.net.ssl.*; import java.io.*;
+      public class H2 {
+        public static void main(String[] args) throws Exception {
+          KeyStore store = KeyStore.getInstance(KeyStore.getDefaultType());
+          store.load(null, null);
+          try (InputStream in = new FileInputStream(args[1])) {
+            store.setCertificateEntry("pinproxy", CertificateFactory.getInstance("X.509").generateCertificate(in));
+          }
+          TrustManagerFactory trust = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
+          trust.init(store);
+          SSLContext tls = SSLContext.getInstance("TLS");
+          tls.init(null, trust.getTrustManagers(), null);
+          HttpClient client = HttpClient.newBuilder().sslContext(tls)
+              .proxy(ProxySelector.of(new InetSocketAddress("127.0.0.1", Integer.parseInt(args[0])))).build();
+          for (String path : new String[] {"/small", "/missing", "/small"}) {
+            HttpResponse<String> response = client.send(
+                HttpRequest.newBuilder(URI.create("https://httpbin.org" + path)).build(),
+                HttpResponse.BodyHandlers.ofString());
+            System.out.println(path + " " + response.version() + " " + response.statusCode() + " "
+                + response.body().length());
+          }
+        }
+      }
+      """, arguments: [String(port), caPath])
+    XCTAssertEqual(output, "/small HTTP_2 200 20\n/missing HTTP_2 404 153\n/small HTTP_2 200 20\n")
+    XCTAssertEqual(nginx.requests.filter { $0.hasPrefix("HTTP/2.0 GET /small 200") }.count, 2)
+  }
+
   func testManyStreamsOfOneClientShareOneUpstreamConnection() throws {
     let port = try startProxy()
     let result = try curl(

@@ -57,7 +57,8 @@ final class InterceptionTests: ProxyTestCase {
     XCTAssertEqual(result.status, 200, result.stderr)
     XCTAssertEqual(result.text, "hello from origin\n")
     XCTAssertTrue(result.stderr.contains("issuer: O=pinproxy; CN=pinproxy local CA"), result.stderr)
-    XCTAssertTrue(result.stderr.contains("ALPN: server accepted http/1.1"), result.stderr)
+    // curl offers h2 first, and an intercepting listener takes it (downstream.http2).
+    XCTAssertTrue(result.stderr.contains("ALPN: server accepted h2"), result.stderr)
     XCTAssertTrue(proxy!.log.contains("local-ca certificate=\(caPath) created=yes"), proxy!.log)
   }
 
