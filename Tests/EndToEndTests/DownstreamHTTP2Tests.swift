@@ -265,5 +265,13 @@ final class DownstreamHTTP2Tests: ProxyTestCase {
     XCTAssertLessThan(reached, 400, "the flood was cut off: \(reached) of 3000 reached the origin")
     let after = try curl(port, ["--http2", "https://httpbin.org/small"])
     XCTAssertEqual(after.stdout, "hello over HTTP/2.0\n", "another client is served")
+    // Every stream of the flood, served, reset or cut off, was accounted for.
+    var inFlight = -1
+    for _ in 0..<100 {
+      inFlight = try metric("pinproxy_http2_streams_in_flight")
+      if inFlight == 0 { break }
+      usleep(50_000)
+    }
+    XCTAssertEqual(inFlight, 0)
   }
 }

@@ -49,6 +49,7 @@ final class UpstreamHTTP2Tests: ProxyTestCase {
     XCTAssertEqual(nginx.requests.filter { $0.hasPrefix("HTTP/2.0 GET /small 200") }.count, 50)
     XCTAssertEqual(
       try metric(#"pinproxy_upstream_connections_total{protocol="h2"}"#), 1, "the metric counts it too")
+    XCTAssertEqual(try metric("pinproxy_http2_streams_in_flight"), 0, "every stream finished")
     // Access lines are written by a background writer: wait for the 50th.
     var access: [String] = []
     for _ in 0..<200 {
@@ -164,6 +165,7 @@ final class UpstreamHTTP2Tests: ProxyTestCase {
       (try? String(contentsOfFile: log, encoding: .utf8))?.split(separator: "\n").map(String.init) ?? []
     XCTAssertEqual(lines, ["connection 1", "request 1 /retried", "connection 2", "request 2 /retried"])
     XCTAssertEqual(try metric(#"pinproxy_http2_events_total{side="upstream",event="goaway"}"#), 1)
+    XCTAssertEqual(try metric("pinproxy_http2_streams_in_flight"), 0, "the refused stream gave its slot back")
   }
 
   func testAnOriginThatDiesBeforeAnsweringIsA502() throws {

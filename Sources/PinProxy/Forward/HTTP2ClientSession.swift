@@ -144,6 +144,7 @@ final class HTTP2ClientSession: UpstreamDelegate, @unchecked Sendable {
     closed = true
     idleTimer.cancel()
     for stream in streams.values { abandon(stream) }
+    context.metrics.http2StreamsInFlight.add(-streams.count)
     streams.removeAll()
   }
 
@@ -383,7 +384,7 @@ final class HTTP2ClientSession: UpstreamDelegate, @unchecked Sendable {
   // MARK: Writing
 
   private func flush() {
-    guard !closed || client.isOpen else { return }
+    guard !closed, client.isOpen else { return }
     do {
       let bytes = try session.pendingOutput()
       if !bytes.isEmpty { client.write(bytes) }

@@ -117,7 +117,6 @@ final class HTTP2UpstreamConnection: ChannelDelegate, @unchecked Sendable {
     stream.connectionSlotHeld = false
     activeStreams -= 1
     metrics.http2StreamsInFlight.add(-1)
-    if let id = stream.id, streams[id] === stream, case .closed = stream.state { streams[id] = nil }
     switch state {
     case .retiring where activeStreams == 0: close()
     case .open where activeStreams == 0: becameIdle()
@@ -210,7 +209,13 @@ final class HTTP2UpstreamConnection: ChannelDelegate, @unchecked Sendable {
       }
     }
     flush()
-    for stream in touched { stream.deliver(closing: closings[ObjectIdentifier(stream)]) }
+    for stream in touched {
+      let failure = closings[ObjectIdentifier(stream)]
+      stream.deliver(closing: failure)
+      // A stream that failed gives its slot back even if nobody closes it
+      // (an exchange retried elsewhere, a session already gone).
+      if failure != nil { finished(stream) }
+    }
   }
 
   func channelDidReadEOF(_ channel: any ByteChannel) {
@@ -249,6 +254,7 @@ final class HTTP2UpstreamConnection: ChannelDelegate, @unchecked Sendable {
     for stream in waiting.values {
       let reason = stream.closedByPeer(failure: failure, unprocessed: false)
       stream.deliver(closing: reason)
+      finished(stream)
     }
   }
 

@@ -100,10 +100,11 @@ final class HTTP2UpstreamStream: UpstreamLink {
   /// The exchange is over: the stream's slot goes back to the connection.
   func release(to release: UpstreamRelease) { connection.finished(self) }
 
+  /// Resets the stream unless it is already gone: also one whose response
+  /// ended while our request body had not (the origin answered early), or
+  /// nghttp2 would keep waiting for the rest of that body.
   func close() {
-    if case .open(let id) = state {
-      connection.reset(stream: id)
-    }
+    if let id { connection.reset(stream: id) }
     state = .closed
     connection.finished(self)
   }
