@@ -40,6 +40,7 @@ final class DownstreamHTTP2Tests: ProxyTestCase {
       let body: Int?
       let ended: Bool?
       let reset: Int?
+      let trailers: [String: String]?
     }
     let streams: [String: Stream]
     let goaway: Int?
@@ -113,6 +114,29 @@ final class DownstreamHTTP2Tests: ProxyTestCase {
       """, arguments: [String(port), caPath])
     XCTAssertEqual(output, "/small HTTP_2 200 20\n/missing HTTP_2 404 153\n/small HTTP_2 200 20\n")
     XCTAssertEqual(nginx.requests.filter { $0.hasPrefix("HTTP/2.0 GET /small 200") }.count, 2)
+  }
+
+  func testTrailersFromAnH2OriginReachAnH2Client() throws {
+    let log = FileManager.default.temporaryDirectory.appendingPathComponent(
+      "h2-origin-\(UUID().uuidString).log"
+    ).path
+    let origin = try ChildProcessLauncher.python(
+      Fixtures.directory + "/h2_origin.py",
+      ["--cert", Fixtures.path("httpbin-chain.pem"), "--key", Fixtures.path("httpbin.key"), "--log", log])
+    defer { origin.stop() }
+    XCTAssertTrue(origin.wait(for: "READY "))
+    let originPort = try XCTUnwrap(
+      origin.currentOutput.split(separator: "\n").first { $0.hasPrefix("READY") }.flatMap {
+        Int($0.split(separator: " ")[1])
+      })
+    let port = try startProxy(
+      map: [:], domains: "  - {domain: httpbin.org, anchors: [test]}",
+      closedPorts: ["httpbin.org": originPort])
+    let result = try h2Client(port, ["--requests", try requestFile([Self.get("/trailers")])])
+    let stream = try XCTUnwrap(result.streams[try XCTUnwrap(result.order?.first)])
+    XCTAssertEqual(stream.status, 200)
+    XCTAssertEqual(stream.body, "served on connection 1\n".utf8.count)
+    XCTAssertEqual(stream.trailers, ["x-checksum": "abc123"])
   }
 
   func testManyStreamsOfOneClientShareOneUpstreamConnection() throws {

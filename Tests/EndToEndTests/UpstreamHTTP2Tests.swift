@@ -168,6 +168,31 @@ final class UpstreamHTTP2Tests: ProxyTestCase {
     XCTAssertEqual(try metric("pinproxy_http2_streams_in_flight"), 0, "the refused stream gave its slot back")
   }
 
+  func testAnH2ResponseWithoutLengthIsChunkedForHTTP11ClientsWithItsTrailer() throws {
+    let log = FileManager.default.temporaryDirectory.appendingPathComponent(
+      "h2-origin-\(UUID().uuidString).log"
+    ).path
+    let origin = try ChildProcessLauncher.python(
+      Fixtures.directory + "/h2_origin.py",
+      ["--cert", Fixtures.path("httpbin-chain.pem"), "--key", Fixtures.path("httpbin.key"), "--log", log])
+    defer { origin.stop() }
+    XCTAssertTrue(origin.wait(for: "READY "))
+    let port = try XCTUnwrap(
+      origin.currentOutput.split(separator: "\n").first { $0.hasPrefix("READY") }.flatMap {
+        Int($0.split(separator: " ")[1])
+      })
+    let proxyPort = try startProxy(
+      map: [:], domains: "  - {domain: httpbin.org, anchors: [test]}", closedPorts: ["httpbin.org": port])
+    let response = try RawHTTP.exchange(
+      port: proxyPort,
+      "GET http://httpbin.org/trailers HTTP/1.1\r\nHost: httpbin.org\r\nTE: trailers\r\nConnection: close\r\n\r\n"
+    )
+    XCTAssertTrue(response.hasPrefix("HTTP/1.1 200 OK\r\n"), response)
+    XCTAssertTrue(response.lowercased().contains("\r\ntransfer-encoding: chunked\r\n"), response)
+    XCTAssertTrue(
+      response.hasSuffix("\r\n17\r\nserved on connection 1\n\r\n0\r\nx-checksum: abc123\r\n\r\n"), response)
+  }
+
   func testAnOriginThatDiesBeforeAnsweringIsA502() throws {
     let echo = try origin()
     nginx = try NginxOrigin(

@@ -81,6 +81,10 @@ def pump(tls, conn, results, until, timeout=10):
             elif isinstance(event, h2.events.DataReceived):
                 entry["body"] = entry.get("body", 0) + len(event.data)
                 conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+            elif isinstance(event, h2.events.TrailersReceived):
+                entry["trailers"] = {
+                    (k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v)
+                    for k, v in event.headers}
             elif isinstance(event, h2.events.StreamEnded):
                 entry["ended"] = True
             elif isinstance(event, h2.events.StreamReset):

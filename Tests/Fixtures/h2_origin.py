@@ -2,6 +2,7 @@
 """A TLS HTTP/2 origin (Python's `h2`) that behaves as told on its first
 connection, to exercise the proxy's GOAWAY handling:
 
+  /trailers        answered without a length, with a trailer (x-checksum)
   --goaway-first   the first connection answers nothing: it reads the
                    requests, sends GOAWAY naming last stream 0 (none was
                    processed, RFC 9113 §6.8) and closes. Later connections
@@ -57,8 +58,15 @@ def serve(sock, args):
                             pass
                         return
                     body = f"served on connection {number}\n".encode()
-                    conn.send_headers(event.stream_id, [(":status", "200"), ("content-length", str(len(body)))])
-                    conn.send_data(event.stream_id, body, end_stream=True)
+                    if headers.get(":path") == "/trailers":
+                        # No length, then trailers: the proxy must frame it
+                        # (chunked for HTTP/1.1 clients) and keep the trailer.
+                        conn.send_headers(event.stream_id, [(":status", "200")])
+                        conn.send_data(event.stream_id, body)
+                        conn.send_headers(event.stream_id, [("x-checksum", "abc123")], end_stream=True)
+                    else:
+                        conn.send_headers(event.stream_id, [(":status", "200"), ("content-length", str(len(body)))])
+                        conn.send_data(event.stream_id, body, end_stream=True)
             sock.sendall(conn.data_to_send())
     except (ConnectionError, ssl.SSLError, OSError):
         return
