@@ -99,9 +99,11 @@ final class HTTP2UpstreamConnection: ChannelDelegate, @unchecked Sendable {
 
   func bufferedBodyBytes(stream id: Int32) -> Int { session.bufferedBodyBytes(stream: id) }
 
-  func consume(stream id: Int32, _ count: Int) {
+  /// `flushing: false` while a read is being handled: its WINDOW_UPDATEs
+  /// leave with the one flush at the end of the read, not one write per frame.
+  func consume(stream id: Int32, _ count: Int, flushing: Bool = true) {
     session.consume(stream: id, count)
-    flush()
+    if flushing { flush() }
   }
 
   func reset(stream id: Int32) {

@@ -129,7 +129,11 @@ final class HTTP2UpstreamStream: UpstreamLink {
   func received(data bytes: [UInt8]) {
     guard case .open(let id) = state else { return }
     pending.append(.body(bytes))
-    if paused { unconsumed += bytes.count } else { connection.consume(stream: id, bytes.count) }
+    if paused {
+      unconsumed += bytes.count
+    } else {
+      connection.consume(stream: id, bytes.count, flushing: false)
+    }
   }
 
   func receivedEnd() {
