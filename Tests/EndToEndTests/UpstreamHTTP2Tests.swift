@@ -63,6 +63,41 @@ final class UpstreamHTTP2Tests: ProxyTestCase {
       access.first ?? "")
   }
 
+  func testNghttpdAnH2OnlyOriginIsServedToHTTP11AndH2Clients() throws {
+    // nghttp2's own server speaks only h2: the proxy must pick it in ALPN.
+    guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/nghttpd") else {
+      throw HarnessError("nghttpd is not installed (scripts/install-deps.sh installs nghttp2-server)")
+    }
+    let root = FileManager.default.temporaryDirectory.appendingPathComponent("nghttpd-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+    let bytes = (0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 11) }
+    try Data(bytes).write(to: root.appendingPathComponent("file.bin"))
+    let originPort = try OpenSSLServer.freePort()
+    let server = try BackgroundCommand(
+      "/usr/sbin/nghttpd",
+      ["-d", root.path, String(originPort), Fixtures.path("httpbin.key"), Fixtures.path("httpbin-chain.pem")])
+    defer { server.terminate() }
+    var probes = 0
+    while !OpenSSLServer.canConnect(port: originPort) && probes < 200 {
+      probes += 1
+      usleep(25_000)
+    }
+    let port = try startProxy(
+      map: [:], domains: "  - {domain: httpbin.org, anchors: [test]}",
+      closedPorts: ["httpbin.org": originPort])
+    let plain = try get("http://httpbin.org/file.bin", through: port)
+    XCTAssertEqual(plain.status, 200)
+    XCTAssertTrue(plain.body == Data(bytes), "byte-identical to an HTTP/1.1 client")
+    let intercepted = try Curl.run([
+      "--http2", "-x", "http://127.0.0.1:\(port)", "--cacert",
+      proxy!.directory.appendingPathComponent("state/ca.pem").path, "https://httpbin.org/file.bin",
+    ])
+    XCTAssertEqual(intercepted.status, 200)
+    XCTAssertTrue(intercepted.body == Data(bytes), "byte-identical to an h2 client")
+    XCTAssertTrue(proxy!.child.wait(for: "client_protocol=h2"), proxy!.log)
+    XCTAssertTrue(proxy!.log.contains("upstream_protocol=h2"))
+  }
+
   func testUpstreamHTTP2FalseSpeaksHTTP11() throws {
     let port = try startProxy(rule: ", upstreamHTTP2: false")
     let result = try get("http://httpbin.org/small", through: port)

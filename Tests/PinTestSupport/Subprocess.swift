@@ -94,7 +94,7 @@ public final class OpenSSLServer {
       domain: "OpenSSLServer", code: 1, userInfo: [NSLocalizedDescriptionKey: "s_server did not start"])
   }
 
-  static func canConnect(port: Int) -> Bool {
+  public static func canConnect(port: Int) -> Bool {
     guard let fd = Loopback.connect(port: port) else { return false }
     close(fd)
     return true
