@@ -112,16 +112,9 @@ final class ClientReachTests: ProxyTestCase {
       import java.net.*; import java.net.http.*; import java.security.*; import java.security.cert.*;
       import javax.net.ssl.*; import java.io.*;
       public class Upload {
+        \(Java.trustingMethod)
         public static void main(String[] args) throws Exception {
-          KeyStore store = KeyStore.getInstance(KeyStore.getDefaultType());
-          store.load(null, null);
-          try (InputStream in = new FileInputStream(args[1])) {
-            store.setCertificateEntry("pinproxy", CertificateFactory.getInstance("X.509").generateCertificate(in));
-          }
-          TrustManagerFactory trust = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
-          trust.init(store);
-          SSLContext tls = SSLContext.getInstance("TLS");
-          tls.init(null, trust.getTrustManagers(), null);
+          SSLContext tls = trusting(args[1]);
           HttpClient client = HttpClient.newBuilder().sslContext(tls).version(HttpClient.Version.HTTP_1_1)
               .proxy(ProxySelector.of(new InetSocketAddress("127.0.0.1", Integer.parseInt(args[0])))).build();
           byte[] body = new byte[10 * 1024 * 1024];
@@ -352,6 +345,22 @@ final class ClientReachTests: ProxyTestCase {
 /// `java File.java` (JDK 11+ single-file programs), from the JDK the test
 /// setup installs. Missing Java is a failure, never a skip.
 enum Java {
+  /// A Java method making a TLS context that trusts only the PEM at `path`
+  /// (the proxy's local CA), for the programs below.
+  static let trustingMethod = """
+    static SSLContext trusting(String path) throws Exception {
+        KeyStore store = KeyStore.getInstance(KeyStore.getDefaultType());
+        store.load(null, null);
+        try (InputStream in = new FileInputStream(path)) {
+          store.setCertificateEntry("pinproxy", CertificateFactory.getInstance("X.509").generateCertificate(in));
+        }
+        TrustManagerFactory trust = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
+        trust.init(store);
+        SSLContext tls = SSLContext.getInstance("TLS");
+        tls.init(null, trust.getTrustManagers(), null);
+        return tls;
+      }
+    """
   static func run(_ source: String, arguments: [String]) throws -> String {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("java-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

@@ -90,16 +90,9 @@ final class DownstreamHTTP2Tests: ProxyTestCase {
       import java.net.*; import java.net.http.*; import java.security.*; import java.security.cert.*;
       import javax.net.ssl.*; import java.io.*;
       public class H2 {
+        \(Java.trustingMethod)
         public static void main(String[] args) throws Exception {
-          KeyStore store = KeyStore.getInstance(KeyStore.getDefaultType());
-          store.load(null, null);
-          try (InputStream in = new FileInputStream(args[1])) {
-            store.setCertificateEntry("pinproxy", CertificateFactory.getInstance("X.509").generateCertificate(in));
-          }
-          TrustManagerFactory trust = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
-          trust.init(store);
-          SSLContext tls = SSLContext.getInstance("TLS");
-          tls.init(null, trust.getTrustManagers(), null);
+          SSLContext tls = trusting(args[1]);
           HttpClient client = HttpClient.newBuilder().sslContext(tls)
               .proxy(ProxySelector.of(new InetSocketAddress("127.0.0.1", Integer.parseInt(args[0])))).build();
           for (String path : new String[] {"/small", "/missing", "/small"}) {
@@ -117,18 +110,9 @@ final class DownstreamHTTP2Tests: ProxyTestCase {
   }
 
   func testTrailersFromAnH2OriginReachAnH2Client() throws {
-    let log = FileManager.default.temporaryDirectory.appendingPathComponent(
-      "h2-origin-\(UUID().uuidString).log"
-    ).path
-    let origin = try ChildProcessLauncher.python(
-      Fixtures.directory + "/h2_origin.py",
-      ["--cert", Fixtures.path("httpbin-chain.pem"), "--key", Fixtures.path("httpbin.key"), "--log", log])
+    let origin = try H2Origin()
     defer { origin.stop() }
-    XCTAssertTrue(origin.wait(for: "READY "))
-    let originPort = try XCTUnwrap(
-      origin.currentOutput.split(separator: "\n").first { $0.hasPrefix("READY") }.flatMap {
-        Int($0.split(separator: " ")[1])
-      })
+    let originPort = origin.port
     let port = try startProxy(
       map: [:], domains: "  - {domain: httpbin.org, anchors: [test]}",
       closedPorts: ["httpbin.org": originPort])

@@ -174,21 +174,9 @@ final class UpstreamHTTP2Tests: ProxyTestCase {
   func testStreamsAboveAGoAwaysLastStreamAreRetriedOnANewConnection() throws {
     // The origin's first connection answers GOAWAY (last stream 0) and closes:
     // the request was never processed there, so it goes again.
-    let log = FileManager.default.temporaryDirectory.appendingPathComponent(
-      "h2-origin-\(UUID().uuidString).log"
-    ).path
-    let origin = try ChildProcessLauncher.python(
-      Fixtures.directory + "/h2_origin.py",
-      [
-        "--cert", Fixtures.path("httpbin-chain.pem"), "--key", Fixtures.path("httpbin.key"), "--log", log,
-        "--goaway-first",
-      ])
+    let origin = try H2Origin(goAwayFirst: true)
     defer { origin.stop() }
-    XCTAssertTrue(origin.wait(for: "READY "))
-    let port = try XCTUnwrap(
-      origin.currentOutput.split(separator: "\n").first { $0.hasPrefix("READY") }.flatMap {
-        Int($0.split(separator: " ")[1])
-      })
+    let port = origin.port
     let proxyPort = try startProxy(
       map: [:], domains: "  - {domain: httpbin.org, anchors: [test]}",
       extra: #"admin: {address: "127.0.0.1:{port:admin}"}"#, names: ["admin"],
@@ -196,26 +184,16 @@ final class UpstreamHTTP2Tests: ProxyTestCase {
     let result = try get("http://httpbin.org/retried", through: proxyPort)
     XCTAssertEqual(result.status, 200, result.text)
     XCTAssertEqual(result.text, "served on connection 2\n")
-    let lines =
-      (try? String(contentsOfFile: log, encoding: .utf8))?.split(separator: "\n").map(String.init) ?? []
-    XCTAssertEqual(lines, ["connection 1", "request 1 /retried", "connection 2", "request 2 /retried"])
+    XCTAssertEqual(
+      origin.lines, ["connection 1", "request 1 /retried", "connection 2", "request 2 /retried"])
     XCTAssertEqual(try metric(#"pinproxy_http2_events_total{side="upstream",event="goaway"}"#), 1)
     XCTAssertEqual(try metric("pinproxy_http2_streams_in_flight"), 0, "the refused stream gave its slot back")
   }
 
   func testAnH2ResponseWithoutLengthIsChunkedForHTTP11ClientsWithItsTrailer() throws {
-    let log = FileManager.default.temporaryDirectory.appendingPathComponent(
-      "h2-origin-\(UUID().uuidString).log"
-    ).path
-    let origin = try ChildProcessLauncher.python(
-      Fixtures.directory + "/h2_origin.py",
-      ["--cert", Fixtures.path("httpbin-chain.pem"), "--key", Fixtures.path("httpbin.key"), "--log", log])
+    let origin = try H2Origin()
     defer { origin.stop() }
-    XCTAssertTrue(origin.wait(for: "READY "))
-    let port = try XCTUnwrap(
-      origin.currentOutput.split(separator: "\n").first { $0.hasPrefix("READY") }.flatMap {
-        Int($0.split(separator: " ")[1])
-      })
+    let port = origin.port
     let proxyPort = try startProxy(
       map: [:], domains: "  - {domain: httpbin.org, anchors: [test]}", closedPorts: ["httpbin.org": port])
     let response = try RawHTTP.exchange(

@@ -81,12 +81,7 @@ final class HTTP2ClientSession: UpstreamDelegate, @unchecked Sendable {
       events = try session.receive(bytes)
     } catch {
       context.metrics.http2Events.increment(["downstream", "protocol_error"])
-      context.logger.log(
-        .info, "refused",
-        [
-          "client": client.peer, "target": "\(tunnel.host):\(tunnel.port)", "code": "bad-request",
-          "reason": "HTTP/2 protocol error: \(error.description)",
-        ])
+      logBadRequest(.info, "HTTP/2 protocol error: \(error.description)")
       flush()
       return closeAll()
     }
@@ -111,12 +106,7 @@ final class HTTP2ClientSession: UpstreamDelegate, @unchecked Sendable {
         streamClosed(id, code: code)
       case .refused(let id):
         context.metrics.http2Events.increment(["downstream", "malformed"])
-        context.logger.log(
-          .info, "refused",
-          [
-            "client": client.peer, "target": "\(tunnel.host):\(tunnel.port)", "code": "bad-request",
-            "reason": "malformed HTTP/2 request on stream \(id) (RFC 9113 §8.2), reset",
-          ])
+        logBadRequest(.info, "malformed HTTP/2 request on stream \(id) (RFC 9113 §8.2), reset")
       case .goAway:
         draining = true
         clientWentAway = true
@@ -298,13 +288,9 @@ final class HTTP2ClientSession: UpstreamDelegate, @unchecked Sendable {
   /// CVE-2023-44487: too many exchanges started and cancelled by the client.
   private func endForFlood() {
     context.metrics.http2Events.increment(["downstream", "rapid_reset"])
-    context.logger.log(
-      .warning, "refused",
-      [
-        "client": client.peer, "target": "\(tunnel.host):\(tunnel.port)", "code": "bad-request",
-        "reason":
-          "HTTP/2 rapid reset: more than \(ResetBucket.burst) requests cancelled in a burst; connection ended",
-      ])
+    logBadRequest(
+      .warning,
+      "HTTP/2 rapid reset: more than \(ResetBucket.burst) requests cancelled in a burst; connection ended")
     draining = true
     try? session.submitGoAway(errorCode: HTTP2ErrorCode.enhanceYourCalm)
     flush()
@@ -341,6 +327,16 @@ final class HTTP2ClientSession: UpstreamDelegate, @unchecked Sendable {
     idleTimer.cancel()
     for stream in streams.values { abandon(stream) }
     client.closeAfterFlush()
+  }
+
+  /// A `refused` line for what the client did wrong at the HTTP/2 level.
+  private func logBadRequest(_ level: ProxyLogger.Level, _ reason: String) {
+    context.logger.log(
+      level, "refused",
+      [
+        "client": client.peer, "target": "\(tunnel.host):\(tunnel.port)", "code": "bad-request",
+        "reason": reason,
+      ])
   }
 
   // MARK: Frames to the client (for the upstream half)
@@ -403,13 +399,8 @@ final class HTTP2ClientSession: UpstreamDelegate, @unchecked Sendable {
         // nghttp2 ended it: a reset or CONTINUATION flood, an oversized or
         // undecodable header block, a protocol error (its GOAWAY says which).
         context.metrics.http2Events.increment(["downstream", "session_ended"])
-        context.logger.log(
-          .warning, "refused",
-          [
-            "client": client.peer, "target": "\(tunnel.host):\(tunnel.port)", "code": "bad-request",
-            "reason":
-              "HTTP/2 connection ended by a protocol limit (reset or CONTINUATION flood, header block)",
-          ])
+        logBadRequest(
+          .warning, "HTTP/2 connection ended by a protocol limit (reset or CONTINUATION flood, header block)")
       }
       closeAll()
     }
