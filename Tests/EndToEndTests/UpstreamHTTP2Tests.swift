@@ -229,6 +229,59 @@ final class UpstreamHTTP2Tests: ProxyTestCase {
     XCTAssertTrue(output.lowercased().contains("pinproxy-error: upstream-unreachable"), output)
   }
 
+  func testAResetStreamIsA502ForThatExchangeAndTheConnectionGoesOn() throws {
+    let origin = try H2Origin()
+    defer { origin.stop() }
+    let port = try startProxy(
+      map: [:], domains: "  - {domain: httpbin.org, anchors: [test]}",
+      extra: #"admin: {address: "127.0.0.1:{port:admin}"}"#, names: ["admin"],
+      closedPorts: ["httpbin.org": origin.port])
+    XCTAssertEqual(try get("http://httpbin.org/first", through: port).text, "served on connection 1\n")
+    assertRefused(try get("http://httpbin.org/reset", through: port), 502, "upstream-unreachable")
+    XCTAssertEqual(
+      try get("http://httpbin.org/after", through: port).text, "served on connection 1\n",
+      "the same connection serves on")
+    XCTAssertEqual(try metric(#"pinproxy_http2_events_total{side="upstream",event="reset_received"}"#), 1)
+  }
+
+  func testAnIdleConnectionWhosePingGoesUnansweredIsClosed() throws {
+    let origin = try H2Origin(silentAfterFirst: true)
+    defer { origin.stop() }
+    let port = try startProxy(
+      map: [:], domains: "  - {domain: httpbin.org, anchors: [test]}",
+      extra: "admin: {address: \"127.0.0.1:{port:admin}\"}\ntimeouts: {upstreamIdle: 8}", names: ["admin"],
+      closedPorts: ["httpbin.org": origin.port])
+    XCTAssertEqual(try get("http://httpbin.org/first", through: port).text, "served on connection 1\n")
+    // PING at 2 s, unanswered at 4 s: closed long before the 8 s idle timeout.
+    let deadline = Date().addingTimeInterval(6)
+    while try metric(#"pinproxy_http2_events_total{side="upstream",event="ping_unanswered"}"#) == 0,
+      Date() < deadline
+    {
+      usleep(100_000)
+    }
+    XCTAssertEqual(try metric(#"pinproxy_http2_events_total{side="upstream",event="ping_unanswered"}"#), 1)
+    // The next request gets a new connection instead of hanging on the dead one.
+    XCTAssertEqual(try get("http://httpbin.org/next", through: port).text, "served on connection 2\n")
+  }
+
+  func testPastTheOriginsStreamLimitASecondConnectionOpens() throws {
+    nginx = try NginxOrigin(extraServer: "http2_max_concurrent_streams 8;")
+    let port = try startProxy(
+      map: [:], domains: "  - {domain: httpbin.org, anchors: [test]}",
+      closedPorts: ["httpbin.org": nginx.port])
+    // Each response takes about half a second (limit_rate), so they overlap.
+    try nginx.file("slow.bin", size: 128 << 10)
+    // The first request learns the origin's SETTINGS (8 streams).
+    XCTAssertEqual(try get("http://httpbin.org/small", through: port).status, 200)
+    _ = try parallelGets("http://httpbin.org/limited/slow.bin", count: 24, through: port)
+    XCTAssertEqual(
+      nginx.requests.filter { $0 == "HTTP/2.0 GET /limited/slow.bin 200 \(128 << 10)" }.count, 24,
+      "\(nginx.requests)")
+    let connections = try nginx.acceptedConnections()
+    XCTAssertGreaterThanOrEqual(connections, 3, "24 concurrent streams at 8 per connection")
+    XCTAssertLessThan(connections, 24, "still multiplexed")
+  }
+
   func testAWrongPinIsRefusedBeforeAnyStream() throws {
     nginx = try NginxOrigin()
     let port = try startProxy(

@@ -3,6 +3,9 @@
 connection, to exercise the proxy's GOAWAY handling:
 
   /trailers        answered without a length, with a trailer (x-checksum)
+  /reset           answered with RST_STREAM (INTERNAL_ERROR), the connection kept
+  --silent-after-first  after its first response a connection sends nothing
+                   more (PINGs go unanswered) while staying open
   --goaway-first   the first connection answers nothing: it reads the
                    requests, sends GOAWAY naming last stream 0 (none was
                    processed, RFC 9113 §6.8) and closes. Later connections
@@ -38,12 +41,14 @@ def serve(sock, args):
         config=h2.config.H2Configuration(client_side=False, header_encoding="utf-8"))
     conn.initiate_connection()
     sock.sendall(conn.data_to_send())
+    answered = False
     try:
         while True:
             data = sock.recv(65536)
             if not data:
                 return
-            for event in conn.receive_data(data):
+            events = conn.receive_data(data)
+            for event in events:
                 if isinstance(event, h2.events.RequestReceived):
                     headers = dict(event.headers)
                     log(args.log, f"request {number} {headers.get(':path')}")
@@ -58,7 +63,9 @@ def serve(sock, args):
                             pass
                         return
                     body = f"served on connection {number}\n".encode()
-                    if headers.get(":path") == "/trailers":
+                    if headers.get(":path") == "/reset":
+                        conn.reset_stream(event.stream_id, error_code=2)
+                    elif headers.get(":path") == "/trailers":
                         # No length, then trailers: the proxy must frame it
                         # (chunked for HTTP/1.1 clients) and keep the trailer.
                         conn.send_headers(event.stream_id, [(":status", "200")])
@@ -67,7 +74,11 @@ def serve(sock, args):
                     else:
                         conn.send_headers(event.stream_id, [(":status", "200"), ("content-length", str(len(body)))])
                         conn.send_data(event.stream_id, body, end_stream=True)
+            if args.silent_after_first and answered:
+                conn.data_to_send()  # discarded: the peer hears nothing more
+                continue
             sock.sendall(conn.data_to_send())
+            answered = any(isinstance(e, h2.events.RequestReceived) for e in events) or answered
     except (ConnectionError, ssl.SSLError, OSError):
         return
     finally:
@@ -80,6 +91,7 @@ def main():
     parser.add_argument("--key", required=True)
     parser.add_argument("--log", required=True)
     parser.add_argument("--goaway-first", action="store_true")
+    parser.add_argument("--silent-after-first", action="store_true")
     args = parser.parse_args()
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(args.cert, args.key)

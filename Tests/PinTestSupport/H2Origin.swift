@@ -7,14 +7,16 @@ public final class H2Origin {
   public let log: String
   let child: ChildProcess
 
-  /// - Parameter goAwayFirst: its first connection answers GOAWAY (last stream 0).
-  public init(goAwayFirst: Bool = false) throws {
+  /// - Parameters:
+  ///   - goAwayFirst: its first connection answers GOAWAY (last stream 0).
+  ///   - silentAfterFirst: a connection goes silent after its first response.
+  public init(goAwayFirst: Bool = false, silentAfterFirst: Bool = false) throws {
     log =
       FileManager.default.temporaryDirectory.appendingPathComponent("h2-origin-\(UUID().uuidString).log").path
     child = try ChildProcessLauncher.python(
       Fixtures.directory + "/h2_origin.py",
       ["--cert", Fixtures.path("httpbin-chain.pem"), "--key", Fixtures.path("httpbin.key"), "--log", log]
-        + (goAwayFirst ? ["--goaway-first"] : []))
+        + (goAwayFirst ? ["--goaway-first"] : []) + (silentAfterFirst ? ["--silent-after-first"] : []))
     guard child.wait(for: "READY "),
       let line = child.currentOutput.split(separator: "\n").first(where: { $0.hasPrefix("READY") }),
       let port = Int(line.split(separator: " ")[1])

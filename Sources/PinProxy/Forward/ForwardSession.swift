@@ -145,7 +145,7 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
   }
 
   func upstreamDidClose(_ upstream: any UpstreamLink, failure: ProxyFailure?) {
-    let mayRetry = upstream.reusedFromPool || upstream.wasRefusedUnprocessed
+    let mayRetry = upstream.mayRetryAfterClose
     run { $0.upstreamClosed(UpstreamRef(link: upstream), failure: failure, mayRetry: mayRetry) }
   }
 

@@ -63,12 +63,9 @@ extension HTTP2ClientSession {
     forget(link)
     stream.responseTimer?.cancel()
     if stream.responseStatus == nil {
-      // One fresh attempt when the origin never saw it (an idle pooled
-      // connection it had closed, a stream above its GOAWAY) and no body
-      // byte was sent.
-      if (link.reusedFromPool || link.wasRefusedUnprocessed) && !stream.retried
-        && stream.requestBodyBytes == 0
-      {
+      // One fresh attempt when the origin never saw it (`mayRetryAfterClose`)
+      // and no body byte was sent.
+      if link.mayRetryAfterClose && !stream.retried && stream.requestBodyBytes == 0 {
         stream.retried = true
         stream.state = .connecting
         return retry(stream)

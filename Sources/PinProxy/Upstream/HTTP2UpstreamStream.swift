@@ -27,7 +27,8 @@ final class HTTP2UpstreamStream: UpstreamLink {
   var tls: UpstreamTLS { connection.tls }
   let protocolName = UpstreamProtocol.http2
   let reusedFromPool: Bool
-  private(set) var wasRefusedUnprocessed = false
+  private var wasRefusedUnprocessed = false
+  var mayRetryAfterClose: Bool { wasRefusedUnprocessed }
   weak var delegate: (any UpstreamDelegate)?
   private(set) var state = State.reserved
   private var method = "GET"

@@ -25,8 +25,9 @@ final class UpstreamConnection: UpstreamLink, ChannelDelegate, @unchecked Sendab
   let channel: any ByteChannel
   let tls: UpstreamTLS
   let protocolName = UpstreamProtocol.http1
-  /// HTTP/1.1 has no way to say a request went unprocessed.
-  let wasRefusedUnprocessed = false
+  /// HTTP/1.1 has no way to say a request went unprocessed: only a pooled
+  /// connection's close before any response byte is taken as a race.
+  var mayRetryAfterClose: Bool { reusedFromPool }
   weak var delegate: (any UpstreamDelegate)?
   private var parser: HTTP1Parser
   /// The request being sent is chunked (its body's framing, from the parser).

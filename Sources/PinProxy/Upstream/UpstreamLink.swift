@@ -13,9 +13,13 @@ protocol UpstreamLink: AnyObject {
   var protocolName: UpstreamProtocol { get }
   /// Came from the pool, or rode an HTTP/2 connection that was already open.
   var reusedFromPool: Bool { get }
-  /// A stream the origin never started (above a GOAWAY's last stream id):
-  /// the request may go again on another connection.
-  var wasRefusedUnprocessed: Bool { get }
+  /// After a close without a response, whether the request may be sent
+  /// again (when no body byte went): an HTTP/1.1 connection taken from the
+  /// pool (the origin may have closed it while idle, racing our request); an
+  /// h2 stream only when the origin said it never processed it (REFUSED_STREAM,
+  /// or above a GOAWAY's last stream id, RFC 9113 §8.7). A stream the origin
+  /// reset after starting it is never retried.
+  var mayRetryAfterClose: Bool { get }
   var delegate: (any UpstreamDelegate)? { get set }
   var isAboveHighWatermark: Bool { get }
   /// The head, and with it the expectation of a response to its method.
