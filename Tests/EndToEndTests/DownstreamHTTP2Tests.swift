@@ -80,6 +80,9 @@ final class DownstreamHTTP2Tests: ProxyTestCase {
     XCTAssertTrue(proxy!.child.wait(for: "client_protocol=h2"), proxy!.log)
     let line = proxy!.completeLogLines.first { $0.contains(" info request ") } ?? ""
     XCTAssertTrue(line.contains("client_protocol=h2") && line.contains("upstream_protocol=h2"), line)
+    // Via names the protocol each hop received (RFC 9110 §7.6.3).
+    let headers = try curl(port, ["--http2", "-D", "-", "-o", "/dev/null", "https://httpbin.org/small"])
+    XCTAssertTrue(headers.stdout.contains("via: 2 pinproxy\r\n"), headers.stdout)
   }
 
   func testJavaHttpClientNegotiatesH2AndGetsBodyAndRefusalPerStream() throws {
@@ -144,6 +147,26 @@ final class DownstreamHTTP2Tests: ProxyTestCase {
     XCTAssertTrue(
       try Data(contentsOf: URL(fileURLWithPath: copy)) == Data(contentsOf: URL(fileURLWithPath: original)),
       "byte-identical")
+  }
+
+  func testAnH2ClientsRequestReachesAnHTTP11OriginAsHTTP11() throws {
+    // Host from :authority, one joined Cookie (RFC 9113 §8.2.3), Via naming
+    // the protocol the proxy received, no pseudo-header.
+    let echo = try origin()
+    _ = try startProxy(
+      map: [:], domains: "  - {domain: httpbin.org, anchors: [test]}", closedPorts: ["httpbin.org": echo.port]
+    )
+    let result = try Subprocess.run(
+      "/usr/bin/curl",
+      [
+        "-s", "--http2", "-x", "http://127.0.0.1:\(proxy!.ports["forward"]!)", "--cacert", caPath,
+        "-H", "Cookie: a=1", "-H", "Cookie: b=2", "https://httpbin.org/headers",
+      ])
+    let lines = result.stdout.split(separator: "\n").map(String.init)
+    XCTAssertTrue(lines.contains("Host: httpbin.org"), result.stdout)
+    XCTAssertTrue(lines.contains("Via: 2 pinproxy"), result.stdout)
+    XCTAssertEqual(lines.filter { $0.lowercased().hasPrefix("cookie:") }, ["cookie: a=1; b=2"], result.stdout)
+    XCTAssertFalse(result.stdout.contains(":authority") || result.stdout.contains(":path"), result.stdout)
   }
 
   func testAnH2ClientUploadReachesAnHTTP11OriginWhole() throws {

@@ -65,7 +65,7 @@ final class ForwardMachineTests: XCTestCase {
     case .sendHead(_, let request):
       // As the HTTP/1.1 link writes it.
       let bytes = ForwardedHead.request(
-        request.head, target: request.path, authority: request.authority, via: ForwardedRequest.via)
+        request.head, target: request.path, authority: request.authority, via: request.via)
       return String(decoding: bytes, as: UTF8.self)
     default: return nil
     }

@@ -96,7 +96,8 @@ extension ForwardMachine {
     }
     if draining { exchange.closeAfterResponse = true }
     let (bytes, framing) = ForwardedHead.response(
-      head, clientVersion: exchange.request.version, closing: exchange.closeAfterResponse, via: "1.1 pinproxy"
+      head, clientVersion: exchange.request.version, closing: exchange.closeAfterResponse,
+      via: ForwardedRequest.via(exchange.upstreamProtocol)
     )
     if framing == .untilClose { exchange.closeAfterResponse = true }
     exchange.response = .streaming(

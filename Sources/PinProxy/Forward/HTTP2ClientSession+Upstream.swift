@@ -21,7 +21,10 @@ extension HTTP2ClientSession {
         stream.responseStatus = head.status
         stream.upstreamKeepsAlive = head.keepAlive
         stream.responseHasBody = head.framing != .none
-        let block = HTTP2Mapping.responseBlock(head) + [HTTP2Header("via", ForwardedRequest.via)]
+        let block =
+          HTTP2Mapping.responseBlock(head) + [
+            HTTP2Header("via", ForwardedRequest.via(stream.upstreamProtocol))
+          ]
         do {
           try submitResponse(stream.id, block, streaming: stream.responseHasBody)
         } catch {

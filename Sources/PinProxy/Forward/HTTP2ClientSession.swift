@@ -215,7 +215,9 @@ final class HTTP2ClientSession: UpstreamDelegate, @unchecked Sendable {
     link.delegate = self
     byLink[ObjectIdentifier(link)] = stream
     link.sendHead(
-      ForwardedRequest(head: stream.head, path: stream.target.path, authority: stream.target.authority))
+      ForwardedRequest(
+        head: stream.head, path: stream.target.path, authority: stream.target.authority,
+        via: ForwardedRequest.via(.http2)))
     let waiting = stream.pendingBody
     stream.pendingBody = []
     for bytes in waiting { forward(bytes, of: stream, over: link) }

@@ -65,7 +65,7 @@ final class HTTP2UpstreamStream: UpstreamLink {
     guard case .reserved = state else { return }
     method = request.head.method
     let block = HTTP2Mapping.request(
-      request.head, path: request.path, authority: request.authority, via: ForwardedRequest.via)
+      request.head, path: request.path, authority: request.authority, via: request.via)
     let hasBody: Bool
     switch request.head.framing {
     case .none, .length(0): hasBody = false

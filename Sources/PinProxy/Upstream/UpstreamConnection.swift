@@ -83,7 +83,7 @@ final class UpstreamConnection: UpstreamLink, ChannelDelegate, @unchecked Sendab
     requestChunked = request.head.framing == .chunked
     send(
       ForwardedHead.request(
-        request.head, target: request.path, authority: request.authority, via: ForwardedRequest.via))
+        request.head, target: request.path, authority: request.authority, via: request.via))
   }
 
   func sendBody(_ bytes: [UInt8]) { send(requestChunked ? HTTPSerializer.chunk(bytes) : bytes) }

@@ -42,7 +42,14 @@ struct ForwardedRequest {
   let head: HTTPRequestHead
   let path: String
   let authority: String
-  static let via = "1.1 pinproxy"
+  /// The `Via` entry this hop adds: the protocol it received the request in.
+  var via = ForwardedRequest.via(.http1)
+
+  /// RFC 9110 §7.6.3: `received-protocol` names the version the message
+  /// came in, so HTTP/2 is `2`.
+  static func via(_ received: UpstreamProtocol) -> String {
+    received == .http2 ? "2 pinproxy" : "1.1 pinproxy"
+  }
 }
 
 /// Where a finished HTTP/1.1 connection may go for reuse.
