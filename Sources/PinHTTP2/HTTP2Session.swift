@@ -147,19 +147,20 @@ public final class HTTP2Session {
 
   /// More body for a stream submitted `streaming`: buffered here and sent as
   /// the peer's flow-control window allows.
+  ///
+  /// The buffer is changed in place in the dictionary: a copy taken out and
+  /// put back would copy every buffered byte on each call.
   public func sendBody(stream: Int32, _ bytes: [UInt8]) {
-    guard var body = state.outgoing[stream], !body.ended else { return }
-    body.append(bytes)
-    state.outgoing[stream] = body
+    guard state.outgoing[stream]?.ended == false else { return }
+    state.outgoing[stream]?.append(bytes)
     resume(stream)
   }
 
   /// Ends a streaming body; non-empty `trailers` follow it in a HEADERS frame.
   public func endBody(stream: Int32, trailers: [HTTP2Header] = []) {
-    guard var body = state.outgoing[stream], !body.ended else { return }
-    body.ended = true
-    body.trailers = trailers
-    state.outgoing[stream] = body
+    guard state.outgoing[stream]?.ended == false else { return }
+    state.outgoing[stream]?.ended = true
+    state.outgoing[stream]?.trailers = trailers
     resume(stream)
   }
 

@@ -26,17 +26,18 @@ extension HTTP2ClientSession {
             HTTP2Header("via", ForwardedRequest.via(stream.upstreamProtocol))
           ]
         do {
-          try submitResponse(stream.id, block, streaming: stream.responseHasBody)
+          try session.submitResponse(stream: stream.id, block, streaming: stream.responseHasBody)
         } catch {
           return abandonUpstream(of: stream, link)
         }
       case .body(let bytes):
         guard stream.responseStatus != nil else { continue }
         stream.responseBytes += bytes.count
-        sendBody(stream.id, bytes)
+        session.sendBody(stream: stream.id, bytes)
         // Back-pressure: a stream whose client does not keep up stops its upstream.
         if !stream.upstreamPaused
-          && (bufferedBytes(stream.id) >= Self.highWatermark || client.isAboveHighWatermark)
+          && (session.bufferedBodyBytes(stream: stream.id) >= Self.highWatermark
+            || client.isAboveHighWatermark)
         {
           stream.upstreamPaused = true
           link.pauseReading()
@@ -44,20 +45,22 @@ extension HTTP2ClientSession {
       case .end(let trailers):
         // The end of an interim response is not the end of the exchange.
         guard stream.responseStatus != nil else { continue }
-        if stream.responseHasBody { endBody(stream.id, trailers: HTTP2Mapping.trailerBlock(trailers)) }
+        if stream.responseHasBody {
+          session.endBody(stream: stream.id, trailers: HTTP2Mapping.trailerBlock(trailers))
+        }
         finish(stream, link)
-        return flushOutput()
+        return flush()
       }
     }
-    flushOutput()
+    flush()
   }
 
   func upstreamDidDrain(_ link: any UpstreamLink) {
     loop.preconditionInLoop()
     guard let stream = stream(of: link), stream.unconsumed > 0 else { return }
-    consume(stream.id, stream.unconsumed)
+    session.consume(stream: stream.id, stream.unconsumed)
     stream.unconsumed = 0
-    flushOutput()
+    flush()
   }
 
   func upstreamDidClose(_ link: any UpstreamLink, failure: ProxyFailure?) {
@@ -78,9 +81,9 @@ extension HTTP2ClientSession {
     } else {
       // Part of the response went out: only a reset tells the client it is cut short.
       stream.state = .done
-      resetClientStream(stream.id, errorCode: HTTP2ErrorCode.internalError)
+      try? session.submitReset(stream: stream.id, errorCode: HTTP2ErrorCode.internalError)
     }
-    flushOutput()
+    flush()
   }
 
   /// The exchange completed: the link serves another (pooled HTTP/1.1
@@ -138,7 +141,7 @@ extension HTTP2ClientSession {
       HTTP2Header("pinproxy-error", failure.code.rawValue),
       HTTP2Header("cache-control", "no-store"),
     ]
-    try? submitResponse(id, block, body: body)
+    try? session.submitResponse(stream: id, block, body: body)
   }
 
   private func record(_ stream: HTTP2ClientStream, status: Int) {

@@ -221,7 +221,6 @@ final class HTTP2ClientSession: UpstreamDelegate, @unchecked Sendable {
     let waiting = stream.pendingBody
     stream.pendingBody = []
     for bytes in waiting { forward(bytes, of: stream, over: link) }
-    stream.pendingBodyBytes = 0
     if stream.requestComplete && stream.head.framing != .none {
       link.endBody(trailers: stream.requestTrailers)
     }
@@ -253,7 +252,6 @@ final class HTTP2ClientSession: UpstreamDelegate, @unchecked Sendable {
     switch stream.state {
     case .connecting:
       stream.pendingBody.append(bytes)
-      stream.pendingBodyBytes += bytes.count
     case .exchanging(let link):
       forward(bytes, of: stream, over: link)
     case .done:
@@ -351,37 +349,18 @@ final class HTTP2ClientSession: UpstreamDelegate, @unchecked Sendable {
 
   func forget(_ link: any UpstreamLink) { byLink[ObjectIdentifier(link)] = nil }
 
-  func submitResponse(_ id: Int32, _ block: [HTTP2Header], streaming: Bool) throws {
-    try session.submitResponse(stream: id, block, streaming: streaming)
-  }
-
-  func submitResponse(_ id: Int32, _ block: [HTTP2Header], body: [UInt8]) throws {
-    try session.submitResponse(stream: id, block, body: body)
-  }
-
-  func sendBody(_ id: Int32, _ bytes: [UInt8]) { session.sendBody(stream: id, bytes) }
-  func endBody(_ id: Int32, trailers: [HTTP2Header]) { session.endBody(stream: id, trailers: trailers) }
-  func bufferedBytes(_ id: Int32) -> Int { session.bufferedBodyBytes(stream: id) }
-  func consume(_ id: Int32, _ count: Int) { session.consume(stream: id, count) }
-
-  func resetClientStream(_ id: Int32, errorCode: UInt32) {
-    try? session.submitReset(stream: id, errorCode: errorCode)
-  }
-
   /// The response could not be started on the client stream: both ends go.
   func abandonUpstream(of stream: HTTP2ClientStream, _ link: any UpstreamLink) {
     forget(link)
     link.close()
     stream.state = .done
-    resetClientStream(stream.id, errorCode: HTTP2ErrorCode.internalError)
-    flushOutput()
+    try? session.submitReset(stream: stream.id, errorCode: HTTP2ErrorCode.internalError)
+    flush()
   }
-
-  func flushOutput() { flush() }
 
   // MARK: Writing
 
-  private func flush() {
+  func flush() {
     guard !closed, client.isOpen else { return }
     do {
       let bytes = try session.pendingOutput()

@@ -25,7 +25,6 @@ final class HTTP2ClientStream: @unchecked Sendable {
   let started = DispatchTime.now().uptimeNanoseconds
   /// Request body that arrived before the upstream was ready.
   var pendingBody: [[UInt8]] = []
-  var pendingBodyBytes = 0
   var requestBodyBytes = 0
   var requestComplete = false
   var requestTrailers = HTTPHeaders()

@@ -41,10 +41,10 @@ final class HTTP2UpstreamConnection: ChannelDelegate, @unchecked Sendable {
   /// When the last stream finished (uptime ns).
   private var idleSince: UInt64 = 0
 
-  init(key: UpstreamKey, channel: any ByteChannel, tls: UpstreamTLS, metrics: ProxyMetrics) throws {
+  init(key: UpstreamKey, channel: any ByteChannel, metrics: ProxyMetrics) throws {
     self.key = key
     self.channel = channel
-    self.tls = tls
+    tls = UpstreamTLS(of: channel)
     self.metrics = metrics
     session = try HTTP2Session(role: .client, maxConcurrentStreams: 0)
     channel.delegate = self
@@ -182,10 +182,12 @@ final class HTTP2UpstreamConnection: ChannelDelegate, @unchecked Sendable {
       case .streamClosed(let id, let code):
         guard let stream = streams.removeValue(forKey: id) else { continue }
         if code != HTTP2ErrorCode.noError { metrics.http2Events.increment(["upstream", "reset_received"]) }
-        let unprocessed = code == HTTP2ErrorCode.refusedStream
-        let failure = ProxyFailure.unreachable(
-          "\(key) reset the HTTP/2 stream", detail: "RST_STREAM error code \(code)")
-        if let failure = stream.closedByPeer(failure: failure, unprocessed: unprocessed) {
+        // The reason is built only for a stream that had not ended (the
+        // normal close of every completed exchange builds nothing).
+        if let failure = stream.closedByPeer(
+          failure: .unreachable("\(key) reset the HTTP/2 stream", detail: "RST_STREAM error code \(code)"),
+          unprocessed: code == HTTP2ErrorCode.refusedStream)
+        {
           closings[ObjectIdentifier(stream)] = failure
         }
         note(stream)
@@ -195,9 +197,12 @@ final class HTTP2UpstreamConnection: ChannelDelegate, @unchecked Sendable {
         // Streams above `last` were never started by the origin (RFC 9113 §6.8).
         for (id, stream) in streams where id > last {
           streams[id] = nil
-          let failure = ProxyFailure.unreachable(
-            "\(key) went away before this request", detail: "GOAWAY error code \(code), last stream \(last)")
-          if let failure = stream.closedByPeer(failure: failure, unprocessed: true) {
+          if let failure = stream.closedByPeer(
+            failure: .unreachable(
+              "\(key) went away before this request", detail: "GOAWAY error code \(code), last stream \(last)"
+            ),
+            unprocessed: true)
+          {
             closings[ObjectIdentifier(stream)] = failure
           }
           note(stream)

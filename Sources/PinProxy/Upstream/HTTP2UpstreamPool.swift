@@ -48,15 +48,19 @@ final class HTTP2UpstreamPool: @unchecked Sendable {
   /// (`outcome` will be called), false when the caller should dial.
   func join(_ key: UpstreamKey, _ outcome: @escaping (Outcome) -> Void) -> Bool {
     loop.preconditionInLoop()
-    guard let list = waiting[key], list.count < Self.maxWaiting else { return false }
-    waiting[key] = list + [outcome]
+    guard let count = waiting[key]?.count, count < Self.maxWaiting else { return false }
+    waiting[key]?.append(outcome)
     return true
   }
 
-  /// The caller dials `key`; later requests join it until `dialed`.
-  func beginDial(_ key: UpstreamKey) {
+  /// The caller dials `key`; later requests join it until `dialed`. False
+  /// when another dial is already the one joined (its waiting list was
+  /// full): the caller's dial is then its own.
+  func beginDial(_ key: UpstreamKey) -> Bool {
     loop.preconditionInLoop()
-    if waiting[key] == nil { waiting[key] = [] }
+    guard waiting[key] == nil else { return false }
+    waiting[key] = []
+    return true
   }
 
   /// The dial for `key` ended: with an HTTP/2 connection (added, and its
@@ -66,7 +70,6 @@ final class HTTP2UpstreamPool: @unchecked Sendable {
     let waiters = waiting.removeValue(forKey: key) ?? []
     switch result {
     case .success(let connection?):
-      http1Keys.remove(key)
       for waiter in waiters {
         if let stream = connection.reserveStream() { waiter(.stream(stream)) } else { waiter(.acquireAgain) }
       }
@@ -79,8 +82,11 @@ final class HTTP2UpstreamPool: @unchecked Sendable {
     }
   }
 
+  /// Keeps a new h2 connection for the streams to come; its key is known to
+  /// speak h2 from now on (an origin that moved from HTTP/1.1).
   func add(_ connection: HTTP2UpstreamConnection, idleTimeout: Double) {
     loop.preconditionInLoop()
+    http1Keys.remove(connection.key)
     self.idleTimeout = idleTimeout
     connection.pool = self
     connections[connection.key, default: []].append(connection)
@@ -100,7 +106,4 @@ final class HTTP2UpstreamPool: @unchecked Sendable {
       for connection in list { connection.retire() }
     }
   }
-
-  /// Open connections, for tests and /metrics.
-  var count: Int { connections.values.reduce(0) { $0 + $1.count } }
 }

@@ -36,8 +36,9 @@ final class HTTP2UpstreamStream: UpstreamLink {
   /// DATA received while paused, consumed (window reopened) on resume.
   private var unconsumed = 0
   private var trailers = HTTPHeaders()
+  private var hasFinalHead = false
   /// Events gathered during one read, delivered together.
-  var pending: [HTTP1Parser.Event] = []
+  private var pending: [HTTP1Parser.Event] = []
   /// The body was above the high watermark: tell the session when it drains.
   var reportsDrain = false
   /// Counts against the connection's streams until `finished`.
@@ -112,20 +113,19 @@ final class HTTP2UpstreamStream: UpstreamLink {
 
   // MARK: Frames from the connection
 
+  /// A response head (interim ones end at once, as the HTTP/1.1 parser
+  /// reports them), or after the final head the trailers.
   func received(headers block: [HTTP2Header]) {
     guard case .open = state else { return }
-    if let head = HTTP2Mapping.response(block, requestMethod: method), !hasFinalHead {
-      pending.append(.response(head))
-      if head.status < 200 {
-        pending.append(.end(trailers: HTTPHeaders()))
-      } else {
-        hasFinalHead = true
-      }
-    } else if hasFinalHead {
-      trailers = HTTP2Mapping.trailers(block)
+    if hasFinalHead { return trailers = HTTP2Mapping.trailers(block) }
+    guard let head = HTTP2Mapping.response(block, requestMethod: method) else { return }
+    pending.append(.response(head))
+    if head.status < 200 {
+      pending.append(.end(trailers: HTTPHeaders()))
+    } else {
+      hasFinalHead = true
     }
   }
-  private var hasFinalHead = false
 
   func received(data bytes: [UInt8]) {
     guard case .open(let id) = state else { return }
@@ -146,11 +146,11 @@ final class HTTP2UpstreamStream: UpstreamLink {
   /// The stream closed; `failure` is nil when it ended with its response.
   /// `unprocessed`: the origin never started it (REFUSED_STREAM, or above
   /// a GOAWAY's last stream id), so the request may be sent again.
-  func closedByPeer(failure: ProxyFailure?, unprocessed: Bool) -> ProxyFailure? {
+  func closedByPeer(failure: @autoclosure () -> ProxyFailure, unprocessed: Bool) -> ProxyFailure? {
     let wasEnded = if case .ended = state { true } else { false }
     state = .closed
     wasRefusedUnprocessed = unprocessed
-    return wasEnded ? nil : failure
+    return wasEnded ? nil : failure()
   }
 
   /// Delivers what one read brought, then a close if there was one.

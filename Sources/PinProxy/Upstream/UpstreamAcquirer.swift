@@ -34,40 +34,45 @@ struct UpstreamAcquirer {
         }
       }
       if waiting { return }
-      http2.beginDial(key)
+      return dial(target, http2: true, coalescing: http2.beginDial(key), completion)
     }
-    dial(target, http2: offersHTTP2, completion)
+    dial(target, http2: offersHTTP2, coalescing: false, completion)
   }
 
-  private func dial(_ target: ForwardTarget, http2: Bool, _ completion: @escaping Completion) {
+  /// `coalescing`: this dial is the one other requests for the key joined,
+  /// and tells the HTTP/2 pool how it ended.
+  private func dial(
+    _ target: ForwardTarget, http2: Bool, coalescing: Bool, _ completion: @escaping Completion
+  ) {
     let key = target.key
     let (pool, limits, metrics, idleTimeout) = (self.pool.http2, self.limits, self.metrics, self.idleTimeout)
     dialer.open(key, route: target.route, on: loop, http2: http2) { result in
       switch result {
-      case .success(let channel):
-        let tls = channel as? TLSChannel
-        if tls?.applicationProtocol == "h2",
-          let connection = try? HTTP2UpstreamConnection(
-            key: key, channel: channel, tls: tls?.sessionResumed == true ? .resumed : .full, metrics: metrics)
-        {
-          pool.add(connection, idleTimeout: idleTimeout)
-          // The connection is new and allows at least one stream until the
-          // origin's SETTINGS say otherwise.
-          guard let stream = connection.reserveStream() else {
-            let failure = ProxyFailure.unreachable("\(key) allows no HTTP/2 stream")
-            connection.close()
-            pool.dialed(key, .failure(failure))
-            return completion(.failure(failure))
-          }
-          pool.dialed(key, .success(connection))
-          completion(.success((stream, false)))
-        } else {
-          metrics.upstreamConnections.increment([UpstreamProtocol.http1.rawValue])
-          if http2 { pool.dialed(key, .success(nil)) }
-          completion(.success((UpstreamConnection(key: key, channel: channel, limits: limits), false)))
+      case .success(let channel) where (channel as? TLSChannel)?.applicationProtocol == "h2":
+        // The origin chose h2: speaking HTTP/1.1 on it is never a fallback.
+        guard let connection = try? HTTP2UpstreamConnection(key: key, channel: channel, metrics: metrics)
+        else {
+          channel.close()
+          let failure = ProxyFailure.unreachable("cannot start HTTP/2 with \(key)")
+          if coalescing { pool.dialed(key, .failure(failure)) }
+          return completion(.failure(failure))
         }
+        pool.add(connection, idleTimeout: idleTimeout)
+        // A new connection allows streams until the origin's SETTINGS say otherwise.
+        guard let stream = connection.reserveStream() else {
+          let failure = ProxyFailure.unreachable("\(key) allows no HTTP/2 stream")
+          connection.close()
+          if coalescing { pool.dialed(key, .failure(failure)) }
+          return completion(.failure(failure))
+        }
+        if coalescing { pool.dialed(key, .success(connection)) }
+        completion(.success((stream, false)))
+      case .success(let channel):
+        metrics.upstreamConnections.increment([UpstreamProtocol.http1.rawValue])
+        if coalescing { pool.dialed(key, .success(nil)) }
+        completion(.success((UpstreamConnection(key: key, channel: channel, limits: limits), false)))
       case .failure(let failure):
-        if http2 { pool.dialed(key, .failure(failure)) }
+        if coalescing { pool.dialed(key, .failure(failure)) }
         completion(.failure(failure))
       }
     }

@@ -12,6 +12,15 @@ enum UpstreamTLS: String, Sendable {
   case full
   /// An abbreviated handshake resuming a cached session.
   case resumed
+
+  /// How `channel` began: plain, or its TLS handshake's kind.
+  init(of channel: any ByteChannel) {
+    guard let tls = channel as? TLSChannel else {
+      self = .none
+      return
+    }
+    self = tls.sessionResumed ? .resumed : .full
+  }
 }
 
 /// One HTTP/1.1 connection to an origin: a trusted channel from
@@ -39,11 +48,7 @@ final class UpstreamConnection: UpstreamLink, ChannelDelegate, @unchecked Sendab
   init(key: UpstreamKey, channel: any ByteChannel, limits: HTTPLimits) {
     self.key = key
     self.channel = channel
-    if let channel = channel as? TLSChannel {
-      tls = channel.sessionResumed ? .resumed : .full
-    } else {
-      tls = .none
-    }
+    tls = UpstreamTLS(of: channel)
     parser = HTTP1Parser(role: .response, limits: limits, pausesBetweenMessages: true)
     channel.delegate = self
     channel.resumeReading()
