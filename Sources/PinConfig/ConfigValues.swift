@@ -1,4 +1,5 @@
 import Foundation
+import PinTrust
 
 /// Parsers for the small value syntaxes the config uses.
 public enum ConfigValues {
@@ -20,6 +21,32 @@ public enum ConfigValues {
     guard !host.isEmpty, let port = Int(portText), (1...65535).contains(port) else { return nil }
     return HostPort(host: host, port: port)
   }
+
+  /// The parts of an `http(s)://host[:port]/path?query` the daemon requests
+  /// itself (a pin list, a report URI), or nil when it is not one. The one
+  /// rule for such URLs: compiling a configuration applies it, and `pinproxy
+  /// import` applies it before writing one, so that `check` accepts its output.
+  public static func internalURL(_ text: String) -> (tls: Bool, host: TrustHost, port: Int, target: String)? {
+    // Foundation on Linux percent-encodes what RFC 3986 §2 does not allow (a
+    // quote, a space, a newline) instead of refusing it; the text is shown as
+    // written (logs, /policies), so it is refused here, not repaired.
+    guard text.utf8.allSatisfy({ uriCharacters.contains($0) }), let components = URLComponents(string: text),
+      let scheme = components.scheme?.lowercased(), scheme == "https" || scheme == "http",
+      let rawHost = components.host, let host = TrustHost(rawHost),
+      components.user == nil, components.password == nil, components.fragment == nil
+    else { return nil }
+    let port = components.port ?? (scheme == "https" ? 443 : 80)
+    guard (1...65535).contains(port) else { return nil }
+    let path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
+    let target = path + (components.percentEncodedQuery.map { "?" + $0 } ?? "")
+    // Only printable ASCII reaches a request line.
+    guard target.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) else { return nil }
+    return (scheme == "https", host, port, target)
+  }
+
+  /// RFC 3986 §2: unreserved and reserved characters, and `%` of percent-encoding.
+  static let uriCharacters = Set(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~:/?#[]@!$&'()*+,;=%".utf8)
 
   /// The longest timeout a configuration may set. Longer values have no use
   /// and, multiplied into nanoseconds, would overflow the clock arithmetic.

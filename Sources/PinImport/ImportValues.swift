@@ -32,12 +32,6 @@ enum ImportValues {
     URL(fileURLWithPath: path).standardizedFileURL.path
   }
 
-  /// `http://` or `https://` with a host: what `report.uris` accepts.
-  static func reportURI(_ text: String) -> Bool {
-    guard let url = URL(string: text), let scheme = url.scheme?.lowercased(),
-      scheme == "https" || scheme == "http",
-      let host = url.host, !host.isEmpty
-    else { return false }
-    return true
-  }
+  /// What `report.uris` accepts: `check` applies the same rule.
+  static func reportURI(_ text: String) -> Bool { ConfigValues.internalURL(text) != nil }
 }

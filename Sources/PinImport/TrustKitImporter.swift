@@ -88,7 +88,7 @@ public enum TrustKitImporter {
     var uris: [String] = []
     for (index, value) in ((settings["kTSKReportUris"] as? [Any]) ?? []).enumerated() {
       guard let text = value as? String, ImportValues.reportURI(text) else {
-        notes.dropped.append("\(source).kTSKReportUris[\(index)]: not an http:// or https:// URL")
+        notes.dropped.append("\(source).kTSKReportUris[\(index)]: not an http:// or https:// URL with a host")
         continue
       }
       uris.append(text)

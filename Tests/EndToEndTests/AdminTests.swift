@@ -107,6 +107,49 @@ final class AdminTests: ProxyTestCase {
     XCTAssertFalse(proxied.text.contains("hello from origin"))
   }
 
+  /// RFC 9110 §9.3.2: a HEAD response has the headers a GET's has,
+  /// Content-Length included, and no body. The admin endpoint closes after
+  /// one response, so everything read is all it sent.
+  func testHeadHasTheHeadersOfGetAndNoBody() throws {
+    try startWithAdmin()
+    for path in ["/policies", "/metrics", "/healthz", "/nowhere"] {
+      let get = try RawHTTP.exchange(port: adminPort, "GET \(path) HTTP/1.1\r\nHost: admin\r\n\r\n")
+      let head = try RawHTTP.exchange(port: adminPort, "HEAD \(path) HTTP/1.1\r\nHost: admin\r\n\r\n")
+      let getEnd = try XCTUnwrap(get.range(of: "\r\n\r\n"), get)
+      let headEnd = try XCTUnwrap(head.range(of: "\r\n\r\n"), head)
+      XCTAssertEqual(String(head[..<headEnd.lowerBound]), String(get[..<getEnd.lowerBound]), path)
+      XCTAssertTrue(head.contains("\r\nContent-Length: \(get[getEnd.upperBound...].utf8.count)\r\n"), head)
+      XCTAssertEqual(
+        String(head[headEnd.upperBound...]), "", "\(path): no body follows a HEAD response's head")
+    }
+  }
+
+  /// Each error gets the reason phrase of its status (RFC 9110 §15), on the
+  /// admin listener and on a forward one: an HTTP/2 preface (RFC 9113 §3.4)
+  /// is no HTTP/1.1 request, and is answered 505.
+  func testErrorStatusesCarryTheirOwnReasonPhrase() throws {
+    try startWithAdmin()
+    let preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+    for port in [adminPort, proxy!.ports["forward"]!] {
+      let response = try RawHTTP.exchange(port: port, preface)
+      XCTAssertEqual(
+        response.components(separatedBy: "\r\n").first, "HTTP/1.1 505 HTTP Version Not Supported", response)
+    }
+    // The admin listener's own limits: 1024 bytes of URI, 50 header fields.
+    let cases = [
+      ("GET /\(String(repeating: "a", count: 2000)) HTTP/1.1\r\nHost: admin\r\n\r\n", "414 URI Too Long"),
+      (
+        "GET /healthz HTTP/1.1\r\nHost: admin\r\n"
+          + (0..<60).map { "X-\($0): 1\r\n" }.joined() + "\r\n", "431 Request Header Fields Too Large"
+      ),
+      ("GET /healthz HTTP/1.1\r\nHost: admin\r\nHost: other\r\n\r\n", "400 Bad Request"),
+    ]
+    for (request, status) in cases {
+      let response = try RawHTTP.exchange(port: adminPort, request)
+      XCTAssertEqual(response.components(separatedBy: "\r\n").first, "HTTP/1.1 \(status)", response)
+    }
+  }
+
   func testHealthzSays503WhileDraining() throws {
     try startWithAdmin(extra: "timeouts: {drain: 10s}")
     let slow = try BackgroundCommand(

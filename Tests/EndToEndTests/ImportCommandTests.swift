@@ -131,6 +131,44 @@ final class ImportCommandTests: XCTestCase {
     XCTAssertEqual(body(fromPlist.stdout), body(result.stdout))
   }
 
+  /// Report URIs go through the rule `check` applies (`ConfigValues.internalURL`):
+  /// one it would refuse is dropped with a note, never written.
+  func testTrustKitReportURIsCheckWouldRefuseAreDropped() throws {
+    let input = directory + "/report-uris.json"
+    let uris = [
+      "https://r.example/a\"b", "https://r.example/x\ny", "https://r.example/good",
+      "https://r.example/p#frag", "https://user@r.example/",
+    ]
+    let settings: [String: Any] = [
+      "kTSKPublicKeyHashes": [
+        "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+      ],
+      "kTSKReportUris": uris,
+    ]
+    try JSONSerialization.data(withJSONObject: ["kTSKPinnedDomains": ["r.example": settings]]).write(
+      to: URL(fileURLWithPath: input))
+    let (config, result) = try imported(["trustkit", input], exit: 1)
+    XCTAssertTrue(
+      result.stdout.contains("report: {enforce: true, uris: [\"https://r.example/good\"]}"), result.stdout)
+    for index in [0, 1, 3, 4] {
+      let note =
+        "dropped: kTSKPinnedDomains[\"r.example\"].kTSKReportUris[\(index)]: not an http:// or https:// URL"
+      XCTAssertTrue(result.stderr.contains(note), result.stderr)
+    }
+    // The same rule in `check`: the quote and the newline written by hand are refused there.
+    let text = try String(contentsOfFile: config, encoding: .utf8)
+    let handWritten = directory + "/hand-written.yaml"
+    try text.replacingOccurrences(
+      of: "\"https://r.example/good\"", with: #""https://r.example/a\"b", "https://r.example/x\ny""#
+    ).write(toFile: handWritten, atomically: true, encoding: .utf8)
+    let check = try Subprocess.pinproxy(["check", "--config", handWritten])
+    XCTAssertEqual(check.status, 2, check.stderr)
+    for index in [0, 1] {
+      XCTAssertTrue(
+        check.stderr.contains("domains[0].report.uris[\(index)]: \"https://r.example/"), check.stderr)
+    }
+  }
+
   func testAndroidNetworkSecurityConfigDecidesAsTheAppDoes() throws {
     let (config, result) = try imported(
       ["android", Self.example("network_security_config.xml"), "--raw", Self.example("raw")], exit: 1)

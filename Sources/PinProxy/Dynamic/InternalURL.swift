@@ -1,8 +1,10 @@
 import Foundation
+import PinConfig
 import PinTrust
 
 /// An `http(s)://host[:port]/path` the daemon itself requests (a pin list,
-/// a report URI), checked once when the configuration is compiled.
+/// a report URI), checked once when the configuration is compiled (by
+/// `ConfigValues.internalURL`, the rule `pinproxy import` applies too).
 public struct InternalURL: Sendable, Equatable, CustomStringConvertible {
   public let tls: Bool
   public let host: TrustHost
@@ -12,19 +14,11 @@ public struct InternalURL: Sendable, Equatable, CustomStringConvertible {
   public let description: String
 
   public init?(_ text: String) {
-    guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
-      scheme == "https" || scheme == "http", let rawHost = components.host, let host = TrustHost(rawHost),
-      components.user == nil, components.password == nil, components.fragment == nil
-    else { return nil }
-    let port = components.port ?? (scheme == "https" ? 443 : 80)
-    guard (1...65535).contains(port) else { return nil }
-    tls = scheme == "https"
-    self.host = host
-    self.port = port
-    let path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
-    target = path + (components.percentEncodedQuery.map { "?" + $0 } ?? "")
-    // Only printable ASCII reaches a request line.
-    guard target.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) else { return nil }
+    guard let url = ConfigValues.internalURL(text) else { return nil }
+    tls = url.tls
+    host = url.host
+    port = url.port
+    target = url.target
     description = text
   }
 
