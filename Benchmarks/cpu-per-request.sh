@@ -41,8 +41,8 @@ for round in $(seq "$rounds"); do
     sleep 1
     wrk -t1 -c32 -d1s -s "$work/absolute.lua" http://127.0.0.1:13310 >/dev/null   # warm the pool
     before=$(ticks $proxy)
-    requests=$(wrk -t1 -c32 -d"${seconds}s" -s "$work/absolute.lua" http://127.0.0.1:13310 |
-      awk '/requests in/ {print $1}')
+    out=$(wrk_checked -t1 -c32 -d"${seconds}s" -s "$work/absolute.lua" http://127.0.0.1:13310) || exit 1
+    requests=$(echo "$out" | awk '/requests in/ {print $1}')
     after=$(ticks $proxy)
     kill $proxy; wait $proxy 2>/dev/null || true
     samples[$binary]+="$(printf "%.1f" "$(echo "($after - $before) * 1000000 / $hz / $requests" | bc -l)") "

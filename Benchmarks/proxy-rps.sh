@@ -18,7 +18,11 @@ nginx -c "$work/nginx.conf"
 proxy=$!
 trap 'kill $proxy 2>/dev/null; nginx -c "$work/nginx.conf" -s stop >/dev/null 2>&1; rm -rf "$work"' EXIT
 sleep 1
-rps() { wrk -t2 -c32 -d"${duration}s" "$@" | awk '/Requests\/sec/ {print $2} /Latency/ {lat=$2} END {}'; }
+rps() {
+  local out
+  out=$(wrk_checked -t2 -c32 -d"${duration}s" "$@") || exit 1
+  echo "$out" | awk '/Requests\/sec/ {print $2}'
+}
 direct=$(rps https://127.0.0.1:19443/small)
 forward=$(rps -s "$work/absolute.lua" http://127.0.0.1:13300)
 tunnel=$(rps -H "Host: httpbin.org" http://127.0.0.1:13301/small)

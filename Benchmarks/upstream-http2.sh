@@ -45,7 +45,7 @@ for round in $(seq "$rounds"); do
     sleep 1
     opened=$(accepts)
     before=$(ticks $proxy) nbefore=$(ticks "$worker")
-    out=$(wrk -t1 -c50 -d"${seconds}s" -s "$work/absolute.lua" http://127.0.0.1:13311)
+    out=$(wrk_checked -t1 -c50 -d"${seconds}s" -s "$work/absolute.lua" http://127.0.0.1:13311) || exit 1
     after=$(ticks $proxy) nafter=$(ticks "$worker")
     # Less the two stub_status requests themselves.
     conns[$mode]+="$(( $(accepts) - opened - 1 )) "

@@ -9,6 +9,20 @@ for tool in nginx wrk; do
 done
 pki=$PWD/Tests/Fixtures/pki
 
+# wrk with its output on stdout, failing the benchmark on any answer that is
+# not 2xx/3xx or any socket error: a figure measured over refusals (a 503
+# past a connection limit, say) is not the cost of a request.
+wrk_checked() {
+  local out
+  out=$(wrk "$@") || { echo "wrk failed: $out" >&2; exit 1; }
+  if echo "$out" | grep -qE "Non-2xx or 3xx responses|Socket errors"; then
+    echo "benchmark invalid: wrk saw failed requests:" >&2
+    echo "$out" | grep -E "Non-2xx or 3xx responses|Socket errors" >&2
+    exit 1
+  fi
+  echo "$out"
+}
+
 tls_origin() {
   local work=$1 port=$2
   cat "$pki/httpbin.pem" "$pki/int-a.pem" > "$work/chain.pem"

@@ -118,6 +118,12 @@ static inline long pp_SSL_CTX_set_max_proto_version(SSL_CTX *ctx, int version) {
   return SSL_CTX_set_max_proto_version(ctx, version);
 }
 static inline long pp_SSL_CTX_set_mode(SSL_CTX *ctx, long mode) { return SSL_CTX_set_mode(ctx, mode); }
+// Renegotiation off both ways (TLS <= 1.2): a peer could otherwise force a
+// full handshake on the event loop as often as it likes, and present
+// certificates after the trust decision was made.
+static inline void pp_SSL_CTX_forbid_renegotiation(SSL_CTX *ctx) {
+  SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
+}
 
 static inline long pp_SSL_CTX_set_session_cache_mode(SSL_CTX *ctx, long mode) {
   return SSL_CTX_set_session_cache_mode(ctx, mode);

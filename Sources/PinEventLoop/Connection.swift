@@ -44,6 +44,10 @@ public final class Connection: ByteChannel, ReadinessHandler, @unchecked Sendabl
   /// session that owns this connection lives exactly as long as it is open.
   public var delegate: (any ChannelDelegate)?
   public private(set) var state: State = .open
+  /// Called once, synchronously, when the descriptor is closed, before
+  /// `channelDidClose` is delivered: for counts that must follow the real
+  /// sockets (admission), not the later clean-up.
+  public var onClose: (() -> Void)?
   public var highWatermark = 256 * 1024
   public var lowWatermark = 64 * 1024
 
@@ -155,6 +159,9 @@ public final class Connection: ByteChannel, ReadinessHandler, @unchecked Sendabl
     _ = Glibc.close(fd)
     output = []
     outputOffset = 0
+    let hook = onClose
+    onClose = nil
+    hook?()
     loop.execute { [self] in
       state = .closed
       let owner = delegate

@@ -168,7 +168,8 @@ enum HTTP1Grammar {
       while let last = value.last, last == 0x20 || last == 0x09 { value = value.dropLast() }
       guard value.allSatisfy({ $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7f) }) else {
         throw HTTPParseError(
-          .badRequest, "control character in header \(String(decoding: nameBytes, as: UTF8.self))")
+          .badRequest, "control character in header \(String(decoding: nameBytes.prefix(200), as: UTF8.self))"
+        )
       }
       headers.add(HTTPHeaders.Field(nameBytes: CommonHeaderNames.shared(nameBytes), valueBytes: Array(value)))
       guard headers.count <= limits.maxHeaderCount else {

@@ -51,6 +51,12 @@ public struct HTTP1Parser: Sendable {
   /// The peer closed while parsing was paused; applied on `resume()`.
   var inputFinished = false
   var responseToMethod = "GET"
+  /// Interim (1xx) responses seen for the current request: each is relayed,
+  /// so an origin sending them forever would hold the exchange and fill the
+  /// client's queue. nginx and HAProxy accept a handful; past this, the
+  /// response is malformed.
+  var interimResponses = 0
+  public static let maxInterimResponses = 8
 
   public init(role: Role, limits: HTTPLimits = HTTPLimits(), pausesBetweenMessages: Bool = false) {
     self.role = role
@@ -74,7 +80,10 @@ public struct HTTP1Parser: Sendable {
   public var isUpgraded: Bool { state == .upgraded }
 
   /// Responses need to know the request's method (HEAD has no body).
-  public mutating func expectResponse(to method: String) { responseToMethod = method }
+  public mutating func expectResponse(to method: String) {
+    responseToMethod = method
+    interimResponses = 0
+  }
 
   /// Bytes received after the head that switched to another protocol.
   public mutating func takeLeftover() -> [UInt8] {
@@ -252,6 +261,10 @@ public struct HTTP1Parser: Sendable {
       var response = try HTTP1Grammar.responseHead(head, limits: limits)
       if (100..<200).contains(response.status) {
         // An interim response: the final one follows for the same request.
+        interimResponses += 1
+        guard interimResponses <= Self.maxInterimResponses else {
+          throw HTTPParseError(.badRequest, "more than \(Self.maxInterimResponses) interim (1xx) responses")
+        }
         events.append(.response(response))
         events.append(.end(trailers: HTTPHeaders()))
         state = .head

@@ -1,3 +1,5 @@
+import PinHTTP
+
 /// One header field of an HTTP/2 header block, as bytes (names are compared
 /// as bytes; HPACK has already lower-cased nothing and validated nothing
 /// beyond what nghttp2's messaging checks enforce).
@@ -34,6 +36,10 @@ public enum HTTP2Event: Sendable, Equatable {
   case settings(maxConcurrentStreams: UInt32?)
   /// The peer answered our PING.
   case pingAcknowledged
+  /// A header block (request, response or trailers) went past the field
+  /// count or the header list size while it was decoded; the stream was
+  /// reset and nothing of the block is delivered.
+  case oversizedHeaders(stream: Int32)
   /// nghttp2 refused something the peer sent (a malformed header field, a
   /// frame out of place); the stream or connection was reset for it.
   case refused(stream: Int32)
@@ -62,6 +68,13 @@ public struct HTTP2Limits: Sendable, Equatable {
   public var resetsPerSecond: UInt64 = 33
   /// CONTINUATION frames allowed after one HEADERS frame.
   public var maxContinuations = 8
+  /// Header fields in one received block (the HTTP/1.1 parser's `maxHeaderCount`).
+  public var maxHeaderFields = 100
 
   public init() {}
+
+  /// The defaults, with the header field count an HTTP/1.1 message gets.
+  public init(headerLimits: HTTPLimits) {
+    maxHeaderFields = headerLimits.maxHeaderCount
+  }
 }

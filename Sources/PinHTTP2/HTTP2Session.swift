@@ -25,13 +25,14 @@ public final class HTTP2Session {
 
   /// - Parameters:
   ///   - maxConcurrentStreams: advertised in our SETTINGS (peers may open at most this many).
-  ///   - maxHeaderListSize: advertised, and enforced by nghttp2 on received blocks.
-  ///   - limits: flow-control windows and the flood mitigations (`HTTP2Limits`).
+  ///   - maxHeaderListSize: advertised (SETTINGS_MAX_HEADER_LIST_SIZE) and enforced here, field by
+  ///     field as HPACK decodes them: nghttp2 itself never checks it on what it receives.
+  ///   - limits: flow-control windows, the header field count and the flood mitigations (`HTTP2Limits`).
   public init(
     role: Role, maxConcurrentStreams: UInt32 = 100, maxHeaderListSize: UInt32 = 64 * 1024,
     limits: HTTP2Limits = HTTP2Limits()
   ) throws(Failure) {
-    state = SessionState()
+    state = SessionState(maxHeaderBytes: Int(maxHeaderListSize), maxHeaderFields: limits.maxHeaderFields)
     var callbacks: OpaquePointer?
     guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else { throw Failure(code: -901) }
     defer { nghttp2_session_callbacks_del(callbacks) }
@@ -53,6 +54,15 @@ public final class HTTP2Session {
     // nghttp2 answers a peer over these bounds with GOAWAY.
     nghttp2_option_set_stream_reset_rate_limit(option, limits.resetBurst, limits.resetsPerSecond)
     nghttp2_option_set_max_continuations(option, limits.maxContinuations)
+    // The peer may ask our HPACK encoder for a larger table (SETTINGS_HEADER_TABLE_SIZE); we keep
+    // RFC 7541's default whatever it says. The decoder's table is bounded by the 4096 we advertise.
+    nghttp2_option_set_max_deflate_dynamic_table_size(option, 4096)
+    // SETTINGS entries per frame and frames we owe an acknowledgement (PING, SETTINGS): past
+    // these nghttp2 ends the connection instead of queueing answers a peer never reads.
+    nghttp2_option_set_max_settings(option, 32)
+    nghttp2_option_set_max_outbound_ack(option, 1000)
+    // Push is off (ENABLE_PUSH 0); a server that reserves streams anyway gets none kept.
+    nghttp2_option_set_max_reserved_remote_streams(option, 0)
     let userData = Unmanaged.passUnretained(state).toOpaque()
     var created: OpaquePointer?
     let result =
@@ -98,6 +108,11 @@ public final class HTTP2Session {
     return events
   }
 
+  /// Events that arose while frames were being sent rather than received:
+  /// a stream closes when the RST_STREAM nghttp2 queued for it (a malformed
+  /// or oversized message) goes out. Read after `pendingOutput`.
+  public func takeEvents() -> [HTTP2Event] { state.takeEvents() }
+
   /// Everything nghttp2 has to send now (frames, including DATA as flow
   /// control allows); empty when there is nothing.
   public func pendingOutput() throws(Failure) -> [UInt8] {
@@ -127,7 +142,7 @@ public final class HTTP2Session {
     let stream = try submit(headers, hasBody: hasBody) { nva, count, provider in
       nghttp2_submit_request(session, nil, nva, count, provider, nil)
     }
-    if hasBody { state.outgoing[stream] = OutgoingBody(bytes: body ?? [], ended: !streaming) }
+    if hasBody { state.store(stream, OutgoingBody(bytes: body ?? [], ended: !streaming)) }
     return stream
   }
 
@@ -139,9 +154,14 @@ public final class HTTP2Session {
     throws(Failure)
   {
     let hasBody = body != nil || streaming
-    if hasBody { state.outgoing[stream] = OutgoingBody(bytes: body ?? [], ended: !streaming) }
-    _ = try submit(headers, hasBody: hasBody) { nva, count, provider in
-      nghttp2_submit_response(session, stream, nva, count, provider)
+    if hasBody { state.store(stream, OutgoingBody(bytes: body ?? [], ended: !streaming)) }
+    do {
+      _ = try submit(headers, hasBody: hasBody) { nva, count, provider in
+        nghttp2_submit_response(session, stream, nva, count, provider)
+      }
+    } catch {
+      state.drop(stream)
+      throw error
     }
   }
 
@@ -153,6 +173,7 @@ public final class HTTP2Session {
   public func sendBody(stream: Int32, _ bytes: [UInt8]) {
     guard state.outgoing[stream]?.ended == false else { return }
     state.outgoing[stream]?.append(bytes)
+    state.outgoingBytes += bytes.count
     resume(stream)
   }
 
@@ -166,6 +187,9 @@ public final class HTTP2Session {
 
   /// Body bytes of `stream` still waiting for flow-control window.
   public func bufferedBodyBytes(stream: Int32) -> Int { state.outgoing[stream]?.count ?? 0 }
+
+  /// Body bytes of all streams still waiting for flow-control window.
+  public var bufferedBodyBytesTotal: Int { state.outgoingBytes }
 
   /// Tells nghttp2 that `count` bytes of `stream`'s DATA were taken by the
   /// reader: only then do WINDOW_UPDATEs let the peer send more.
@@ -243,6 +267,17 @@ enum HeaderList {
   }
 }
 
+/// A header block being received, with its running size for the bounds.
+struct HeaderBlock {
+  var fields: [HTTP2Header] = []
+  var bytes = 0
+
+  mutating func append(_ field: HTTP2Header, size: Int) {
+    fields.append(field)
+    bytes = size
+  }
+}
+
 /// A body being sent: nghttp2 reads it as flow control allows. Read bytes
 /// are dropped from the front once they are half the buffer.
 struct OutgoingBody {
@@ -269,8 +304,29 @@ struct OutgoingBody {
 /// header blocks being assembled, and bodies being sent.
 final class SessionState {
   var events: [HTTP2Event] = []
-  var headerBlocks: [Int32: [HTTP2Header]] = [:]
+  var headerBlocks: [Int32: HeaderBlock] = [:]
   var outgoing: [Int32: OutgoingBody] = [:]
+  /// Bytes of `outgoing` not yet taken by nghttp2, all streams together.
+  var outgoingBytes = 0
+  /// Bounds of one received header block (RFC 9113 §6.5.2 counts a field as
+  /// name + value + 32 bytes), checked as each field is decoded.
+  let maxHeaderBytes: Int
+  let maxHeaderFields: Int
+
+  init(maxHeaderBytes: Int, maxHeaderFields: Int) {
+    self.maxHeaderBytes = maxHeaderBytes
+    self.maxHeaderFields = maxHeaderFields
+  }
+
+  func store(_ stream: Int32, _ body: OutgoingBody) {
+    drop(stream)
+    outgoing[stream] = body
+    outgoingBytes += body.count
+  }
+
+  func drop(_ stream: Int32) {
+    if let body = outgoing.removeValue(forKey: stream) { outgoingBytes -= body.count }
+  }
 
   func takeEvents() -> [HTTP2Event] {
     defer { events.removeAll(keepingCapacity: true) }
@@ -286,7 +342,7 @@ private func onBeginHeaders(
   _ session: OpaquePointer?, _ frame: UnsafePointer<nghttp2_frame>?, _ user: UnsafeMutableRawPointer?
 ) -> Int32 {
   guard let frame else { return 0 }
-  SessionState.from(user).headerBlocks[frame.pointee.hd.stream_id] = []
+  SessionState.from(user).headerBlocks[frame.pointee.hd.stream_id] = HeaderBlock()
   return 0
 }
 
@@ -296,10 +352,24 @@ private func onHeader(
   _ user: UnsafeMutableRawPointer?
 ) -> Int32 {
   guard let frame, let name, let value else { return 0 }
+  let state = SessionState.from(user)
+  let stream = frame.pointee.hd.stream_id
+  // Checked before anything is copied: an HPACK block of a few bytes can
+  // name a 4 KB table entry thousands of times (an "HPACK bomb"), so the
+  // bound must hold on the decoded list, not on the frames.
+  let size = (state.headerBlocks[stream]?.bytes ?? 0) + nameLength + valueLength + 32
+  let count = (state.headerBlocks[stream]?.fields.count ?? 0) + 1
+  guard size <= state.maxHeaderBytes, count <= state.maxHeaderFields else {
+    state.headerBlocks.removeValue(forKey: stream)
+    state.events.append(.oversizedHeaders(stream: stream))
+    // nghttp2 resets the stream (RST_STREAM) and decodes the rest of the
+    // block without calling back, keeping the HPACK state in step.
+    return Int32(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
+  }
   let header = HTTP2Header(
     name: Array(UnsafeBufferPointer(start: name, count: nameLength)),
     value: Array(UnsafeBufferPointer(start: value, count: valueLength)))
-  SessionState.from(user).headerBlocks[frame.pointee.hd.stream_id, default: []].append(header)
+  state.headerBlocks[stream, default: HeaderBlock()].append(header, size: size)
   return 0
 }
 
@@ -313,7 +383,8 @@ private func onFrameReceived(
   switch Int(header.type) {
   case Int(NGHTTP2_HEADERS.rawValue):
     state.events.append(
-      .headers(stream: header.stream_id, state.headerBlocks.removeValue(forKey: header.stream_id) ?? []))
+      .headers(
+        stream: header.stream_id, state.headerBlocks.removeValue(forKey: header.stream_id)?.fields ?? []))
     if endsStream { state.events.append(.endStream(stream: header.stream_id)) }
   case Int(NGHTTP2_DATA.rawValue):
     if endsStream { state.events.append(.endStream(stream: header.stream_id)) }
@@ -378,7 +449,7 @@ private func onStreamClose(
   _ session: OpaquePointer?, _ stream: Int32, _ errorCode: UInt32, _ user: UnsafeMutableRawPointer?
 ) -> Int32 {
   let state = SessionState.from(user)
-  state.outgoing.removeValue(forKey: stream)
+  state.drop(stream)
   state.headerBlocks.removeValue(forKey: stream)
   state.events.append(.streamClosed(stream: stream, errorCode: errorCode))
   return 0
@@ -407,6 +478,7 @@ private func readBody(
     buffer.update(from: bytes.baseAddress! + body.offset, count: count)
   }
   body.offset += count
+  state.outgoingBytes -= count
   if body.ended && body.count == 0 {
     flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
     state.outgoing.removeValue(forKey: stream)

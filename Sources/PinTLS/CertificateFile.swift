@@ -10,16 +10,23 @@ public enum CertificateFile {
     public var description: String { "\(path): \(problem)" }
   }
 
+  /// Bounds of a certificate file: Mozilla's whole root bundle is ~200 KiB
+  /// and ~150 certificates.
+  public static let maximumFileBytes = 4 << 20
+  public static let maximumCertificates = 1000
+
   /// Every certificate in the file, in file order. An unreadable file, a file
   /// without a certificate, or a damaged one is an error naming the file.
   public static func load(_ path: String) throws(LoadError) -> [X509Certificate] {
     guard FileManager.default.fileExists(atPath: path) else {
       throw LoadError(path: path, problem: "no such file")
     }
-    guard let data = FileManager.default.contents(atPath: path) else {
-      throw LoadError(path: path, problem: "cannot read file (permission denied or not a regular file)")
+    let bytes: [UInt8]
+    do {
+      bytes = try BoundedFile.read(path, limit: maximumFileBytes)
+    } catch {
+      throw LoadError(path: path, problem: error.description)
     }
-    let bytes = Array(data)
     do {
       return try parse(bytes)
     } catch {
@@ -47,6 +54,7 @@ public enum CertificateFile {
       defer { BIO_free(bio) }
       while let cert = PEM_read_bio_X509(bio, nil, nil, nil) {
         certificates.append(X509Certificate(owning: cert))
+        if certificates.count > maximumCertificates { return "more than \(maximumCertificates) certificates" }
       }
       // The loop ends with "no start line" at end of input; anything else is damage.
       let code = ERR_peek_last_error()

@@ -29,6 +29,7 @@ public final class InterceptionContext: @unchecked Sendable {
     self.context = context
     self.ca = ca
     _ = pp_SSL_CTX_set_min_proto_version(context, minimumVersion.openSSLValue)
+    pp_SSL_CTX_forbid_renegotiation(context)
     var cipherString = ciphers.isEmpty ? "DEFAULT" : ciphers
     if minimumVersion < .tls12 && !cipherString.contains("@SECLEVEL") { cipherString += ":@SECLEVEL=0" }
     guard SSL_CTX_set_cipher_list(context, cipherString) == 1 else {

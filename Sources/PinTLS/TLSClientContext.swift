@@ -42,6 +42,7 @@ public final class TLSClientContext: @unchecked Sendable {
     SSL_CTX_set_verify(context, SSL_VERIFY_NONE, nil)
     _ = pp_SSL_CTX_set_min_proto_version(context, minimumVersion.openSSLValue)
     _ = pp_SSL_CTX_set_max_proto_version(context, 0)
+    pp_SSL_CTX_forbid_renegotiation(context)
     var ciphers = requiresForwardSecrecy ? Self.forwardSecretCiphers : "DEFAULT"
     // Below TLS 1.2 the handshake signs with SHA-1, which OpenSSL 3 refuses
     // above security level 0; a rule that allows TLS 1.0 asks for exactly that.

@@ -21,4 +21,8 @@ public enum FailureCode: String, Sendable, CaseIterable {
   case upstreamTimeout = "upstream-timeout"
   case deniedByPolicy = "denied-by-policy"
   case badRequest = "bad-request"
+  /// The proxy's own budget is spent (upstream sockets per client address
+  /// or in all, a connection's upstream exchanges): the newest work is
+  /// refused, what runs goes on (503).
+  case overCapacity = "over-capacity"
 }

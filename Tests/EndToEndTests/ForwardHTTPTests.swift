@@ -187,15 +187,17 @@ final class ForwardLifecycleTests: ProxyTestCase {
     let port = try startProxy(
       map: ["httpbin.org": try origin()], domains: "  - {domain: httpbin.org, anchors: [test]}",
       extra: "limits: {maxConnections: 100, maxConnectionsPerClient: 3}")
-    var held: [Int32] = []
-    defer { held.forEach { close($0) } }
-    for _ in 0..<3 { held.append(try XCTUnwrap(Loopback.connect(port: port))) }
-    usleep(200_000)
+    // Three exchanges in flight: none of them may be evicted to make room.
+    let busy = try (0..<3).map { _ in
+      try BackgroundCommand(
+        "/usr/bin/curl",
+        ["-s", "-x", "http://127.0.0.1:\(port)", "-o", "/dev/null", "http://httpbin.org/slow/2"])
+    }
+    XCTAssertTrue(origins[0].waitForRequest("GET /slow/2", count: 3))
     let refused = try get("http://httpbin.org/hello", through: port)
     XCTAssertEqual(refused.status, 503, refused.text)
     XCTAssertTrue(refused.text.contains("per client address"), refused.text)
-    held.forEach { close($0) }
-    held = []
+    busy.forEach { _ = $0.finish() }
     usleep(300_000)
     XCTAssertEqual(try get("http://httpbin.org/hello", through: port).status, 200)
   }

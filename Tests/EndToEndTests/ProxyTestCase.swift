@@ -22,7 +22,7 @@ class ProxyTestCase: XCTestCase {
   /// hosts mapped to origins, and the given domain rules.
   func startProxy(
     map: [String: Origin], domains: String, extra: String = "", listeners: String = "", names: [String] = [],
-    closedPorts: [String: Int] = [:]
+    closedPorts: [String: Int] = [:], wrapper: [String] = []
   ) throws -> Int {
     let mapping = map.mapValues(\.port).merging(closedPorts) { $1 }
     let connectTo = mapping.map { "\"\($0.key):443:127.0.0.1:\($0.value)\"" }.joined(separator: ", ")
@@ -38,7 +38,7 @@ class ProxyTestCase: XCTestCase {
       domains:
       \(domains)
       """
-    let process = try ProxyProcess(config: config, listeners: ["forward"] + names)
+    let process = try ProxyProcess(config: config, listeners: ["forward"] + names, wrapper: wrapper)
     proxy = process
     return process.ports["forward"]!
   }

@@ -10,11 +10,14 @@ public final class H2Origin {
   /// - Parameters:
   ///   - goAwayFirst: its first connection answers GOAWAY (last stream 0).
   ///   - silentAfterFirst: a connection goes silent after its first response.
-  public init(goAwayFirst: Bool = false, silentAfterFirst: Bool = false) throws {
+  ///   - script: the origin script in Tests/Fixtures (`h2_hostile_origin.py` answers by path with hostile shapes).
+  public init(goAwayFirst: Bool = false, silentAfterFirst: Bool = false, script: String = "h2_origin.py")
+    throws
+  {
     log =
       FileManager.default.temporaryDirectory.appendingPathComponent("h2-origin-\(UUID().uuidString).log").path
     child = try ChildProcessLauncher.python(
-      Fixtures.directory + "/h2_origin.py",
+      Fixtures.directory + "/" + script,
       ["--cert", Fixtures.path("httpbin-chain.pem"), "--key", Fixtures.path("httpbin.key"), "--log", log]
         + (goAwayFirst ? ["--goaway-first"] : []) + (silentAfterFirst ? ["--silent-after-first"] : []))
     guard child.wait(for: "READY "),

@@ -7,6 +7,13 @@ public final class ChildProcess: @unchecked Sendable {
   public private(set) var log = ""
   private let lock = NSLock()
 
+  /// The process's resident set size in KiB (`VmRSS` of /proc/PID/status).
+  public var residentKiB: Int {
+    let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+    let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+    return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+  }
+
   init(
     _ executable: String, _ arguments: [String], captureStandardError: Bool,
     environment: [String: String] = [:]
@@ -164,9 +171,11 @@ public final class ProxyProcess {
   /// `config` may use `{port:NAME}` placeholders; each gets a free loopback port.
   public let configFile: String
 
-  public init(config: String, listeners: [String], verbose: Bool = true, environment: [String: String] = [:])
-    throws
-  {
+  /// - Parameter wrapper: a command that runs the binary (such as `prlimit --nofile=256 --`), or none.
+  public init(
+    config: String, listeners: [String], verbose: Bool = true, environment: [String: String] = [:],
+    wrapper: [String] = []
+  ) throws {
     directory = FileManager.default.temporaryDirectory.appendingPathComponent(
       "pinproxy-e2e-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -182,9 +191,10 @@ public final class ProxyProcess {
     let file = directory.appendingPathComponent("pinproxy.yaml").path
     configFile = file
     try Data(text.utf8).write(to: URL(fileURLWithPath: file))
+    let command =
+      wrapper + [Subprocess.pinproxyPath, "run", "--config", file] + (verbose ? ["--verbose"] : [])
     child = try ChildProcess(
-      Subprocess.pinproxyPath, ["run", "--config", file] + (verbose ? ["--verbose"] : []),
-      captureStandardError: true, environment: environment)
+      command[0], Array(command.dropFirst()), captureStandardError: true, environment: environment)
     for name in listeners where !child.waitForListener(name) {
       throw HarnessError("pinproxy did not start listener \(name): \(child.currentOutput)")
     }

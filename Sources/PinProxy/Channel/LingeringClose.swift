@@ -23,7 +23,7 @@ final class LingeringClose: ChannelDelegate, @unchecked Sendable {
   private var discarded = 0
   private var timer: LoopTimer?
 
-  private init(channel: any ByteChannel, owner: any ChannelDelegate, byteLimit: Int) {
+  private init(channel: any ByteChannel, owner: (any ChannelDelegate)?, byteLimit: Int) {
     self.channel = channel
     self.owner = owner
     self.byteLimit = byteLimit
@@ -32,7 +32,7 @@ final class LingeringClose: ChannelDelegate, @unchecked Sendable {
   /// Starts lingering on `channel`, whose queued output (the answer) is
   /// sent first. A zero `byteLimit` or `timeout` closes after the flush.
   static func start(
-    _ channel: any ByteChannel, owner: any ChannelDelegate, timeout: Double, byteLimit: Int
+    _ channel: any ByteChannel, owner: (any ChannelDelegate)?, timeout: Double, byteLimit: Int
   ) {
     channel.loop.preconditionInLoop()
     guard timeout > 0, byteLimit > 0 else { return channel.closeAfterFlush() }

@@ -63,9 +63,9 @@ public final class DynamicPinSpec: Sendable {
     }
     var fallback: PinListDocument?
     if let path = config.fallback {
-      if let data = FileManager.default.contents(atPath: path.path) {
+      if let data = try? BoundedFile.read(path.path, limit: InternalRequest.defaultMaximumBodyBytes) {
         do {
-          fallback = try PinListDocument.parse(Array(data), signedEntries: false)
+          fallback = try PinListDocument.parse(data, signedEntries: false)
         } catch {
           fail(path.location, "\(path.path): \(error.description)")
         }

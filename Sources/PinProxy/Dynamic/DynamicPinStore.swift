@@ -1,4 +1,5 @@
 import Foundation
+import PinTLS
 import PinTrust
 import Synchronization
 
@@ -111,13 +112,14 @@ public final class DynamicPinStore: Sendable {
   /// signatures: a corrupt file is reported through `warn` and ignored).
   static func load(_ spec: DynamicPinSpec, at time: Date, warn: (String) -> Void) -> PinList? {
     guard FileManager.default.fileExists(atPath: spec.file) else { return nil }
-    guard let data = FileManager.default.contents(atPath: spec.file) else {
-      warn("\(spec.file): cannot read the stored pin list; ignored")
+    // The same bound as a fetched list (`InternalRequest.defaultMaximumBodyBytes`).
+    guard let data = try? BoundedFile.read(spec.file, limit: InternalRequest.defaultMaximumBodyBytes) else {
+      warn("\(spec.file): cannot read the stored pin list, or it is too large; ignored")
       return nil
     }
     let document: PinListDocument
     do {
-      document = try PinListDocument.parse(Array(data), signedEntries: !spec.useChallenge)
+      document = try PinListDocument.parse(data, signedEntries: !spec.useChallenge)
     } catch {
       warn("\(spec.file): the stored pin list is corrupt (\(error.description)); ignored")
       return nil

@@ -16,7 +16,9 @@ struct InternalRequest: Sendable {
   var headers: [(String, String)] = []
   var body: [UInt8] = []
   var deadline: Double = 30
-  var maximumBodyBytes = 1 << 20
+  var maximumBodyBytes = InternalRequest.defaultMaximumBodyBytes
+  /// A pin list, fetched or read from a file, is at most this large.
+  static let defaultMaximumBodyBytes = 1 << 20
 }
 
 struct InternalResponse: Sendable {

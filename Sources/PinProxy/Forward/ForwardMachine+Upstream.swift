@@ -82,7 +82,8 @@ extension ForwardMachine {
   }
 
   private mutating func relayHead(_ head: HTTPResponseHead, _ exchange: inout Exchange, draining: Bool) {
-    actions.append(.cancelResponseTimer)
+    // An interim response does not stop the clock: the final head must still
+    // come within `upstreamResponse`.
     if (100..<200).contains(head.status) {
       exchange.response = .interim
       // 101 would switch protocols, which this proxy does not relay.
@@ -94,6 +95,7 @@ extension ForwardMachine {
       }
       return
     }
+    actions.append(.cancelResponseTimer)
     if draining { exchange.closeAfterResponse = true }
     let (bytes, framing) = ForwardedHead.response(
       head, clientVersion: exchange.request.version, closing: exchange.closeAfterResponse,

@@ -3,9 +3,7 @@ import PinEventLoop
 extension ForwardSession {
   /// The upstream acquirer for this session's loop and snapshot.
   var acquirer: UpstreamAcquirer {
-    UpstreamAcquirer(
-      pool: pool, dialer: context.dialer(for: snapshot), loop: loop, limits: snapshot.httpLimits,
-      metrics: context.metrics, idleTimeout: snapshot.timeouts.upstreamIdle)
+    UpstreamAcquirer(context: context, snapshot: snapshot, loop: loop, client: connection.peer)
   }
 
   func acquireUpstream(exchange id: Int, _ target: ForwardTarget, poolAllowed: Bool) {

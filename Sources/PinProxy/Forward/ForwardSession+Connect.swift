@@ -103,7 +103,7 @@ extension ForwardSession {
     do {
       http2 = try HTTP2ClientSession(
         client: channel, context: context, snapshot: snapshot, listener: listener, tunnel: tunnel,
-        acquirer: acquirer, pool: pool)
+        pool: pool)
     } catch {
       context.logger.log(
         .warning, "refused", ["client": channel.peer, "reason": "HTTP/2 setup failed: \(error)"])

@@ -21,7 +21,10 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
   var client: any ByteChannel
   let listener: ListenerConfig
   let context: ProxyContext
-  let snapshot: RuntimeSnapshot
+  /// The configuration in force: replaced before any event once a reload
+  /// installed another, so each routing and upstream decision is made under
+  /// the current policy (an exchange in flight keeps the target it has).
+  private(set) var snapshot: RuntimeSnapshot
   var machine: ForwardMachine<UpstreamRef>
   /// Set once a passthrough CONNECT is spliced.
   var splice: Splice?
@@ -48,12 +51,16 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
   private var running = false
   /// A refusal was written: close lingeringly when the current run ends.
   private var lingerAfterRun = false
+  /// The connection's place in the admission counts (released when its
+  /// socket closes, or when it stops serving).
+  private let admission: AdmissionTicket
 
   var loop: EventLoop { connection.loop }
   var pool: UpstreamPool { context.pool(for: loop) }
 
-  init(connection: Connection, context: ProxyContext, listener: ListenerConfig) {
+  init(connection: Connection, context: ProxyContext, listener: ListenerConfig, admission: AdmissionTicket) {
     self.connection = connection
+    self.admission = admission
     client = connection
     self.listener = listener
     self.context = context
@@ -76,6 +83,7 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
   /// again; its actions join the same queue.
   func run(_ event: (inout ForwardMachine<UpstreamRef>) -> Void) {
     loop.preconditionInLoop()
+    if !context.isCurrent(snapshot) { adoptCurrentSnapshot() }
     event(&machine)
     guard !running else { return }
     running = true
@@ -94,7 +102,17 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
       LingeringClose.start(
         client, owner: self, timeout: snapshot.timeouts.lingeringClose,
         byteLimit: snapshot.limits.lingeringCloseBytes)
+      // It reads no request any more: it no longer takes a client's slot.
+      admission.release()
+      context.registry(for: loop).remove(self)
     }
+  }
+
+  /// A reload happened: later requests are routed, and their upstreams
+  /// dialled or taken from the pool, under the new snapshot only.
+  private func adoptCurrentSnapshot() {
+    snapshot = context.snapshot
+    machine.router = ForwardRouter(snapshot: snapshot, listener: listener)
   }
 
   // MARK: Client channel
@@ -130,8 +148,10 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
     responseTimer.cancel()
     splice = nil
     context.registry(for: loop).remove(self)
-    context.admission.release(client: connection.peer)
+    admission.release()
   }
+
+  var clientPeer: String { connection.peer }
 
   // MARK: UpstreamDelegate
 
@@ -261,11 +281,7 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
       guard splice.idleSeconds >= EvictionCandidate.idleSpliceSeconds else { return nil }
       return EvictionCandidate(tier: .idleSplice, since: splice.lastActivity)
     }
-    if let http2 {
-      // An HTTP/2 client with no stream open is an idle keep-alive connection.
-      guard !http2.hasStreams else { return nil }
-      return EvictionCandidate(tier: .idleKeepAlive, since: http2.lastActivity)
-    }
+    if let http2 { return http2.evictionCandidate }
     guard machine.isAwaitingRequest else { return nil }
     return EvictionCandidate(
       tier: machine.isIdleBetweenRequests ? .idleKeepAlive : .unfinishedHead, since: awaitingSince)

@@ -35,10 +35,7 @@ extension HTTP2ClientSession {
         stream.responseBytes += bytes.count
         session.sendBody(stream: stream.id, bytes)
         // Back-pressure: a stream whose client does not keep up stops its upstream.
-        if !stream.upstreamPaused
-          && (session.bufferedBodyBytes(stream: stream.id) >= Self.highWatermark
-            || client.isAboveHighWatermark)
-        {
+        if !stream.upstreamPaused && pausesUpstream(of: stream) {
           stream.upstreamPaused = true
           link.pauseReading()
         }

@@ -12,11 +12,20 @@ import PinHTTP2
 /// reason); the other streams go on.
 ///
 /// What a client may send is bounded: concurrent streams (SETTINGS, 100),
-/// the header list (`limits.maxHeaderBytes`), request DATA by the stream
-/// windows (nothing is consumed until forwarded), resets and CONTINUATION
-/// frames by nghttp2's flood limits (`HTTP2Limits`), after which the
-/// connection ends with GOAWAY. nghttp2 resets every malformed request
-/// (RFC 9113 §8.2) before it is seen here, so none is ever forwarded.
+/// each header block by `limits.maxHeaderCount` fields and
+/// `limits.maxHeaderBytes` as it is decoded (`HTTP2Session`; past either the
+/// stream is reset), request DATA by the stream windows (nothing is consumed
+/// until forwarded), resets and CONTINUATION frames by nghttp2's flood
+/// limits (`HTTP2Limits`), after which the connection ends with GOAWAY.
+/// nghttp2 resets every malformed request (RFC 9113 §8.2) before it is seen
+/// here, so none is ever forwarded.
+///
+/// What a client may cause is bounded too: at most
+/// `maxUpstreamExchanges` of its streams hold an upstream at once (the rest
+/// wait their turn, each within `timeouts.upstreamResponse`); upstream
+/// sockets per client address and in all (`UpstreamBudget`); response bytes
+/// buffered for a reader that does not keep up, per stream, per connection
+/// and in all (`pausesUpstream`).
 ///
 /// Confined to its loop: every entry point is a call from the owning
 /// `ForwardSession` (channel events), an upstream delegate call or an
@@ -26,11 +35,11 @@ final class HTTP2ClientSession: UpstreamDelegate, @unchecked Sendable {
   let loop: EventLoop
   let session: HTTP2Session
   let context: ProxyContext
-  let snapshot: RuntimeSnapshot
+  /// Replaced by the current one before a new stream is routed (a reload governs what follows it).
+  private(set) var snapshot: RuntimeSnapshot
   let listener: ListenerConfig
   let tunnel: ConnectTarget
   private var router: ForwardRouter
-  let acquirer: UpstreamAcquirer
   let pool: UpstreamPool
   private var streams: [Int32: HTTP2ClientStream] = [:]
   var byLink: [ObjectIdentifier: HTTP2ClientStream] = [:]
@@ -43,14 +52,25 @@ final class HTTP2ClientSession: UpstreamDelegate, @unchecked Sendable {
   private lazy var idleTimer: LoopTimer = loop.makeTimer { [weak self] in self?.idleTimeout() }
   private(set) var lastActivity = DispatchTime.now().uptimeNanoseconds
   static let maxConcurrentStreams: UInt32 = 100
+  /// Streams that hold (or are acquiring) an upstream at once; later ones
+  /// wait in `queued`, which `maxConcurrentStreams` bounds.
+  static let maxUpstreamExchanges = 32
+  private var queued: [HTTP2ClientStream] = []
   /// Response body buffered per stream before its upstream is paused.
   static let highWatermark = 256 * 1024
+  /// Response body buffered for the whole connection before its upstreams pause.
+  static let connectionBufferLimit = 1 << 20
+  /// Past `UpstreamBudget.bufferedBytesLimit` in all, a connection holding
+  /// more than this pauses its upstreams too.
+  static let slowConnectionFloor = 64 * 1024
+  /// What this connection last added to the process-wide buffered count.
+  private var bufferedReported = 0
   /// Declared request bodies up to this size are held until complete.
   static let heldBodyLimit = 64 * 1024
 
   init(
     client: any ByteChannel, context: ProxyContext, snapshot: RuntimeSnapshot, listener: ListenerConfig,
-    tunnel: ConnectTarget, acquirer: UpstreamAcquirer, pool: UpstreamPool
+    tunnel: ConnectTarget, pool: UpstreamPool
   ) throws {
     self.client = client
     loop = client.loop
@@ -58,17 +78,30 @@ final class HTTP2ClientSession: UpstreamDelegate, @unchecked Sendable {
     self.snapshot = snapshot
     self.listener = listener
     self.tunnel = tunnel
-    self.acquirer = acquirer
     self.pool = pool
     router = ForwardRouter(snapshot: snapshot, listener: listener)
+    let limits = snapshot.httpLimits
     session = try HTTP2Session(
       role: .server, maxConcurrentStreams: Self.maxConcurrentStreams,
-      maxHeaderListSize: UInt32(clamping: snapshot.httpLimits.maxHeaderBytes))
+      maxHeaderListSize: UInt32(clamping: limits.maxHeaderBytes), limits: HTTP2Limits(headerLimits: limits))
     flush()
     idleTimer.schedule(after: snapshot.timeouts.idleKeepAlive)
   }
 
   var hasStreams: Bool { !streams.isEmpty }
+
+  var acquirer: UpstreamAcquirer {
+    UpstreamAcquirer(context: context, snapshot: snapshot, loop: loop, client: client.peer)
+  }
+
+  /// How expendable the connection is under overload: with no stream, an
+  /// idle keep-alive connection; with only streams whose request has not
+  /// finished arriving (nothing sent upstream yet), a slow one; else nil.
+  var evictionCandidate: EvictionCandidate? {
+    if streams.isEmpty { return EvictionCandidate(tier: .idleKeepAlive, since: lastActivity) }
+    guard streams.values.allSatisfy(\.awaitingBody) else { return nil }
+    return EvictionCandidate(tier: .unfinishedHead, since: lastActivity)
+  }
 
   // MARK: Client bytes (from the owning session)
 
@@ -85,6 +118,11 @@ final class HTTP2ClientSession: UpstreamDelegate, @unchecked Sendable {
       flush()
       return closeAll()
     }
+    handle(events)
+  }
+
+  /// The client's events, in order; then what they caused is flushed.
+  private func handle(_ events: [HTTP2Event]) {
     var index = 0
     while index < events.count {
       let event = events[index]
@@ -107,6 +145,13 @@ final class HTTP2ClientSession: UpstreamDelegate, @unchecked Sendable {
       case .refused(let id):
         context.metrics.http2Events.increment(["downstream", "malformed"])
         logBadRequest(.info, "malformed HTTP/2 request on stream \(id) (RFC 9113 §8.2), reset")
+      case .oversizedHeaders(let id):
+        context.metrics.http2Events.increment(["downstream", "oversized_headers"])
+        let limits = snapshot.httpLimits
+        logBadRequest(
+          .info,
+          "HTTP/2 header block on stream \(id) over \(limits.maxHeaderCount) fields or \(limits.maxHeaderBytes) bytes, reset"
+        )
       case .goAway:
         draining = true
         clientWentAway = true
@@ -136,6 +181,8 @@ final class HTTP2ClientSession: UpstreamDelegate, @unchecked Sendable {
     for stream in streams.values { abandon(stream) }
     context.metrics.http2StreamsInFlight.add(-streams.count)
     streams.removeAll()
+    queued.removeAll()
+    reportBuffered(0)
   }
 
   /// Graceful shutdown: GOAWAY now; the connection closes when the streams end.
@@ -151,6 +198,10 @@ final class HTTP2ClientSession: UpstreamDelegate, @unchecked Sendable {
 
   private func begin(_ id: Int32, _ block: [HTTP2Header], endsStream: Bool) {
     idleTimer.cancel()
+    if !context.isCurrent(snapshot) {
+      snapshot = context.snapshot
+      router = ForwardRouter(snapshot: snapshot, listener: listener)
+    }
     guard !draining else {
       try? session.submitReset(stream: id, errorCode: HTTP2ErrorCode.refusedStream)
       return
@@ -168,6 +219,12 @@ final class HTTP2ClientSession: UpstreamDelegate, @unchecked Sendable {
       context.metrics.http2Events.increment(["downstream", "malformed"])
       return refuse(id, nil, .badRequest("malformed HTTP/2 request: \(reason)"))
     }
+    // The bound an HTTP/1.1 request line gets: a long `:path` would otherwise
+    // be limited only by the header list and go on to an HTTP/1.1 origin.
+    let maxURILength = snapshot.httpLimits.maxURILength
+    guard head.rawTarget.utf8.count <= maxURILength else {
+      return refuse(id, nil, .badRequest("request target longer than \(maxURILength) bytes", status: 414))
+    }
     switch router.route(head, inside: tunnel) {
     case .forward(let target):
       let stream = HTTP2ClientStream(id: id, head: head, target: target)
@@ -177,11 +234,14 @@ final class HTTP2ClientSession: UpstreamDelegate, @unchecked Sendable {
       // A small body of declared length is held until it is complete, so
       // that a content-length the DATA contradicts (RFC 9113 §8.1.1, which
       // nghttp2 answers with a reset) never reaches the origin at all.
+      // Every stream answers within the response timeout, whatever it waits for
+      // (its body, a free upstream slot); `exchange` re-arms it for the origin.
+      arm(stream)
       if case .length(let length) = head.framing, !endsStream, length <= Self.heldBodyLimit {
         stream.awaitingBody = true
         return
       }
-      acquire(stream, poolAllowed: true)
+      startOrQueue(stream)
     case .refuse(let failure):
       refuse(id, head, failure)
     case .passthrough, .intercept:
@@ -190,6 +250,62 @@ final class HTTP2ClientSession: UpstreamDelegate, @unchecked Sendable {
   }
 
   func retry(_ stream: HTTP2ClientStream) { acquire(stream, poolAllowed: false) }
+
+  /// Streams acquiring or holding an upstream.
+  private var upstreamExchanges: Int {
+    streams.values.reduce(0) { count, stream in
+      switch stream.state {
+      case .connecting where !stream.awaitingBody && !stream.queuedForUpstream, .exchanging: count + 1
+      default: count
+      }
+    }
+  }
+
+  private func startOrQueue(_ stream: HTTP2ClientStream) {
+    if upstreamExchanges >= Self.maxUpstreamExchanges {
+      stream.queuedForUpstream = true
+      queued.append(stream)
+    } else {
+      acquire(stream, poolAllowed: true)
+    }
+  }
+
+  /// Queued streams take the upstream slots that came free.
+  private func startQueued() {
+    while !queued.isEmpty && upstreamExchanges < Self.maxUpstreamExchanges {
+      let stream = queued.removeFirst()
+      guard stream.queuedForUpstream, streams[stream.id] === stream else { continue }
+      stream.queuedForUpstream = false
+      acquire(stream, poolAllowed: true)
+    }
+  }
+
+  /// The stream's timer before its request reaches the origin: a body that
+  /// never completes, or a turn that never comes, ends in a refusal.
+  private func arm(_ stream: HTTP2ClientStream) {
+    let seconds = snapshot.timeouts.upstreamResponse
+    stream.responseTimer = loop.schedule(after: seconds) { [weak self, weak stream] in
+      guard let self, let stream, self.streams[stream.id] === stream, case .connecting = stream.state else {
+        return
+      }
+      if stream.awaitingBody {
+        self.fail(
+          stream,
+          ProxyFailure(
+            status: 408, code: .badRequest, reason: "request body not received within \(seconds) s"))
+      } else if stream.queuedForUpstream {
+        stream.queuedForUpstream = false
+        self.fail(
+          stream,
+          ProxyFailure(
+            status: 503, code: .overCapacity,
+            reason: "no upstream slot of this connection came free within \(seconds) s"))
+      } else {
+        return
+      }
+      self.flush()
+    }
+  }
 
   private func acquire(_ stream: HTTP2ClientStream, poolAllowed: Bool) {
     acquirer.acquire(stream.target, poolAllowed: poolAllowed) { [weak self, weak stream] result in
@@ -225,6 +341,7 @@ final class HTTP2ClientSession: UpstreamDelegate, @unchecked Sendable {
       link.endBody(trailers: stream.requestTrailers)
     }
     let seconds = snapshot.timeouts.upstreamResponse
+    stream.responseTimer?.cancel()
     stream.responseTimer = loop.schedule(after: seconds) { [weak self, weak stream] in
       guard let self, let stream, stream.responseStatus == nil, !stream.isDone else { return }
       self.fail(stream, .timeout("\(stream.target.key) sent no response within \(seconds) s"))
@@ -265,7 +382,7 @@ final class HTTP2ClientSession: UpstreamDelegate, @unchecked Sendable {
     if let link = stream.link { link.endBody(trailers: stream.requestTrailers) }
     if stream.awaitingBody {
       stream.awaitingBody = false
-      acquire(stream, poolAllowed: true)
+      startOrQueue(stream)
     }
   }
 
@@ -326,7 +443,33 @@ final class HTTP2ClientSession: UpstreamDelegate, @unchecked Sendable {
     closed = true
     idleTimer.cancel()
     for stream in streams.values { abandon(stream) }
-    client.closeAfterFlush()
+    queued.removeAll()
+    reportBuffered(0)
+    // The client may still be sending (the rest of a block that broke a
+    // limit): closing with its bytes unread would reset the connection and
+    // destroy the GOAWAY that says why. Briefly read and discard instead.
+    guard let owner = client.delegate else { return client.closeAfterFlush() }
+    LingeringClose.start(
+      client, owner: owner, timeout: min(2, snapshot.timeouts.lingeringClose), byteLimit: 1 << 20)
+  }
+
+  /// Whether `stream`'s upstream must stay paused: its own response, this
+  /// connection's, or (for a connection that is itself behind) everyone's
+  /// buffered bytes are past their bounds, or the socket is backed up.
+  /// Each pause leaves at most one more read (≤ 64 KiB) per stream.
+  func pausesUpstream(of stream: HTTP2ClientStream) -> Bool {
+    let connection = session.bufferedBodyBytesTotal
+    return session.bufferedBodyBytes(stream: stream.id) >= Self.highWatermark
+      || connection >= Self.connectionBufferLimit || client.isAboveHighWatermark
+      || (connection >= Self.slowConnectionFloor
+        && context.budget.bufferedBytes.load(ordering: .relaxed) >= UpstreamBudget.bufferedBytesLimit)
+  }
+
+  /// Keeps the process-wide count of buffered response bytes in step with this connection's.
+  private func reportBuffered(_ bytes: Int) {
+    guard bytes != bufferedReported else { return }
+    context.budget.bufferedBytes.add(bytes - bufferedReported, ordering: .relaxed)
+    bufferedReported = bytes
   }
 
   /// A `refused` line for what the client did wrong at the HTTP/2 level.
@@ -362,18 +505,28 @@ final class HTTP2ClientSession: UpstreamDelegate, @unchecked Sendable {
 
   func flush() {
     guard !closed, client.isOpen else { return }
-    do {
-      let bytes = try session.pendingOutput()
-      if !bytes.isEmpty { client.write(bytes) }
-    } catch {
-      return closeAll()
-    }
-    // Streams whose buffered response went below the watermark read their upstream again.
-    for stream in streams.values where stream.upstreamPaused {
-      if session.bufferedBodyBytes(stream: stream.id) < Self.highWatermark && !client.isAboveHighWatermark {
-        stream.upstreamPaused = false
-        stream.link?.resumeReading()
+    // A client that does not read gets nothing more queued on its socket:
+    // frames wait in nghttp2, where its bounds hold (at most 1000 owed
+    // PING/SETTINGS acknowledgements and resets, then GOAWAY; answers held
+    // by the 100 concurrent streams), until `clientDrained`.
+    if !client.isAboveHighWatermark {
+      do {
+        let bytes = try session.pendingOutput()
+        if !bytes.isEmpty { client.write(bytes) }
+      } catch {
+        return closeAll()
       }
+    }
+    // Sending can close streams (the RST_STREAM nghttp2 queued for an
+    // oversized or malformed request): they end now, not at the next read.
+    let produced = session.takeEvents()
+    if !produced.isEmpty { return handle(produced) }
+    reportBuffered(session.bufferedBodyBytesTotal)
+    startQueued()
+    // Streams whose buffered response went below the bounds read their upstream again.
+    for stream in streams.values where stream.upstreamPaused && !pausesUpstream(of: stream) {
+      stream.upstreamPaused = false
+      stream.link?.resumeReading()
     }
     if !session.isActive && !closed {
       if !clientWentAway && !draining {

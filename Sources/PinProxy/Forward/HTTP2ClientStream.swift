@@ -41,6 +41,8 @@ final class HTTP2ClientStream: @unchecked Sendable {
   var retried = false
   /// Held until its (small, declared) body is complete; not yet acquiring.
   var awaitingBody = false
+  /// Waiting for one of its connection's upstream slots; not yet acquiring.
+  var queuedForUpstream = false
   /// The upstream is paused because the client side of this stream is backed up.
   var upstreamPaused = false
   var responseTimer: LoopTimer?

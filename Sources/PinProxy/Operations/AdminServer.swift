@@ -51,6 +51,8 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
   var parser = HTTP1Parser(
     role: .request, limits: HTTPLimits(maxHeaderBytes: 8192, maxHeaderCount: 50, maxURILength: 1024))
   var answered = false
+  /// The request is a HEAD: its response has no body.
+  var isHead = false
   var timer: LoopTimer?
   let onClose: () -> Void
 
@@ -78,9 +80,7 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
         if case .request(let head) = event { return answer(head) }
       }
     } catch {
-      respond(
-        status: error.status, reason: "Bad Request", type: "text/plain",
-        body: "\(PrintableText.escaped(error.reason))\n")
+      respond(status: error.status, type: "text/plain", body: "\(PrintableText.escaped(error.reason))\n")
     }
   }
 
@@ -96,22 +96,24 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
   }
 
   private func answer(_ head: HTTPRequestHead) {
+    isHead = head.method == "HEAD"
     guard head.method == "GET" || head.method == "HEAD", case .origin(let target) = head.target else {
-      return respond(status: 404, reason: "Not Found", type: "text/plain", body: "not found\n")
+      return respond(status: 404, type: "text/plain", body: "not found\n")
     }
     let path = target.split(separator: "?", maxSplits: 1).first.map(String.init) ?? target
     switch path {
     case "/healthz":
       if context.isDraining {
-        respond(status: 503, reason: "Service Unavailable", type: "text/plain", body: "draining\n")
+        respond(status: 503, type: "text/plain", body: "draining\n")
       } else {
-        respond(status: 200, reason: "OK", type: "text/plain", body: "ok\n")
+        respond(status: 200, type: "text/plain", body: "ok\n")
       }
     case "/metrics":
       let cache = context.trustEngine.cache
       let gauges = ProxyMetrics.Gauges(
         cacheHits: cache.hits, cacheMisses: cache.misses, cacheEntries: cache.count,
         openConnections: context.admission.open.load(ordering: .relaxed),
+        upstreamSockets: context.budget.openSockets, upstreamSocketLimit: context.budget.socketLimit,
         generation: context.snapshot.generation,
         draining: context.isDraining, droppedLogLines: context.logger.droppedLines,
         pinStores: Array(context.snapshot.pinStores.values),
@@ -121,24 +123,26 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
             guard compiled.policy.hasStaticPins, let expires = compiled.policy.pinsExpire else { return nil }
             return (domain.domain.description, expires)
           })
-      respond(
-        status: 200, reason: "OK", type: "text/plain; version=0.0.4", body: context.metrics.render(gauges))
+      respond(status: 200, type: "text/plain; version=0.0.4", body: context.metrics.render(gauges))
     case "/policies":
-      respond(status: 200, reason: "OK", type: "application/json", body: PolicyReport.json(context.snapshot))
+      respond(status: 200, type: "application/json", body: PolicyReport.json(context.snapshot))
     default:
-      respond(status: 404, reason: "Not Found", type: "text/plain", body: "not found\n")
+      respond(status: 404, type: "text/plain", body: "not found\n")
     }
   }
 
-  private func respond(status: Int, reason: String, type: String, body: String) {
+  /// The reason phrase is the status's own (a 505 is never "Bad Request").
+  /// A HEAD response has the GET's headers, Content-Length included, and no
+  /// body (RFC 9110 §9.3.2, §8.6).
+  private func respond(status: Int, type: String, body: String) {
     answered = true
     let bytes = Array(body.utf8)
     let headers = HTTPHeaders([
       ("Content-Type", type), ("Content-Length", String(bytes.count)), ("Cache-Control", "no-store"),
       ("Connection", "close"),
     ])
-    connection.write(
-      HTTPSerializer.responseHead(HTTPResponseHead(status: status, reason: reason, headers: headers)) + bytes)
+    let head = HTTPResponseHead(status: status, reason: HTTPStatus.reasonPhrase(status), headers: headers)
+    connection.write(HTTPSerializer.responseHead(head) + (isHead ? [] : bytes))
     connection.closeAfterFlush()
   }
 }

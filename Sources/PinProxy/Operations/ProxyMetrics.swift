@@ -75,6 +75,9 @@ final class ProxyMetrics: Sendable {
     var cacheMisses: Int
     var cacheEntries: Int
     var openConnections: Int
+    /// Upstream sockets counted by the budget, and its total limit.
+    var upstreamSockets = 0
+    var upstreamSocketLimit = 0
     var generation: UInt64
     var draining: Bool
     var droppedLogLines: Int
@@ -108,6 +111,13 @@ final class ProxyMetrics: Sendable {
       String(http2StreamsInFlight.value))
     single(
       "pinproxy_client_connections_open", "gauge", "Open client connections.", String(gauges.openConnections))
+    single(
+      "pinproxy_upstream_sockets_open", "gauge", "Upstream sockets counted by the upstream budget.",
+      String(gauges.upstreamSockets))
+    single(
+      "pinproxy_upstream_socket_limit", "gauge",
+      "Upstream sockets the budget allows in all (from RLIMIT_NOFILE).",
+      String(gauges.upstreamSocketLimit))
     single(
       "pinproxy_minted_certificates_total", "counter", "Leaves minted by the local CA.",
       String(mintedCertificates.value))

@@ -12,10 +12,17 @@ import Synchronization
 /// that opens slots and trickles nothing keep everyone else out. Instead the
 /// loop that accepted it closes the connection it can best spare (see
 /// `EvictionCandidate`), as HAProxy and Envoy do under overload, and only
-/// refuses (503) when every connection on that loop is mid-exchange.
+/// refuses (503) when every connection on that loop is mid-exchange. At
+/// one client's limit the same is done among that client's connections, so
+/// a client trickling heads on most of its slots cannot lock out its own
+/// (or, for loopback, every local process's) next connection.
 final class ConnectionAdmission: Sendable {
   private let perClient = Locked<[String: Int]>([:])
   let open = Atomic<Int>(0)
+  /// Refused connections being closed lingeringly (so that the 503 is read,
+  /// not reset); past `maxRefusedLingering` they are closed at once.
+  let refusedLingering = Atomic<Int>(0)
+  static let maxRefusedLingering = 256
 
   enum Decision: Equatable {
     case admitted
@@ -24,8 +31,9 @@ final class ConnectionAdmission: Sendable {
   }
 
   /// Counts the connection in, or says which limit refused it. Runs on the
-  /// accepting loop; `evict` closes a spare connection of that loop.
-  func admit(client: String, limits: LimitsConfig, evict: () -> Bool) -> Decision {
+  /// accepting loop; `evict` closes a spare connection of that loop, of the
+  /// given client address when one is named.
+  func admit(client: String, limits: LimitsConfig, evict: (_ client: String?) -> Bool) -> Decision {
     let address = ConnectionAdmission.address(of: client)
     let admittedForClient = perClient.withLock { counts in
       let count = counts[address, default: 0]
@@ -33,10 +41,13 @@ final class ConnectionAdmission: Sendable {
       counts[address] = count + 1
       return true
     }
-    guard admittedForClient else { return .clientLimit(limits.maxConnectionsPerClient) }
-    if open.add(1, ordering: .relaxed).newValue > limits.maxConnections {
+    if !admittedForClient {
       // The victim's close releases its own count once its socket is closed.
-      if evict() { return .admitted }
+      guard evict(address) else { return .clientLimit(limits.maxConnectionsPerClient) }
+      perClient.withLock { $0[address, default: 0] += 1 }
+    }
+    if open.add(1, ordering: .relaxed).newValue > limits.maxConnections {
+      if evict(nil) { return .admitted }
       open.subtract(1, ordering: .relaxed)
       release(client: client, countedOpen: false)
       return .processLimit(limits.maxConnections)
@@ -68,6 +79,27 @@ final class ConnectionAdmission: Sendable {
     }
     let host = peer.lastIndex(of: ":").map { String(peer[..<$0]) } ?? peer
     return host.hasPrefix("127.") ? "127.0.0.0/8" : host
+  }
+}
+
+/// One admitted connection's place in the counts, given back exactly once:
+/// when its socket closes (`Connection.onClose`), or earlier when the
+/// connection stops serving (a lingering close after a refusal).
+/// Confined to the connection's loop.
+final class AdmissionTicket: @unchecked Sendable {
+  private let admission: ConnectionAdmission
+  private let client: String
+  private var held = true
+
+  init(admission: ConnectionAdmission, client: String) {
+    self.admission = admission
+    self.client = client
+  }
+
+  func release() {
+    guard held else { return }
+    held = false
+    admission.release(client: client)
   }
 }
 

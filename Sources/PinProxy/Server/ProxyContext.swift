@@ -17,6 +17,11 @@ final class ProxyContext: Sendable {
   let group: EventLoopGroup
   /// Connection counts and limits (process-wide and per client address).
   let admission = ConnectionAdmission()
+  /// Upstream sockets and buffered response bytes clients may cause.
+  let budget: UpstreamBudget
+  /// The generation of `snapshot`, readable without the lock: sessions
+  /// compare it before each decision and take the new snapshot when it moved.
+  let generation: Atomic<UInt64>
   /// Set once on SIGTERM/SIGINT: responses say `Connection: close`, idle
   /// connections are closed, /healthz answers 503.
   let draining = Atomic<Bool>(false)
@@ -27,6 +32,8 @@ final class ProxyContext: Sendable {
 
   init(snapshot: RuntimeSnapshot, group: EventLoopGroup, logger: ProxyLogger) {
     current = Locked(snapshot)
+    generation = Atomic(snapshot.generation)
+    budget = UpstreamBudget(limits: snapshot.limits)
     trustEngine = TrustEngine(cache: FingerprintCache())
     self.logger = logger
     var pools: [ObjectIdentifier: UpstreamPool] = [:]
@@ -82,11 +89,13 @@ final class ProxyContext: Sendable {
     return registry
   }
 
-  /// Installs a new snapshot for new connections; open ones keep theirs.
-  /// Pooled upstream connections of other generations are retired, and the
+  /// Installs a new snapshot. It governs every decision made after this:
+  /// open sessions take it before their next request or stream (`isCurrent`),
+  /// pooled upstream connections of other generations are retired, and the
   /// caches keyed by generation are emptied.
   func install(_ snapshot: RuntimeSnapshot) {
     current.withLock { $0 = snapshot }
+    generation.store(snapshot.generation, ordering: .releasing)
     snapshot.pins.keep(only: Set(snapshot.pinStores.values.map(\.spec.id)))
     updater.configurationChanged()
     trustEngine.cache.removeAll()
@@ -106,7 +115,12 @@ final class ProxyContext: Sendable {
     }
   }
 
-  /// The snapshot new connections start with.
+  /// Whether `snapshot` is still the one in force (an atomic load).
+  func isCurrent(_ snapshot: RuntimeSnapshot) -> Bool {
+    generation.load(ordering: .acquiring) == snapshot.generation
+  }
+
+  /// The snapshot in force.
   var snapshot: RuntimeSnapshot { current.withLock { $0 } }
 
   /// The pool of `loop`; only ever used on that loop.

@@ -155,7 +155,7 @@ public final class ProxyServer: Sendable {
     let connection = Connection(fd: fd, peer: peer, loop: loop)
     let limits = context.snapshot.limits
     let registry = context.registry(for: loop)
-    let decision = context.admission.admit(client: peer, limits: limits) { registry.evictOne() }
+    let decision = context.admission.admit(client: peer, limits: limits) { registry.evictOne(client: $0) }
     guard decision == .admitted else {
       let reason: String
       switch decision {
@@ -166,18 +166,47 @@ public final class ProxyServer: Sendable {
       context.logger.log(.warning, "connection-limit", ["client": peer, "reason": reason])
       let failure = ProxyFailure(status: 503, code: .upstreamUnreachable, reason: reason)
       connection.write(config.mode == .forward ? failure.response() : [])
-      connection.closeAfterFlush()
+      // The client has likely sent its request already: closing with it
+      // unread would reset the connection and destroy the 503. A few
+      // seconds of lingering, for a bounded number of such connections.
+      let admission = context.admission
+      guard config.mode == .forward,
+        admission.refusedLingering.add(1, ordering: .relaxed).newValue
+          <= ConnectionAdmission.maxRefusedLingering
+      else {
+        if config.mode == .forward { admission.refusedLingering.subtract(1, ordering: .relaxed) }
+        return connection.closeAfterFlush()
+      }
+      LingeringClose.start(
+        connection, owner: RefusedConnection(admission: admission),
+        timeout: min(2, context.snapshot.timeouts.lingeringClose), byteLimit: 1 << 20)
       return
     }
+    // The counts follow the socket: released the moment it closes, not when
+    // the session's clean-up runs later.
+    let ticket = AdmissionTicket(admission: context.admission, client: peer)
+    connection.onClose = ticket.release
     switch config.mode {
     case .forward:
-      ForwardSession(connection: connection, context: context, listener: config).start()
+      ForwardSession(connection: connection, context: context, listener: config, admission: ticket).start()
     case .tunnel:
-      guard let upstream = config.upstream else {
-        context.admission.release(client: peer)
-        return connection.close()
-      }
+      guard let upstream = config.upstream else { return connection.close() }
       TunnelSession(connection: connection, context: context, listener: config, target: upstream).start()
     }
+  }
+}
+
+/// The owner of a connection refused at admission while it closes
+/// lingeringly: it only gives the lingering slot back at the close.
+private final class RefusedConnection: ChannelDelegate, @unchecked Sendable {
+  let admission: ConnectionAdmission
+
+  init(admission: ConnectionAdmission) { self.admission = admission }
+
+  func channel(_ channel: any ByteChannel, didRead bytes: [UInt8]) {}
+  func channelDidReadEOF(_ channel: any ByteChannel) {}
+  func channelDidDrain(_ channel: any ByteChannel) {}
+  func channelDidClose(_ channel: any ByteChannel, error: (any Error)?) {
+    admission.refusedLingering.subtract(1, ordering: .relaxed)
   }
 }

@@ -42,6 +42,7 @@ struct RefusalPage {
     case .upstreamTimeout: return "This site took too long to answer"
     case .deniedByPolicy: return "This site is not allowed through this proxy"
     case .badRequest: return "The request could not be understood"
+    case .overCapacity: return "The proxy is too busy to take this request now"
     }
   }
 
@@ -51,6 +52,7 @@ struct RefusalPage {
     case .upstreamTimeout: return "The proxy gave up waiting for the site's answer."
     case .upstreamUnreachable: return "The proxy could not connect to the site."
     case .badRequest: return "The proxy could not forward this request as it was sent."
+    case .overCapacity: return "The proxy has no room for this request now; try again shortly."
     default: return "The proxy refused this request to keep the connection safe; it was not sent to the site."
     }
   }

@@ -9,6 +9,8 @@ protocol DrainableSession: AnyObject {
   var evictionCandidate: EvictionCandidate? { get }
   /// Closes the connection to make room for a new one.
   func evict()
+  /// The client's `host:port`, for eviction among one client's connections.
+  var clientPeer: String { get }
 }
 
 /// The live sessions of one loop, so a shutdown can reach the idle ones.
@@ -41,13 +43,15 @@ final class SessionRegistry: @unchecked Sendable {
     return sessions.count
   }
 
-  /// Closes the most expendable session of this loop; false when none may go.
-  /// A linear scan: it runs only at the connection limit.
-  func evictOne() -> Bool {
+  /// Closes the most expendable session of this loop (of `client`, an
+  /// admission key, when given); false when none may go. A linear scan: it
+  /// runs only at a connection limit.
+  func evictOne(client: String? = nil) -> Bool {
     loop.preconditionInLoop()
     var best: (EvictionCandidate, any DrainableSession)?
     for entry in sessions.values {
       guard let session = entry.session, let candidate = session.evictionCandidate else { continue }
+      if let client, ConnectionAdmission.address(of: session.clientPeer) != client { continue }
       if best == nil || candidate < best!.0 { best = (candidate, session) }
     }
     guard let (_, victim) = best else { return false }

@@ -30,6 +30,7 @@ final class TunnelSession: ChannelDelegate, DrainableSession, @unchecked Sendabl
   let accepted = DispatchTime.now().uptimeNanoseconds
 
   var loop: EventLoop { connection.loop }
+  var clientPeer: String { connection.peer }
 
   init(connection: Connection, context: ProxyContext, listener: ListenerConfig, target: HostPort) {
     self.connection = connection
@@ -142,7 +143,6 @@ final class TunnelSession: ChannelDelegate, DrainableSession, @unchecked Sendabl
     machine.clientClosed()
     splice = nil
     context.registry(for: loop).remove(self)
-    context.admission.release(client: connection.peer)
   }
 
   // MARK: Client channel, until the splice takes it over

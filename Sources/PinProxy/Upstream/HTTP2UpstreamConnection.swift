@@ -40,13 +40,21 @@ final class HTTP2UpstreamConnection: ChannelDelegate, @unchecked Sendable {
   private lazy var pingTimer: LoopTimer = loop.makeTimer { [weak self] in self?.pingTick() }
   /// When the last stream finished (uptime ns).
   private var idleSince: UInt64 = 0
+  /// This socket's place in the upstream budget: shared by every stream, so
+  /// it counts only in the total, from the dial until the socket closes.
+  var charge: UpstreamCharge?
+  /// Streams reset for an oversized response header block, until they close.
+  private var oversized: Set<Int32> = []
 
-  init(key: UpstreamKey, channel: any ByteChannel, metrics: ProxyMetrics) throws {
+  /// - Parameter limits: the response header bounds, the same an HTTP/1.1 origin's responses get.
+  init(key: UpstreamKey, channel: any ByteChannel, limits: HTTPLimits, metrics: ProxyMetrics) throws {
     self.key = key
     self.channel = channel
     tls = UpstreamTLS(of: channel)
     self.metrics = metrics
-    session = try HTTP2Session(role: .client, maxConcurrentStreams: 0)
+    session = try HTTP2Session(
+      role: .client, maxConcurrentStreams: 0, maxHeaderListSize: UInt32(clamping: limits.maxHeaderBytes),
+      limits: HTTP2Limits(headerLimits: limits))
     channel.delegate = self
     channel.resumeReading()
     metrics.upstreamConnections.increment([UpstreamProtocol.http2.rawValue])
@@ -140,6 +148,11 @@ final class HTTP2UpstreamConnection: ChannelDelegate, @unchecked Sendable {
     } catch {
       return fail(.unreachable("HTTP/2 error towards \(key)", detail: error.description))
     }
+    // Sending can close streams (the RST_STREAM nghttp2 queued for a
+    // malformed or oversized response): their exchanges end now, not at
+    // the origin's next frame.
+    let produced = session.takeEvents()
+    if !produced.isEmpty { return handle(produced) }
     for stream in streams.values where stream.reportsDrain && !stream.isAboveHighWatermark {
       stream.reportsDrain = false
       stream.delegate?.upstreamDidDrain(stream)
@@ -157,6 +170,12 @@ final class HTTP2UpstreamConnection: ChannelDelegate, @unchecked Sendable {
     } catch {
       return fail(.unreachable("malformed HTTP/2 from \(key)", detail: error.description))
     }
+    handle(events)
+  }
+
+  /// Applies the origin's events to the streams, flushes, then tells each
+  /// stream's exchange what happened to it.
+  private func handle(_ events: [HTTP2Event]) {
     var touched: [HTTP2UpstreamStream] = []
     var closings: [ObjectIdentifier: ProxyFailure] = [:]
     func note(_ stream: HTTP2UpstreamStream) {
@@ -184,9 +203,13 @@ final class HTTP2UpstreamConnection: ChannelDelegate, @unchecked Sendable {
         if code != HTTP2ErrorCode.noError { metrics.http2Events.increment(["upstream", "reset_received"]) }
         // The reason is built only for a stream that had not ended (the
         // normal close of every completed exchange builds nothing).
+        let reason =
+          oversized.remove(id) != nil
+          ? ProxyFailure.unreachable(
+            "\(key) sent a response header block over the limits", detail: "RST_STREAM sent")
+          : .unreachable("\(key) reset the HTTP/2 stream", detail: "RST_STREAM error code \(code)")
         if let failure = stream.closedByPeer(
-          failure: .unreachable("\(key) reset the HTTP/2 stream", detail: "RST_STREAM error code \(code)"),
-          unprocessed: code == HTTP2ErrorCode.refusedStream)
+          failure: reason, unprocessed: code == HTTP2ErrorCode.refusedStream)
         {
           closings[ObjectIdentifier(stream)] = failure
         }
@@ -211,6 +234,10 @@ final class HTTP2UpstreamConnection: ChannelDelegate, @unchecked Sendable {
         pingOutstanding = false
       case .refused:
         metrics.http2Events.increment(["upstream", "malformed"])
+      case .oversizedHeaders(let id):
+        // Reset by the session; the exchange fails when the stream closes.
+        metrics.http2Events.increment(["upstream", "oversized_headers"])
+        oversized.insert(id)
       case .settings:
         break
       }
@@ -268,6 +295,7 @@ final class HTTP2UpstreamConnection: ChannelDelegate, @unchecked Sendable {
   func close() {
     guard state != .closed else { return }
     state = .closed
+    charge?.releaseAll()
     pingTimer.cancel()
     pool?.remove(self)
     try? session.submitGoAway()

@@ -37,6 +37,10 @@ final class HTTP2UpstreamStream: UpstreamLink {
   private var unconsumed = 0
   private var trailers = HTTPHeaders()
   private var hasFinalHead = false
+  private var interimResponses = 0
+  /// The origin broke the exchange in a way only this stream sees (too many
+  /// interim responses): delivered as a close, and the stream is reset.
+  private var broken: ProxyFailure?
   /// Events gathered during one read, delivered together.
   private var pending: [HTTP1Parser.Event] = []
   /// The body was above the high watermark: tell the session when it drains.
@@ -116,9 +120,14 @@ final class HTTP2UpstreamStream: UpstreamLink {
   /// A response head (interim ones end at once, as the HTTP/1.1 parser
   /// reports them), or after the final head the trailers.
   func received(headers block: [HTTP2Header]) {
-    guard case .open = state else { return }
+    guard case .open = state, broken == nil else { return }
     if hasFinalHead { return trailers = HTTP2Mapping.trailers(block) }
     guard let head = HTTP2Mapping.response(block, requestMethod: method) else { return }
+    if head.status < 200 {
+      // As many interim responses as an HTTP/1.1 origin may send, no more.
+      interimResponses += 1
+      guard interimResponses <= HTTP1Parser.maxInterimResponses else { return failTooManyInterim() }
+    }
     pending.append(.response(head))
     if head.status < 200 {
       pending.append(.end(trailers: HTTPHeaders()))
@@ -153,6 +162,10 @@ final class HTTP2UpstreamStream: UpstreamLink {
     return wasEnded ? nil : failure()
   }
 
+  private func failTooManyInterim() {
+    broken = .unreachable("\(key) sent more than \(HTTP1Parser.maxInterimResponses) interim responses")
+  }
+
   /// Delivers what one read brought, then a close if there was one.
   func deliver(closing failure: ProxyFailure?) {
     if !pending.isEmpty {
@@ -160,6 +173,11 @@ final class HTTP2UpstreamStream: UpstreamLink {
       pending.removeAll()
       delegate?.upstream(self, didReceive: events)
     }
-    if let failure { delegate?.upstreamDidClose(self, failure: failure) }
+    if let failure { return delegate?.upstreamDidClose(self, failure: failure) ?? () }
+    if let broken {
+      self.broken = nil
+      close()
+      delegate?.upstreamDidClose(self, failure: broken)
+    }
   }
 }

@@ -15,13 +15,38 @@ struct UpstreamAcquirer {
   let limits: HTTPLimits
   let metrics: ProxyMetrics
   let idleTimeout: Double
+  /// Upstream sockets per client address and in all.
+  let budget: UpstreamBudget
+  /// The admission key of the client the exchanges are for.
+  let client: String
+
+  /// The acquirer of a session on `loop` deciding under `snapshot`, for the
+  /// client at `peer` (`host:port`).
+  init(context: ProxyContext, snapshot: RuntimeSnapshot, loop: EventLoop, client peer: String) {
+    pool = context.pool(for: loop)
+    dialer = context.dialer(for: snapshot)
+    self.loop = loop
+    limits = snapshot.httpLimits
+    metrics = context.metrics
+    idleTimeout = snapshot.timeouts.upstreamIdle
+    budget = context.budget
+    client = ConnectionAdmission.address(of: peer)
+  }
 
   typealias Completion = (Result<(link: any UpstreamLink, pooled: Bool), ProxyFailure>) -> Void
 
   func acquire(_ target: ForwardTarget, poolAllowed: Bool, _ completion: @escaping Completion) {
     loop.preconditionInLoop()
     let key = target.key
-    if poolAllowed, let pooled = pool.take(key) { return completion(.success((pooled, true))) }
+    // An idle HTTP/1.1 connection becomes this client's while it serves it.
+    if poolAllowed, pool.hasIdle(key) {
+      guard budget.chargeClient(client) else { return completion(.failure(budget.refusal(client: client))) }
+      if let pooled = pool.take(key) {
+        pooled.charge?.assign(to: client)
+        return completion(.success((pooled, true)))
+      }
+      budget.releaseClient(client)
+    }
     let http2 = pool.http2
     let offersHTTP2 = target.route.offersHTTP2 && key.tls
     if offersHTTP2 && http2.mayOfferHTTP2(key) {
@@ -45,18 +70,36 @@ struct UpstreamAcquirer {
     _ target: ForwardTarget, http2: Bool, coalescing: Bool, _ completion: @escaping Completion
   ) {
     let key = target.key
+    // A socket of its own for this client; at the total limit an idle
+    // pooled connection of this loop makes room first.
+    var charge = budget.chargeSocket(client: client)
+    if charge == nil, budget.openSockets >= budget.socketLimit, self.pool.closeOneIdle() {
+      charge = budget.chargeSocket(client: client)
+    }
+    guard let charge else {
+      let failure = budget.refusal(client: client)
+      if coalescing { self.pool.http2.dialed(key, .failure(failure)) }
+      return completion(.failure(failure))
+    }
     let (pool, limits, metrics, idleTimeout) = (self.pool.http2, self.limits, self.metrics, self.idleTimeout)
     dialer.open(key, route: target.route, on: loop, http2: http2) { result in
+      if case .failure = result { charge.releaseAll() }
       switch result {
       case .success(let channel) where (channel as? TLSChannel)?.applicationProtocol == "h2":
         // The origin chose h2: speaking HTTP/1.1 on it is never a fallback.
-        guard let connection = try? HTTP2UpstreamConnection(key: key, channel: channel, metrics: metrics)
+        // Shared by every client's streams: the socket counts in the total only.
+        charge.releaseClient()
+        guard
+          let connection = try? HTTP2UpstreamConnection(
+            key: key, channel: channel, limits: limits, metrics: metrics)
         else {
+          charge.releaseAll()
           channel.close()
           let failure = ProxyFailure.unreachable("cannot start HTTP/2 with \(key)")
           if coalescing { pool.dialed(key, .failure(failure)) }
           return completion(.failure(failure))
         }
+        connection.charge = charge
         pool.add(connection, idleTimeout: idleTimeout)
         // A new connection allows streams until the origin's SETTINGS say otherwise.
         guard let stream = connection.reserveStream() else {
@@ -70,7 +113,8 @@ struct UpstreamAcquirer {
       case .success(let channel):
         metrics.upstreamConnections.increment([UpstreamProtocol.http1.rawValue])
         if coalescing { pool.dialed(key, .success(nil)) }
-        completion(.success((UpstreamConnection(key: key, channel: channel, limits: limits), false)))
+        completion(
+          .success((UpstreamConnection(key: key, channel: channel, limits: limits, charge: charge), false)))
       case .failure(let failure):
         if coalescing { pool.dialed(key, .failure(failure)) }
         completion(.failure(failure))

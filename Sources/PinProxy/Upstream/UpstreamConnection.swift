@@ -44,10 +44,13 @@ final class UpstreamConnection: UpstreamLink, ChannelDelegate, @unchecked Sendab
   private var closed = false
   private(set) var reusedFromPool = false
   private(set) var sawEndOfStream = false
+  /// This socket's place in the upstream budget (nil for the daemon's own requests).
+  let charge: UpstreamCharge?
 
-  init(key: UpstreamKey, channel: any ByteChannel, limits: HTTPLimits) {
+  init(key: UpstreamKey, channel: any ByteChannel, limits: HTTPLimits, charge: UpstreamCharge? = nil) {
     self.key = key
     self.channel = channel
+    self.charge = charge
     tls = UpstreamTLS(of: channel)
     parser = HTTP1Parser(role: .response, limits: limits, pausesBetweenMessages: true)
     channel.delegate = self
@@ -99,6 +102,8 @@ final class UpstreamConnection: UpstreamLink, ChannelDelegate, @unchecked Sendab
 
   func release(to release: UpstreamRelease) {
     rememberSession()
+    // Idle, it is nobody's: it counts in the total only until reused or closed.
+    charge?.releaseClient()
     release.pool.put(self, idleTimeout: release.idleTimeout, maxIdle: release.maxIdle)
   }
 
@@ -129,6 +134,7 @@ final class UpstreamConnection: UpstreamLink, ChannelDelegate, @unchecked Sendab
     loop.preconditionInLoop()
     guard !closed else { return }
     closed = true
+    charge?.releaseAll()
     channel.closeKeepingSession()
   }
 
@@ -179,6 +185,7 @@ final class UpstreamConnection: UpstreamLink, ChannelDelegate, @unchecked Sendab
     loop.preconditionInLoop()
     guard !closed else { return }
     closed = true
+    charge?.releaseAll()
     delegate?.upstreamDidClose(self, failure: error.map { UpstreamConnection.failure($0, key: key) })
   }
 

@@ -16,12 +16,29 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
   private let pins: DynamicPinRegistry
   /// This loop's shared HTTP/2 connections.
   let http2: HTTP2UpstreamPool
+  /// The policy generation in force: a connection verified under an older
+  /// one (a dial that finished after a reload) is never kept for reuse.
+  private var generation: UInt64 = 0
 
   init(loop: EventLoop, idleGauge: SharedCount, pins: DynamicPinRegistry) {
     self.loop = loop
     self.idleGauge = idleGauge
     self.pins = pins
     http2 = HTTP2UpstreamPool(loop: loop)
+  }
+
+  func hasIdle(_ key: UpstreamKey) -> Bool { idle[key] != nil }
+
+  /// Closes the idle connection that waited longest, to make room under the
+  /// upstream socket limit; false when none is idle.
+  func closeOneIdle() -> Bool {
+    loop.preconditionInLoop()
+    guard let (key, list) = idle.first, let (connection, timer) = list.first else { return false }
+    timer.cancel()
+    idleGauge.add(-1)
+    idle[key] = list.count > 1 ? Array(list.dropFirst()) : nil
+    connection.close()
+    return true
   }
 
   func take(_ key: UpstreamKey) -> UpstreamConnection? {
@@ -44,7 +61,7 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
   func put(_ connection: UpstreamConnection, idleTimeout: Double, maxIdle: Int) {
     loop.preconditionInLoop()
     guard connection.isReusable, (idle[connection.key]?.count ?? 0) < maxIdle,
-      pins.isCurrent(connection.key.policy.pinList)
+      connection.key.policy.generation >= generation, pins.isCurrent(connection.key.policy.pinList)
     else {
       return connection.close()
     }
@@ -65,6 +82,7 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
   /// or whose pin list was replaced.
   func retire(keeping generation: UInt64) {
     loop.preconditionInLoop()
+    self.generation = max(self.generation, generation)
     http2.retire(keeping: generation) { [pins] in pins.isCurrent($0.policy.pinList) }
     for (key, list) in idle where key.policy.generation != generation || !pins.isCurrent(key.policy.pinList) {
       for (connection, timer) in list {

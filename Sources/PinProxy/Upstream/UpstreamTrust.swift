@@ -17,10 +17,18 @@ struct UpstreamTrust {
   let route: UpstreamRoute
   let engine: TrustEngine
   let reporter: PinFailureReporter?
+  static let maxPresentedCertificates = 32
 
   /// nil accepts the presented chain; otherwise the refusal the client gets.
   func refusal(of tls: TLSEngine) -> ProxyFailure? {
     let presented = tls.peerChain()
+    // Real chains have 2–4 certificates; each one presented is parsed and
+    // hashed, so a server cannot make every handshake cost hundreds.
+    guard presented.count <= Self.maxPresentedCertificates else {
+      return ProxyFailure(
+        status: 502, code: .untrustedChain,
+        reason: "\(key) presented \(presented.count) certificates (at most \(Self.maxPresentedCertificates))")
+    }
     // A TLS route always has a policy; without one nothing could be accepted.
     guard let policy = route.policy else {
       return ProxyFailure(status: 502, code: .untrustedChain, reason: "no trust policy for \(key)")

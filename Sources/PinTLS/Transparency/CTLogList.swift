@@ -7,6 +7,8 @@ import PinTrust
 /// `key`, its `log_id` and a `state`. Only usable, qualified, readonly and
 /// retired logs are kept; pending and rejected ones are not trusted.
 public struct CTLogList: Sendable {
+  /// Logs kept from one list.
+  public static let maximumLogs = 1024
   public struct Entry: Sendable {
     public var log: CTLog
     /// The log's DER SubjectPublicKeyInfo, base64 as in the list.
@@ -69,6 +71,11 @@ public struct CTLogList: Sendable {
           continue
         }
         guard seen.insert(logID).inserted else { continue }
+        // The published list has ~100 logs; each one costs a key and a line
+        // of OpenSSL's configuration.
+        guard entries.count < Self.maximumLogs else {
+          throw ParseError(description: "more than \(Self.maximumLogs) logs")
+        }
         entries.append(
           Entry(
             log: CTLog(logID: logID, description: name, operatorName: op.name, state: state),

@@ -26,11 +26,15 @@ public final class CTLogStore: @unchecked Sendable {
   }
 
   public convenience init(file: String, minimumSCTs: Int) throws(LoadError) {
-    guard let data = FileManager.default.contents(atPath: file) else {
-      throw LoadError(description: "cannot read the CT log list \(file)")
+    let data: [UInt8]
+    do {
+      // The published list is ~100 KiB.
+      data = try BoundedFile.read(file, limit: 4 << 20)
+    } catch {
+      throw LoadError(description: "the CT log list \(file): \(error.description)")
     }
     do {
-      try self.init(list: CTLogList(json: [UInt8](data)), minimumSCTs: minimumSCTs)
+      try self.init(list: CTLogList(json: data), minimumSCTs: minimumSCTs)
     } catch let error as CTLogList.ParseError {
       throw LoadError(description: "\(file): \(error.description)")
     } catch {

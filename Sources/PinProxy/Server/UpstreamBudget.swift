@@ -1,0 +1,138 @@
+import Foundation
+import PinConfig
+import PinTrust
+import Synchronization
+
+/// What client connections may cause upstream, process-wide: upstream
+/// sockets (in total, and in use by one client address), and response bytes
+/// buffered for HTTP/2 clients that read slowly or not at all.
+///
+/// Client connections are bounded by `ConnectionAdmission`, but one client
+/// connection can ask for many upstream sockets (an h2 client opens a
+/// stream per request, and each stream to an HTTP/1.1 origin needs a
+/// connection of its own). Without a budget one client could spend every
+/// descriptor of the process and stop it accepting anyone else (issue 27).
+/// The socket limits follow the descriptor limit (`RLIMIT_NOFILE`), so
+/// that client connections up to `limits.maxConnections` always keep
+/// their descriptors:
+///
+///     total      = max(16, nofile − min(maxConnections, nofile / 2) − 64)
+///     per client = max(4, min(total / 4, maxConnectionsPerClient))
+///
+/// Past a limit the newest work is refused (`over-capacity`, 503); nothing
+/// already running is cut.
+final class UpstreamBudget: Sendable {
+  let socketLimit: Int
+  let perClientLimit: Int
+  /// Response bytes all HTTP/2 client connections together may hold for
+  /// readers that do not keep up; past it, every slow connection above
+  /// `HTTP2ClientSession.slowConnectionFloor` pauses its upstreams.
+  static let bufferedBytesLimit = 64 << 20
+  private let sockets = Locked(Counts())
+  let bufferedBytes = Atomic<Int>(0)
+
+  private struct Counts {
+    var total = 0
+    var perClient: [String: Int] = [:]
+  }
+
+  init(limits: LimitsConfig, descriptorLimit: Int = UpstreamBudget.descriptorLimit()) {
+    let clients = min(limits.maxConnections, descriptorLimit / 2)
+    socketLimit = max(16, descriptorLimit - clients - 64)
+    perClientLimit = max(4, min(socketLimit / 4, limits.maxConnectionsPerClient))
+  }
+
+  /// The process's soft descriptor limit.
+  static func descriptorLimit() -> Int {
+    var limit = rlimit()
+    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1024 }
+    return limit.rlim_cur == rlim_t.max ? 1 << 20 : Int(clamping: limit.rlim_cur)
+  }
+
+  /// A new upstream socket for `client` (an admission key, see
+  /// `ConnectionAdmission.address`); nil past either limit.
+  func chargeSocket(client: String) -> UpstreamCharge? {
+    let granted = sockets.withLock { counts in
+      let mine = counts.perClient[client, default: 0]
+      guard counts.total < socketLimit, mine < perClientLimit else { return false }
+      counts.total += 1
+      counts.perClient[client] = mine + 1
+      return true
+    }
+    return granted ? UpstreamCharge(budget: self, client: client) : nil
+  }
+
+  /// An open idle socket taken from the pool by `client`: it counts in
+  /// the total already; false when the client is at its own limit.
+  func chargeClient(_ client: String) -> Bool {
+    sockets.withLock { counts in
+      let mine = counts.perClient[client, default: 0]
+      guard mine < perClientLimit else { return false }
+      counts.perClient[client] = mine + 1
+      return true
+    }
+  }
+
+  /// Gives back a `chargeClient` that found no idle socket after all.
+  func releaseClient(_ client: String) { release(client: client, socket: false) }
+
+  fileprivate func release(client: String?, socket: Bool) {
+    sockets.withLock { counts in
+      if socket { counts.total -= 1 }
+      if let client {
+        let left = counts.perClient[client, default: 1] - 1
+        counts.perClient[client] = left > 0 ? left : nil
+      }
+    }
+  }
+
+  var openSockets: Int { sockets.withLock { $0.total } }
+
+  func sockets(of client: String) -> Int { sockets.withLock { $0.perClient[client, default: 0] } }
+
+  /// The refusal past a socket limit.
+  func refusal(client: String) -> ProxyFailure {
+    ProxyFailure(
+      status: 503, code: .overCapacity,
+      reason: "too many upstream connections (\(perClientLimit) per client address, \(socketLimit) in all)")
+  }
+}
+
+/// One upstream socket's place in the budget: its share of the total until
+/// the socket closes, and its client's share while an exchange of that
+/// client uses it. Released exactly once each, at the latest in `deinit`.
+///
+/// Confined to the loop of the socket it stands for.
+final class UpstreamCharge: @unchecked Sendable {
+  private let budget: UpstreamBudget
+  private var client: String?
+  private var socketHeld = true
+
+  fileprivate init(budget: UpstreamBudget, client: String) {
+    self.budget = budget
+    self.client = client
+  }
+
+  /// The socket went idle (pooled, or shared by HTTP/2 streams of any client).
+  func releaseClient() {
+    guard let client else { return }
+    self.client = nil
+    budget.release(client: client, socket: false)
+  }
+
+  /// `client` takes the idle socket again (already charged by `chargeClient`).
+  func assign(to client: String) {
+    releaseClient()
+    self.client = client
+  }
+
+  /// The socket closed.
+  func releaseAll() {
+    guard socketHeld else { return }
+    socketHeld = false
+    budget.release(client: client, socket: true)
+    client = nil
+  }
+
+  deinit { releaseAll() }
+}
