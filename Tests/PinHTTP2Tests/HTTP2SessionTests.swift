@@ -24,6 +24,7 @@ final class HTTP2SessionTests: XCTestCase {
   func pump(limit: Int = 10_000) throws {
     for _ in 0..<limit {
       let toServer = try client.pendingOutput()
+      clientEvents += client.takeEvents()
       if !toServer.isEmpty {
         let events = try server.receive(toServer)
         for case .data(let stream, let bytes) in events where !unreadByServer.contains(stream) {
@@ -32,6 +33,7 @@ final class HTTP2SessionTests: XCTestCase {
         serverEvents += events
       }
       let toClient = try server.pendingOutput()
+      serverEvents += server.takeEvents()
       if !toClient.isEmpty {
         let events = try client.receive(toClient)
         for case .data(let stream, let bytes) in events { client.consume(stream: stream, bytes.count) }
@@ -53,6 +55,55 @@ final class HTTP2SessionTests: XCTestCase {
     events.reduce(into: []) { bytes, event in
       if case .data(stream, let chunk) = event { bytes += chunk }
     }
+  }
+
+  /// Field count and header list size hold as HPACK decodes, on received
+  /// requests: the stream is reset, nothing of the block is delivered, and
+  /// the HPACK state stays in step for the next request.
+  func testAHeaderBlockOverTheLimitsResetsItsStreamAndTheNextOneIsServed() throws {
+    var limits = HTTP2Limits()
+    limits.maxHeaderFields = 20
+    server = try HTTP2Session(role: .server, maxHeaderListSize: 8 * 1024, limits: limits)
+    let many = Self.request("/many") + (0..<30).map { HTTP2Header("x-field-\($0)", "1") }
+    // 50 fields of 1000 bytes: a few bytes each once indexed, 50 KB decoded.
+    let big =
+      Self.request("/big")
+      + Array(repeating: HTTP2Header("x-big", String(repeating: "b", count: 1000)), count: 50)
+    let first = try client.submitRequest(many)
+    let second = try client.submitRequest(big)
+    try pump()
+    XCTAssertTrue(serverEvents.contains(.oversizedHeaders(stream: first)), "\(serverEvents)")
+    XCTAssertTrue(serverEvents.contains(.oversizedHeaders(stream: second)), "\(serverEvents)")
+    XCTAssertFalse(serverEvents.contains { if case .headers = $0 { true } else { false } }, "\(serverEvents)")
+    XCTAssertTrue(
+      clientEvents.contains(.streamClosed(stream: first, errorCode: HTTP2ErrorCode.internalError)),
+      "\(clientEvents)")
+    // The same fields again, within the limits: decoded against the table both blocks filled.
+    let third = try client.submitRequest(Self.request("/fine") + Array(many.suffix(10)))
+    try pump()
+    guard
+      case .headers(third, let block)? = serverEvents.first(where: {
+        if case .headers = $0 { true } else { false }
+      })
+    else { return XCTFail("no request delivered: \(serverEvents)") }
+    XCTAssertEqual(block.count, 14)
+    XCTAssertEqual(block.last, HTTP2Header("x-field-29", "1"))
+  }
+
+  /// The same bounds on received responses (a client session facing an origin).
+  func testAResponseHeaderBlockOverTheLimitsResetsItsStream() throws {
+    client = try HTTP2Session(role: .client, maxHeaderListSize: 4 * 1024)
+    let stream = try client.submitRequest(Self.request("/"))
+    try pump()
+    try server.submitResponse(
+      stream: stream,
+      [.init(":status", "200")]
+        + (0..<50).map { HTTP2Header("x-r\($0)", String(repeating: "r", count: 100)) },
+      body: Array("ok".utf8))
+    try pump()
+    XCTAssertTrue(clientEvents.contains(.oversizedHeaders(stream: stream)), "\(clientEvents)")
+    XCTAssertFalse(clientEvents.contains { if case .headers = $0 { true } else { false } })
+    XCTAssertTrue(clientEvents.contains { if case .streamClosed(stream, _) = $0 { true } else { false } })
   }
 
   func testARequestAndItsResponse() throws {
