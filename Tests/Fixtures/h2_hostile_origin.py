@@ -29,18 +29,32 @@ import threading
 
 import hpack
 
-PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PUSH_PROMISE, PING, GOAWAY, WINDOW_UPDATE, CONTINUATION = range(10)
-END_STREAM = 0x1
-ACK = 0x1
-END_HEADERS = 0x4
-PADDED = 0x8
-PRIORITY_FLAG = 0x20
-SETTINGS_HEADER_TABLE_SIZE = 0x1
-SETTINGS_MAX_CONCURRENT_STREAMS = 0x3
-SETTINGS_INITIAL_WINDOW_SIZE = 0x4
-SETTINGS_MAX_FRAME_SIZE = 0x5
-CHUNK = 16000
+from h2frames import (  # the module beside this script
+    ACK,
+    CHUNK,
+    CONTINUATION,
+    DATA,
+    END_HEADERS,
+    END_STREAM,
+    GOAWAY,
+    HEADERS,
+    PADDED,
+    PING,
+    PREFACE,
+    PRIORITY_FLAG,
+    RST_STREAM,
+    SETTINGS,
+    SETTINGS_HEADER_TABLE_SIZE,
+    SETTINGS_INITIAL_WINDOW_SIZE,
+    SETTINGS_MAX_CONCURRENT_STREAMS,
+    SETTINGS_MAX_FRAME_SIZE,
+    WINDOW_UPDATE,
+    frame,
+    header_frames,
+    integer,
+    literal,
+    string,
+)
 
 LOCK = threading.Lock()
 COUNT = [0]
@@ -52,31 +66,12 @@ def log(path, line):
             handle.write(line + "\n")
 
 
-def frame(kind, flags, stream, payload=b""):
-    return len(payload).to_bytes(3, "big") + bytes([kind, flags]) + (stream & 0x7FFFFFFF).to_bytes(4, "big") + payload
 
 
-def integer(value, prefix_bits, first=0):
-    """RFC 7541 §5.1."""
-    limit = (1 << prefix_bits) - 1
-    if value < limit:
-        return bytes([first | value])
-    out = bytearray([first | limit])
-    value -= limit
-    while value >= 128:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
-def string(data):
-    data = data.encode() if isinstance(data, str) else data
-    return integer(len(data), 7) + data
 
 
-def literal(name, value, indexing=False):
-    return (b"\x40" if indexing else b"\x00") + string(name) + string(value)
 
 
 STATUS_200 = b"\x88"  # static index 8
@@ -200,17 +195,7 @@ class Connection:
         return prefix + STATUS_200 + b"".join(fields)
 
     def write_headers(self, stream, block, end_stream=False):
-        chunk = min(CHUNK, self.max_frame)
-        pieces = [block[i:i + chunk] for i in range(0, len(block), chunk)] or [b""]
-        out = []
-        for i, piece in enumerate(pieces):
-            last = i == len(pieces) - 1
-            if i == 0:
-                flags = (END_STREAM if end_stream else 0) | (END_HEADERS if last else 0)
-                out.append(frame(HEADERS, flags, stream, piece))
-            else:
-                out.append(frame(CONTINUATION, END_HEADERS if last else 0, stream, piece))
-        self.send(b"".join(out))
+        self.send(header_frames(stream, block, end_stream, min(CHUNK, self.max_frame)))
 
     def respond(self, stream, path):
         path = path.split("?")[0]
