@@ -113,6 +113,34 @@ final class HostileHTTP2Tests: ProxyTestCase {
     XCTAssertLessThan(elapsed, 2, "took \(elapsed) s")
   }
 
+  /// At the connection limit an h2 connection whose streams all still wait
+  /// for their request body is as expendable as a slow HTTP/1.1 head.
+  func testAnH2ConnectionOfUnfinishedRequestsIsEvictedAtTheConnectionLimit() throws {
+    let (port, origin) = try startWithHTTP1Origin(extra: "limits: {maxConnections: 3}")
+    let stalled = try BackgroundCommand(
+      "/usr/bin/env",
+      [
+        "python3", Fixtures.directory + "/h2_hostile_client.py", "--proxy", String(port), "--ca", caPath,
+        "--host", "httpbin.org", "--path", "/echo", "--attack", "incomplete-body", "--streams", "3", "--hold",
+        "10",
+      ])
+    XCTAssertTrue(proxy!.child.wait(for: "minted", timeout: 10), proxy!.log)
+    usleep(300_000)
+    // Two exchanges in flight: they may not be evicted.
+    let busy = try (0..<2).map { _ in
+      try BackgroundCommand(
+        "/usr/bin/curl",
+        ["-s", "-x", "http://127.0.0.1:\(port)", "-o", "/dev/null", "http://httpbin.org/slow/3"])
+    }
+    XCTAssertTrue(origin.waitForRequest("GET /slow/3", count: 2))
+    let result = try get("http://httpbin.org/hello", through: port)
+    XCTAssertEqual(result.status, 200, result.text)
+    XCTAssertTrue(proxy!.child.wait(for: "evicted"), proxy!.log)
+    let (_, output) = stalled.finish()
+    XCTAssertTrue(output.contains("\"closed\": true") || output.contains("\"goaway\": 0"), output)
+    busy.forEach { _ = $0.finish() }
+  }
+
   // MARK: Budgets
 
   /// Many slow streams from one client: its upstream sockets stop at its
