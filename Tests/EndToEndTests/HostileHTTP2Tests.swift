@@ -170,6 +170,32 @@ final class HostileHTTP2Tests: ProxyTestCase {
     XCTAssertFalse(proxy!.log.contains("accept-paused"), proxy!.log)
   }
 
+  /// One h2 connection asking for 60 slow exchanges at once: at most 32
+  /// hold an upstream socket, the rest wait their turn, and every one is served.
+  func testAnH2ConnectionHoldsAtMost32UpstreamsAndTheRestWaitTheirTurn() throws {
+    let (port, _) = try startWithHTTP1Origin(
+      extra: #"admin: {address: "127.0.0.1:{port:admin}"}"#, names: ["admin"])
+    let flood = try BackgroundCommand(
+      "/usr/bin/env",
+      [
+        "python3", Fixtures.directory + "/h2_hostile_client.py", "--proxy", String(port), "--ca", caPath,
+        "--host", "httpbin.org", "--path", "/slow/2", "--timeout", "30", "--attack", "slow-streams",
+        "--streams", "60", "--connections", "1", "--hold", "0",
+      ])
+    var highest = 0
+    for _ in 0..<20 {
+      usleep(150_000)
+      let text = try Curl.run(["http://127.0.0.1:\(proxy!.ports["admin"]!)/metrics"]).text
+      let line = text.split(separator: "\n").first { $0.hasPrefix("pinproxy_upstream_sockets_open ") }
+      highest = max(highest, line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0)
+    }
+    let (_, output) = flood.finish()
+    let result = (try? JSONSerialization.jsonObject(with: Data(output.utf8))) as? [String: Any] ?? [:]
+    XCTAssertEqual((result["status_counts"] as? [String: Int])?["200"], 60, output)
+    XCTAssertGreaterThan(highest, 0)
+    XCTAssertLessThanOrEqual(highest, 32, "upstream sockets open at once")
+  }
+
   /// Clients that never open their window: what the proxy buffers for them
   /// is bounded per stream, per connection and in all.
   func testZeroWindowReadersPinBoundedMemory() throws {
