@@ -12,6 +12,7 @@ let package = Package(
     .library(name: "PinTrust", targets: ["PinTrust"]),
     .library(name: "PinTLS", targets: ["PinTLS"]),
     .library(name: "PinHTTP", targets: ["PinHTTP"]),
+    .library(name: "PinHTTP2", targets: ["PinHTTP2"]),
     .library(name: "PinConfig", targets: ["PinConfig"]),
     .library(name: "PinImport", targets: ["PinImport"]),
     .library(name: "PinProxy", targets: ["PinProxy"]),

@@ -32,6 +32,14 @@ let package = Package(
         "FuzzSupport", .product(name: "PinTLS", package: "pinproxy"),
         .product(name: "PinTrust", package: "pinproxy"),
       ]),
+    .target(
+      name: "FuzzHTTP2Support", dependencies: ["FuzzSupport", .product(name: "PinHTTP2", package: "pinproxy")]),
+    .executableTarget(
+      name: "FuzzHTTP2Server",
+      dependencies: ["FuzzSupport", "FuzzHTTP2Support", .product(name: "PinHTTP2", package: "pinproxy")]),
+    .executableTarget(
+      name: "FuzzHTTP2Client",
+      dependencies: ["FuzzSupport", "FuzzHTTP2Support", .product(name: "PinHTTP2", package: "pinproxy")]),
   ],
   swiftLanguageModes: [.v6]
 )
