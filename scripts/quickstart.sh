@@ -7,14 +7,20 @@ cd "$(dirname "$0")/.."
 bin=${PINPROXY:-.build/release/pinproxy}
 [ -x "$bin" ] || swift build -c release --product pinproxy
 examples=$PWD/config/examples
+work=$(mktemp -d)
 (cd "$examples" && exec openssl s_server -accept 127.0.0.1:9443 -cert api.bank.example.pem \
   -cert_chain intermediate.pem -key api.bank.example.key -WWW -quiet) >/dev/null 2>&1 &
 origin=$!
-"$bin" run --config config/quickstart.yaml 2>/tmp/pinproxy-quickstart.log &
+"$bin" run --config config/quickstart.yaml --ready-file "$work/ready" 2>"$work/proxy.log" &
 proxy=$!
-trap 'kill $origin $proxy 2>/dev/null || true' EXIT
-for _ in $(seq 100); do
-  grep -q "listener=forward" /tmp/pinproxy-quickstart.log 2>/dev/null && (: </dev/tcp/127.0.0.1/9443) 2>/dev/null && break
+trap 'kill $origin $proxy 2>/dev/null || true; rm -rf "$work"' EXIT
+# The proxy writes the ready file once it serves; the origin is up once it accepts.
+while [ ! -e "$work/ready" ]; do
+  kill -0 $proxy 2>/dev/null || { cat "$work/proxy.log" >&2; exit 1; }
+  sleep 0.1
+done
+until (: </dev/tcp/127.0.0.1/9443) 2>/dev/null; do
+  kill -0 $origin 2>/dev/null || { echo "openssl s_server did not start (is 9443 taken?)" >&2; exit 1; }
   sleep 0.1
 done
 echo "\$ curl -x http://127.0.0.1:3128 http://api.bank.example/hello.txt"
@@ -24,4 +30,4 @@ echo "\$ curl -x http://127.0.0.1:3128 http://pay.bank.example/hello.txt"
 curl -s -i -x http://127.0.0.1:3128 http://pay.bank.example/hello.txt
 echo
 echo "proxy log:"
-grep -E "refused" /tmp/pinproxy-quickstart.log | cut -c1-300
+grep -E "refused" "$work/proxy.log" | cut -c1-300

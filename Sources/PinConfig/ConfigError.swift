@@ -20,7 +20,16 @@ public struct ConfigError: Error, Equatable, CustomStringConvertible, Sendable {
     self.init(file: file, line: location.line, column: location.column, key: location.key, message: message)
   }
 
-  public var description: String { "\(file):\(line):\(column): \(key): \(message)" }
+  /// A problem with the file as a whole (line 0: it cannot be read, is not
+  /// text, is too large) has no position, and one that belongs to no key (a
+  /// YAML syntax error) has no key: neither is printed as an empty field.
+  public var description: String {
+    let place = line > 0 ? "\(file):\(line):\(column)" : file
+    return key.isEmpty ? "\(place): \(message)" : "\(place): \(key): \(message)"
+  }
+
+  /// Whether the problem is with the file as a whole rather than a place in it.
+  public var isAboutTheFile: Bool { line == 0 && key.isEmpty }
 }
 
 /// All the problems found in one configuration; `pinproxy check` prints each.

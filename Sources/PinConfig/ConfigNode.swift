@@ -57,6 +57,7 @@ struct ConfigNode {
       return nil
     }
     var values: [String: ConfigNode] = [:]
+    var misspelled: Set<String> = []
     for (keyNode, valueNode) in mapping {
       let childPath = path.isEmpty ? (keyNode.string ?? "?") : "\(path).\(keyNode.string ?? "?")"
       let keyed = ConfigNode(node: keyNode, path: childPath, reader: reader)
@@ -65,7 +66,13 @@ struct ConfigNode {
         continue
       }
       guard allowed.contains(key) else {
-        keyed.error("unknown key (expected one of: \(allowed.sorted().joined(separator: ", ")))")
+        let expected = "expected one of: \(allowed.sorted().joined(separator: ", "))"
+        if let near = KeySuggestion.closest(to: key, among: allowed) {
+          misspelled.insert(near)
+          keyed.error("unknown key; did you mean \(near)? (\(expected))")
+        } else {
+          keyed.error("unknown key (\(expected))")
+        }
         continue
       }
       guard values[key] == nil else {
@@ -74,7 +81,7 @@ struct ConfigNode {
       }
       values[key] = ConfigNode(node: valueNode, path: childPath, reader: reader)
     }
-    return ConfigMapping(values: values, owner: self)
+    return ConfigMapping(values: values, owner: self, misspelled: misspelled)
   }
 
   /// The entries of a mapping whose keys are names chosen by the user (anchor sets).
@@ -93,6 +100,10 @@ struct ConfigNode {
 struct ConfigMapping {
   let values: [String: ConfigNode]
   let owner: ConfigNode
+  /// Valid keys that an unknown key of this mapping was taken for a
+  /// misspelling of: a check that follows from such a key's absence would
+  /// only repeat the unknown-key error as a consequence.
+  let misspelled: Set<String>
 
   subscript(key: String) -> ConfigNode? { values[key] }
 

@@ -97,10 +97,39 @@ public enum ConfigValues {
     return ISO8601DateFormatter().date(from: text)
   }
 
-  /// Resolves a config-relative path against the config file's directory.
+  /// Resolves a config-relative path against the directory of the config
+  /// file as given (`--config`), as nginx's `include` does: whatever the
+  /// working directory and however the file was named (`q.yaml`, `./q.yaml`,
+  /// `../c/q.yaml`, absolute), `../x` is the `x` beside the config's
+  /// directory. Foundation's `URL.standardized` is not used: on a relative
+  /// file URL it drops a leading `..`, and resolved `config/../x` to `/x`.
   static func resolve(_ path: String, relativeTo file: String) -> String {
     if path.hasPrefix("/") { return path }
-    let directory = URL(fileURLWithPath: file).deletingLastPathComponent()
-    return directory.appendingPathComponent(path).standardized.path
+    // The file was opened relative to the physical working directory
+    // (getcwd), so its directory is taken from there.
+    let absoluteFile = file.hasPrefix("/") ? file : FileManager.default.currentDirectoryPath + "/" + file
+    let directory = String(absoluteFile[..<absoluteFile.lastIndex(of: "/")!])
+    // Physical, so that `..` taken off it below leads where the kernel goes
+    // from a symlinked directory: the parent of the link's target.
+    var resolved = components(physicalPath(directory) ?? directory)
+    var rest = components(path)[...]
+    while rest.first == ".." {
+      rest.removeFirst()
+      if !resolved.isEmpty { resolved.removeLast() }
+    }
+    // A `..` after a name in `path` stays, for the kernel to follow through a symlink.
+    return "/" + (resolved + rest).joined(separator: "/")
+  }
+
+  /// A path's components, without empty ones (`//`, a trailing `/`) and `.`.
+  private static func components(_ path: String) -> [String] {
+    path.split(separator: "/").map(String.init).filter { $0 != "." }
+  }
+
+  /// The path with every symlink, `.` and `..` resolved, or nil when it does not exist.
+  private static func physicalPath(_ path: String) -> String? {
+    guard let resolved = realpath(path, nil) else { return nil }
+    defer { free(resolved) }
+    return String(cString: resolved)
   }
 }

@@ -100,7 +100,11 @@ extension ConfigurationParser {
       domain.report = config
     }
     let modeIsNone = (mapping["pinningMode"].flatMap { $0.node.string } ?? "none") == "none"
-    if modeIsNone && (!domain.pinnedCertificates.isEmpty || !domain.pinnedPublicKeyHashes.isEmpty) {
+    // A misspelt `pinningMode` is the cause, already reported at its line;
+    // "pinningMode is none" would be its consequence, reported first.
+    if modeIsNone && !mapping.misspelled.contains("pinningMode")
+      && (!domain.pinnedCertificates.isEmpty || !domain.pinnedPublicKeyHashes.isEmpty)
+    {
       // AF keeps such pins unused; a config that pins with the mode left at
       // none almost always meant to pin, so it is refused rather than ignored.
       node.error("pins are configured but pinningMode is none; set pinningMode to certificate or publicKey")

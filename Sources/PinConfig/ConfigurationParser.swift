@@ -10,14 +10,19 @@ public enum ConfigurationParser {
   }
 
   static func read(_ file: String) throws(ConfigErrors) -> String {
+    func fail(_ message: String) -> ConfigErrors {
+      ConfigErrors(errors: [ConfigError(file: file, line: 0, column: 0, key: "", message: message)])
+    }
+    var isDirectory: ObjCBool = false
+    guard FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory) else {
+      throw fail("cannot read the configuration file: no such file")
+    }
+    guard !isDirectory.boolValue else { throw fail("cannot read the configuration file: it is a directory") }
     guard let data = FileManager.default.contents(atPath: file) else {
-      let reason = FileManager.default.fileExists(atPath: file) ? "cannot read file" : "no such file"
-      throw ConfigErrors(errors: [ConfigError(file: file, line: 0, column: 0, key: "", message: reason)])
+      throw fail("cannot read the configuration file: permission denied or not a regular file")
     }
     guard let text = String(data: data, encoding: .utf8) else {
-      throw ConfigErrors(errors: [
-        ConfigError(file: file, line: 0, column: 0, key: "", message: "not UTF-8 text")
-      ])
+      throw fail("not UTF-8 text")
     }
     return text
   }
@@ -125,6 +130,12 @@ public enum ConfigurationParser {
   ]
 
   static func parseRoot(_ root: ConfigNode, into configuration: inout Configuration) {
+    // A text file or a stray value is YAML too (a scalar): say what the file should be.
+    guard case .mapping = root.node else {
+      return root.error(
+        "not a pinproxy configuration: the top level must be a mapping of keys such as listeners, defaults"
+          + " and domains")
+    }
     guard let mapping = root.mapping(allowed: rootKeys) else { return }
     let file = configuration.file
     if let listeners = mapping["listeners"]?.sequence {
@@ -145,14 +156,11 @@ public enum ConfigurationParser {
     }
     for node in mapping["connectTo"]?.sequence ?? [] {
       guard let text = node.string else { continue }
-      let parts = text.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
-      guard parts.count == 3, let from = ConfigValues.hostPort(parts[0] + ":" + parts[1]),
-        let to = ConfigValues.hostPort(String(parts[2]))
-      else {
+      guard let rule = connectTo(text) else {
         node.error("\"\(text)\" is not HOST:PORT:ADDRESS:PORT")
         continue
       }
-      configuration.connectTo.append(ConnectToRule(from: from, to: to))
+      configuration.connectTo.append(rule)
     }
     if let ca = mapping["localCA"]?.mapping(allowed: ["certificate", "key"]),
       let certificate = ca.required("certificate").flatMap({ configPath($0, file: file) }),
@@ -238,6 +246,17 @@ public enum ConfigurationParser {
     return listener
   }
 
+  /// `HOST:PORT:ADDRESS:PORT` (curl's `--connect-to`, without its empty
+  /// wildcards): the one syntax of `connectTo` entries and of `pinproxy pin
+  /// --connect-to`.
+  public static func connectTo(_ text: String) -> ConnectToRule? {
+    let parts = text.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+    guard parts.count == 3, let from = ConfigValues.hostPort(parts[0] + ":" + parts[1]),
+      let to = ConfigValues.hostPort(String(parts[2]))
+    else { return nil }
+    return ConnectToRule(from: from, to: to)
+  }
+
   static func parseAddress(_ node: ConfigNode) -> HostPort? {
     guard let text = node.string else { return nil }
     guard let address = ConfigValues.hostPort(text) else {
@@ -247,16 +266,25 @@ public enum ConfigurationParser {
     return address
   }
 
+  /// The parser's own words at its position, and where the construct it was
+  /// reading began (an unclosed `[` is reported where the file ends).
   static func yamlSyntaxError(_ error: YamlError, file: String) -> ConfigError {
+    func located(_ kind: String, _ context: YamlError.Context?, _ problem: String, _ mark: Mark)
+      -> ConfigError
+    {
+      let started = context.map { " (\($0.text) at line \($0.mark.line), column \($0.mark.column))" } ?? ""
+      return ConfigError(
+        file: file, line: mark.line, column: mark.column, key: "", message: "\(kind): \(problem)\(started)")
+    }
     switch error {
-    case .scanner(_, let problem, let mark, _), .parser(_, let problem, let mark, _):
-      return ConfigError(
-        file: file, line: mark.line, column: mark.column, key: "", message: "YAML syntax: \(problem)")
-    case .composer(_, let problem, let mark, _):
-      return ConfigError(
-        file: file, line: mark.line, column: mark.column, key: "", message: "YAML: \(problem)")
+    case .scanner(let context, let problem, let mark, _), .parser(let context, let problem, let mark, _):
+      return located("YAML syntax error", context, problem, mark)
+    case .composer(let context, let problem, let mark, _):
+      return located("YAML error", context, problem, mark)
+    case .reader(let problem, _, _, _):
+      return ConfigError(file: file, line: 0, column: 0, key: "", message: "not readable as YAML: \(problem)")
     default:
-      return ConfigError(file: file, line: 0, column: 0, key: "", message: "YAML: \(error)")
+      return ConfigError(file: file, line: 0, column: 0, key: "", message: "not readable as YAML: \(error)")
     }
   }
 }

@@ -14,10 +14,13 @@ public enum TLSProbe {
     public let description: String
   }
 
-  public static func fetchChain(host: String, port: Int, timeout: TimeInterval = 10) throws(Failure)
-    -> [X509Certificate]
-  {
-    let socket = try connect(host: host, port: port, timeout: timeout)
+  /// - Parameter address: where to connect instead of `host:port` (a
+  ///   `connectTo` mapping, curl's `--connect-to`); SNI still names `host`.
+  public static func fetchChain(
+    host: String, port: Int, address: (host: String, port: Int)? = nil, timeout: TimeInterval = 10
+  ) throws(Failure) -> [X509Certificate] {
+    let dialed = address ?? (host, port)
+    let socket = try connect(host: dialed.host, port: dialed.port, timeout: timeout)
     defer { close(socket) }
     guard let context = SSL_CTX_new(TLS_client_method()) else {
       throw Failure(description: OpenSSLErrorQueue.drain())
@@ -30,7 +33,9 @@ public enum TLSProbe {
     if case .dns(let name) = TrustHost(host) { _ = pp_SSL_set_tlsext_host_name(ssl, name) }
     OpenSSLErrorQueue.clear()
     guard SSL_connect(ssl) == 1 else {
-      throw Failure(description: "TLS handshake with \(host):\(port) failed: \(OpenSSLErrorQueue.drain())")
+      let via = address.map { " (at \($0.host):\($0.port))" } ?? ""
+      throw Failure(
+        description: "TLS handshake with \(host):\(port)\(via) failed: \(OpenSSLErrorQueue.drain())")
     }
     defer { SSL_shutdown(ssl) }
     // On the client side the peer chain includes the leaf.

@@ -41,12 +41,12 @@ struct CACommand: ParsableCommand {
 
     func run() throws {
       let path = CACommand.directory(stateDirectory) + "/" + LocalCA.certificateFile
-      do {
-        let certificates = try CertificateFile.load(path)
-        print(String(decoding: certificates[0].pem, as: UTF8.self), terminator: "")
-      } catch {
-        throw UsageError("\(error) (create it with: pinproxy ca init)")
-      }
+      // The file is found through the directory: the message names the flag (or its default).
+      let flag = stateDirectory == nil ? "state directory" : "--state-directory"
+      let certificates = try InputFile.certificates(
+        path, flag: flag,
+        expected: "the local CA certificate (PEM), created by pinproxy ca init --state-directory DIR")
+      print(String(decoding: certificates[0].pem, as: UTF8.self), terminator: "")
     }
   }
 }

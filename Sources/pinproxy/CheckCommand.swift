@@ -7,7 +7,10 @@ struct CheckCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "check",
     abstract: "Validate a configuration file and every file it names.",
-    discussion: "Prints each problem as file:line:column: key: message and exits 2, or exits 0.")
+    discussion: """
+      Prints each problem as file:line:column: key: message and exits 2, or exits 0. \
+      A file that cannot be read at all is reported as --config FILE: problem.
+      """)
 
   @Option(name: .long, help: "The configuration file.")
   var config: String
@@ -17,7 +20,7 @@ struct CheckCommand: ParsableCommand {
       _ = try RuntimeSnapshot.compile(configuration, generation: 0)
     }
     guard problems.isEmpty else {
-      for problem in problems { printError(problem.description) }
+      for line in InputFile.describe(problems) { printError(line) }
       throw ExitCode(2)
     }
     let configuration = try ConfigurationParser.load(file: config)

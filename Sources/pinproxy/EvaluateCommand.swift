@@ -93,16 +93,8 @@ struct EvaluateCommand: ParsableCommand {
       }
       return parsed
     }
-    let certificates: [X509Certificate]
-    var sctLists: [[UInt8]] = []
-    do {
-      certificates = try CertificateFile.load(chain)
-      for file in sctFile { sctLists.append(try SCTListFile.load(file)) }
-    } catch let error as CertificateFile.LoadError {
-      throw UsageError(error.description)
-    } catch let error as SCTListFile.LoadError {
-      throw UsageError(error.description)
-    }
+    let certificates = try InputFile.certificates(chain, flag: "--chain", expected: InputFile.Expected.chain)
+    let sctLists = try sctFile.map { try InputFile.sctList($0, flag: "--sct-file") }
     let presented = PresentedChain(certificates.map(\.der))
     let (policy, dynamicPins, logs, label) = try resolvePolicy(host: trustHost)
     guard let policy else {
@@ -161,10 +153,10 @@ struct EvaluateCommand: ParsableCommand {
   ) {
     if let config {
       let snapshot: RuntimeSnapshot
+      let configuration = try InputFile.configuration(config)
       do {
         snapshot = try RuntimeSnapshot.compile(
-          try ConfigurationParser.load(file: config), generation: 1,
-          warn: { printError(PrintableText.escaped("warning: \($0)")) })
+          configuration, generation: 1, warn: { printError(PrintableText.escaped("warning: \($0)")) })
       } catch {
         throw UsageError(error.errors.map(\.description).joined(separator: "\n"))
       }
@@ -176,13 +168,8 @@ struct EvaluateCommand: ParsableCommand {
       case .denied: return (nil, nil, nil, "defaults")
       }
     }
-    var logs: CTLogStore?
-    if let ctLogList {
-      do {
-        logs = try CTLogStore(file: ctLogList, minimumSCTs: minimumScts ?? 2)
-      } catch {
-        throw UsageError(error.description)
-      }
+    let logs = try ctLogList.map {
+      try InputFile.logStore($0, flag: "--ct-log-list", minimumSCTs: minimumScts ?? 2)
     }
     return (try policyFromFlags(), nil, logs, "the policy")
   }
@@ -195,13 +182,11 @@ struct EvaluateCommand: ParsableCommand {
       }
       policy.pinningMode = mode
     }
+    policy.pinnedCertificates = try pinnedCertificate.flatMap {
+      try InputFile.certificates($0, flag: "--pinned-certificate", expected: InputFile.Expected.pinned)
+    }.map { $0.value() }
     do {
-      policy.pinnedCertificates = try pinnedCertificate.flatMap { try CertificateFile.load($0) }.map {
-        $0.value()
-      }
       policy.pinnedPublicKeyHashes = try pinnedPublicKeyHash.map { try SPKIPin.parse($0) }
-    } catch let error as CertificateFile.LoadError {
-      throw UsageError(error.description)
     } catch {
       throw UsageError("--pinned-public-key-hash: \(error)")
     }
@@ -209,10 +194,8 @@ struct EvaluateCommand: ParsableCommand {
     policy.validatesDomainName = !noValidatesDomainName
     var sets: [String: [X509Certificate]] = [:]
     if !anchors.isEmpty {
-      do {
-        sets["command-line"] = try anchors.flatMap { try CertificateFile.load($0) }
-      } catch {
-        throw UsageError("\(error)")
+      sets["command-line"] = try anchors.flatMap {
+        try InputFile.certificates($0, flag: "--anchors", expected: InputFile.Expected.anchors)
       }
       policy.anchors = ["command-line"]
     }

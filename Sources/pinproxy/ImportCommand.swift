@@ -30,7 +30,12 @@ struct ImportCommand: ParsableCommand {
     var ctLogList: String?
 
     func run() throws {
-      let root = try ImportCommand.dictionary(file)
+      let root = try ImportCommand.dictionary(
+        file, label: "import ats",
+        expected: "an Info.plist (XML or binary) or a plist or JSON holding NSAppTransportSecurity")
+      // The list is only named in the YAML; read it now so that a wrong
+      // path fails here rather than at the next `pinproxy check`.
+      if let ctLogList { _ = try InputFile.logStore(ctLogList, flag: "--ct-log-list", minimumSCTs: 1) }
       try ImportCommand.emit { () throws(ImportError) in
         try ATSImporter.translate(root, input: file, options: .init(transparencyLogList: ctLogList))
       }
@@ -45,7 +50,10 @@ struct ImportCommand: ParsableCommand {
     var file: String
 
     func run() throws {
-      let root = try ImportCommand.dictionary(file)
+      let root = try ImportCommand.dictionary(
+        file, label: "import trustkit",
+        expected:
+          "a TrustKit configuration: an Info.plist with TSKConfiguration, or the dictionary as plist or JSON")
       try ImportCommand.emit { () throws(ImportError) in try TrustKitImporter.translate(root, input: file) }
     }
   }
@@ -60,25 +68,33 @@ struct ImportCommand: ParsableCommand {
     @Option(name: .long, help: "The app's res/raw directory, for <certificates src=\"@raw/NAME\">.")
     var raw: String?
 
+    static let expected = "an Android network_security_config.xml (<network-security-config> in XML)"
+
     func run() throws {
-      let bytes = try ImportCommand.read(file)
+      let bytes = try InputFile.bytes(file, flag: "import android", expected: Self.expected)
+      if let raw {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: raw, isDirectory: &isDirectory), isDirectory.boolValue
+        else {
+          throw UsageError("--raw \(raw): no such directory; expected the app's res/raw directory")
+        }
+      }
+      let document: XMLNode
+      do {
+        document = try XMLReader.parse(bytes)
+      } catch {
+        throw InputFile.usage(
+          "import android", file, PrintableText.escaped(error.description), expected: Self.expected)
+      }
       try ImportCommand.emit { () throws(ImportError) in
-        try AndroidImporter.translate(XMLReader.parse(bytes), input: file, options: .init(rawDirectory: raw))
+        try AndroidImporter.translate(document, input: file, options: .init(rawDirectory: raw))
       }
     }
   }
 
-  static func read(_ file: String) throws -> [UInt8] {
-    guard let data = FileManager.default.contents(atPath: file) else {
-      throw UsageError("cannot read \(file)")
-    }
-    guard data.count <= 4 << 20 else { throw UsageError("\(file) is over 4 MiB") }
-    return [UInt8](data)
-  }
-
   /// A plist (XML or binary) or JSON file whose top level is a dictionary.
-  static func dictionary(_ file: String) throws -> [String: Any] {
-    let data = Data(try read(file))
+  static func dictionary(_ file: String, label: String, expected: String) throws -> [String: Any] {
+    let data = Data(try InputFile.bytes(file, flag: label, expected: expected))
     let first = data.first { ![0x20, 0x09, 0x0a, 0x0d].contains($0) }
     let parsed: Any
     do {
@@ -87,11 +103,12 @@ struct ImportCommand: ParsableCommand {
         ? try JSONSerialization.jsonObject(with: data)
         : try PropertyListSerialization.propertyList(from: data, options: [], format: nil)
     } catch {
-      throw UsageError(
-        "\(file) is not a property list (XML or binary) or JSON: \(error.localizedDescription)")
+      let what =
+        first == UInt8(ascii: "{") ? "not valid JSON" : "neither a property list (XML or binary) nor JSON"
+      throw InputFile.usage(label, file, what, expected: expected)
     }
     guard let dictionary = parsed as? [String: Any] else {
-      throw UsageError("\(file): the top level is not a dictionary")
+      throw InputFile.usage(label, file, "the top level is not a dictionary", expected: expected)
     }
     return dictionary
   }

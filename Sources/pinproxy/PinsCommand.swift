@@ -15,14 +15,8 @@ struct PinsCommand: ParsableCommand {
     subcommands: [Show.self, Update.self, Sign.self, Keygen.self])
 
   static func snapshot(_ config: String?) throws -> RuntimeSnapshot {
-    var configuration = RuntimeSnapshot.defaultConfiguration
-    if let config {
-      do {
-        configuration = try ConfigurationParser.load(file: config)
-      } catch {
-        throw UsageError(error.description)
-      }
-    }
+    let configuration =
+      try config.map { try InputFile.configuration($0) } ?? RuntimeSnapshot.defaultConfiguration
     do {
       return try RuntimeSnapshot.compile(
         configuration, generation: 1, warn: { printError(PrintableText.escaped("warning: \($0)")) })
@@ -119,13 +113,7 @@ struct PinsCommand: ParsableCommand {
     }
 
     func run() throws {
-      let signer: PrivateKey
-      do {
-        signer = try PrivateKey.load(key)
-      } catch {
-        throw UsageError(error.description)
-      }
-      guard signer.pinListPublicKey != nil else { throw UsageError("\(key): not a P-256 key") }
+      let signer = try InputFile.signingKey(key, flag: "--key")
       guard let expiry = Self.date(expires) else {
         throw UsageError(
           "--expires \"\(expires)\" is not a date (2027-06-01), an ISO 8601 instant or Unix seconds")
@@ -138,12 +126,9 @@ struct PinsCommand: ParsableCommand {
         entries.append(PinListEntry(name: name, fingerprint: digest, expires: expiry))
       }
       for path in cert {
-        let certificates: [X509Certificate]
-        do {
-          certificates = try CertificateFile.load(path)
-        } catch {
-          throw UsageError(error.description)
-        }
+        let certificates = try InputFile.certificates(
+          path, flag: "--cert",
+          expected: "the certificate to pin (its leaf first): \(InputFile.Expected.certificates)")
         let leaf = certificates[0].value()
         guard let commonName = leaf.commonName else {
           throw UsageError("\(path): the certificate has no subject common name to pin under")
@@ -192,7 +177,7 @@ struct PinsCommand: ParsableCommand {
 
     func run() throws {
       guard !FileManager.default.fileExists(atPath: key) else {
-        throw UsageError("\(key) exists; refusing to overwrite a signing key")
+        throw UsageError("--key \(key): the file exists; refusing to overwrite a signing key")
       }
       let signer: PrivateKey
       do {
@@ -204,10 +189,10 @@ struct PinsCommand: ParsableCommand {
       guard
         FileManager.default.createFile(
           atPath: key, contents: Data(signer.pem), attributes: [.posixPermissions: 0o600])
-      else { throw UsageError("cannot write \(key)") }
+      else { throw UsageError("--key \(key): cannot write the file (does its directory exist?)") }
       let publicPath = key + ".pub"
       guard FileManager.default.createFile(atPath: publicPath, contents: Data(signer.publicKeyPEM)) else {
-        throw UsageError("cannot write \(publicPath)")
+        throw UsageError("--key \(key): cannot write \(publicPath)")
       }
       printError("wrote \(key) (private, keep it off the proxy host) and \(publicPath)")
       print("publicKey: \"\(publicKey)\"")

@@ -7,7 +7,19 @@ import PinProxy
 struct RunCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "run", abstract: "Run the proxy (the daemon).",
-    discussion: "Without --config: one forward listener on 127.0.0.1:3128, system anchors, TLS 1.2+.")
+    discussion: """
+      Without --config: one forward listener on 127.0.0.1:3128, system anchors, TLS 1.2+.
+      Relative paths in the config (anchors, pins, stateDirectory, ...) are relative to the config \
+      file's directory, not to the working directory.
+
+      Signals: SIGHUP reloads the config (a bad file is logged and the running one kept); SIGTERM or \
+      SIGINT stops accepting, lets in-flight requests finish for up to timeouts.drain (30s), exits 0.
+      Logs: one line per event on standard error; text, or JSON under systemd's journal \
+      (`logging:` in the config sets level, format, access lines).
+      Admin endpoint (`admin: {address: HOST:PORT}` in the config): /healthz (200, 503 while \
+      draining), /metrics (Prometheus), /policies (JSON).
+      Ready: --ready-file, READY=1 under systemd (Type=notify), or /healthz answering.
+      """)
 
   @Option(name: .long, help: "The configuration file.")
   var config: String?
@@ -15,7 +27,17 @@ struct RunCommand: ParsableCommand {
   @Flag(name: .long, help: "Log every request (debug level).")
   var verbose = false
 
+  @Option(
+    name: .long,
+    help: ArgumentHelp(
+      "Create this file once every listener is bound and serving; removed when the proxy stops accepting.",
+      discussion: "Written atomically: `pid N`, then `listener NAME ADDRESS` per listener, `admin ADDRESS`.",
+      valueName: "path"))
+  var readyFile: String?
+
   func run() throws {
+    // Before anything is bound: a file left by an earlier run must not pass for this one's.
+    let ready = try readyFile.map { path throws(UsageError) in try ReadyFile(path) }
     let configuration: Configuration
     if let config {
       do {
@@ -77,6 +99,7 @@ struct RunCommand: ParsableCommand {
         // Logged once the listeners are closed: whoever reads "draining" can
         // rely on new connections being refused.
         server.drain(deadline: drainDeadline) {
+          ready?.remove()
           logger.log(
             .info, "draining",
             ["signal": String(signalNumber), "deadline_s": String(drainDeadline), "open": String(open)])
@@ -95,6 +118,22 @@ struct RunCommand: ParsableCommand {
       logger.log(.info, "listening", ["listener": "admin", "address": admin])
     }
     notifier.ready(status: "serving \(server.boundAddresses.count) listeners, configuration generation 1")
+    // On the signal queue: a SIGTERM that came first has begun the drain,
+    // and a file written after its removal would outlive the process.
+    let failure = control.sync { () -> UsageError? in
+      guard !server.isDraining else { return nil }
+      do throws(UsageError) {
+        try ready?.write(listeners: server.boundAddresses, admin: server.adminAddress)
+        return nil
+      } catch {
+        return error
+      }
+    }
+    if let failure {
+      // A waiter would wait forever: better to stop now, loudly.
+      printError("pinproxy: \(failure.message)")
+      throw ExitCode(1)
+    }
     dispatchMain()
   }
 }

@@ -279,11 +279,12 @@ final class ClientReachTests: ProxyTestCase {
 
   // MARK: 5. A page a person can read
 
-  func testBrowserAcceptGetsAnEscapedHTMLPageAndOtherClientsPlainText() throws {
+  func testBrowserGetsAnEscapedHTMLPageAndOtherClientsPlainText() throws {
     try start(origin: try origin())
     let html = try Curl.run([
       "-x", "http://127.0.0.1:\(port)", "--cacert", caPath, "-H",
-      "Accept: text/html,application/xhtml+xml;q=0.9,*/*;q=0.8", "https://pinned.httpbin.org/<script>",
+      "Accept: text/html,application/xhtml+xml;q=0.9,*/*;q=0.8", "-A", "Mozilla/5.0 (X11; Linux x86_64)",
+      "https://pinned.httpbin.org/<script>",
     ])
     XCTAssertEqual(html.status, 502)
     XCTAssertEqual(html.pinproxyError, "pin-mismatch")
@@ -294,7 +295,7 @@ final class ClientReachTests: ProxyTestCase {
     XCTAssertTrue(html.text.contains("pin-mismatch"))
     XCTAssertTrue(html.text.contains("pinned.httpbin.org:443"))
     XCTAssertTrue(html.text.contains("<details>"), "the chain's pins are folded away")
-    XCTAssertTrue(html.text.contains("pinproxy pin pinned.httpbin.org:443"), html.text)
+    XCTAssertTrue(html.text.contains("pinproxy pin --config FILE pinned.httpbin.org:443"), html.text)
     XCTAssertFalse(html.text.contains("<script"), "nothing the client sent is echoed unescaped")
     XCTAssertFalse(html.text.contains("src="), "self-contained: nothing loaded from elsewhere")
     let plain = try Curl.run([

@@ -8,19 +8,30 @@ import XCTest
 /// The refusal page: who gets it, what it says, and that nothing a client
 /// or an origin chose reaches it unescaped.
 final class RefusalPageTests: XCTestCase {
-  func head(accept: String?) throws -> HTTPRequestHead {
+  func head(accept: String?, _ extra: [String] = []) throws -> HTTPRequestHead {
     var parser = HTTP1Parser(role: .request, limits: HTTPLimits(), pausesBetweenMessages: true)
-    let accept = accept.map { "Accept: \($0)\r\n" } ?? ""
-    let events = try parser.feed(Array("GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\n\(accept)\r\n".utf8))
+    let fields = ((accept.map { ["Accept: \($0)"] } ?? []) + extra).map { $0 + "\r\n" }.joined()
+    let events = try parser.feed(Array("GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\n\(fields)\r\n".utf8))
     for case .request(let head) in events { return head }
     throw HTTPParseError(.badRequest, "no head")
   }
 
-  func testOnlyRequestsThatAcceptHTMLGetThePage() throws {
-    XCTAssertTrue(RefusalPage.wanted(by: try head(accept: "text/html,application/xhtml+xml,*/*;q=0.8")))
-    XCTAssertTrue(RefusalPage.wanted(by: try head(accept: "TEXT/HTML; q=0.9")))
+  func testOnlyBrowsersAndWebViewsGetThePage() throws {
+    let browser = "User-Agent: Mozilla/5.0 (Linux; Android 14; wv) AppleWebKit/537.36"
+    XCTAssertTrue(
+      RefusalPage.wanted(by: try head(accept: "text/html,application/xhtml+xml,*/*;q=0.8", [browser])))
+    XCTAssertTrue(RefusalPage.wanted(by: try head(accept: "TEXT/HTML; q=0.9", [browser])))
+    XCTAssertTrue(RefusalPage.wanted(by: try head(accept: "*/*", ["Sec-Fetch-Mode: navigate"])))
+    XCTAssertTrue(RefusalPage.wanted(by: try head(accept: nil, ["Upgrade-Insecure-Requests: 1"])))
+    // Java's HttpURLConnection: HTML first, but a program.
+    let java = "text/html, image/gif, image/jpeg, *; q=.2, */*; q=.2"
+    XCTAssertFalse(RefusalPage.wanted(by: try head(accept: java, ["User-Agent: Java/17.0.15"])))
+    XCTAssertFalse(RefusalPage.wanted(by: try head(accept: "text/html,*/*;q=0.8")))
+    XCTAssertFalse(RefusalPage.wanted(by: try head(accept: "application/json, text/html", [browser])))
+    XCTAssertFalse(
+      RefusalPage.wanted(
+        by: try head(accept: "*/*", [browser, "Sec-Fetch-Mode: cors", "Upgrade-Insecure-Requests: 0"])))
     XCTAssertFalse(RefusalPage.wanted(by: try head(accept: "*/*")))
-    XCTAssertFalse(RefusalPage.wanted(by: try head(accept: "application/json")))
     XCTAssertFalse(RefusalPage.wanted(by: try head(accept: nil)))
     XCTAssertFalse(RefusalPage.wanted(by: nil))
   }
@@ -44,7 +55,7 @@ final class RefusalPageTests: XCTestCase {
     XCTAssertFalse(html.contains("<img"))
     XCTAssertFalse(html.contains("secret OS detail"), "the OS detail stays in the log")
     XCTAssertTrue(html.contains("<details>"))
-    XCTAssertTrue(html.contains("pinproxy pin a.test:443"))
+    XCTAssertTrue(html.contains("pinproxy pin --config FILE a.test:443"))
     XCTAssertTrue(html.contains("pinproxy evaluate --host a.test"))
   }
 
@@ -61,5 +72,6 @@ final class RefusalPageTests: XCTestCase {
     XCTAssertTrue(html.contains("Content-Type: text/html; charset=utf-8\r\n"))
     XCTAssertTrue(html.contains("This site is not allowed through this proxy"))
     XCTAssertTrue(html.contains("Add a domain rule for b.test"))
+    XCTAssertTrue(html.contains("<dt>Rule</dt><dd><code>none</code></dd>"), "no rule, in words")
   }
 }

@@ -23,12 +23,15 @@ public enum Subprocess {
     return Fixtures.repositoryRoot + "/.build/debug/pinproxy"
   }
 
-  public static func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:])
-    throws -> ProcessResult
-  {
+  /// - Parameter directory: the working directory, or the test's own.
+  public static func run(
+    _ executable: String, _ arguments: [String], environment: [String: String] = [:],
+    in directory: String? = nil
+  ) throws -> ProcessResult {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
+    if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
     if !environment.isEmpty {
       process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
     }

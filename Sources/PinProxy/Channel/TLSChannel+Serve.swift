@@ -1,3 +1,4 @@
+import PinConfig
 import PinEventLoop
 import PinTLS
 import PinTrust
@@ -25,21 +26,53 @@ extension TLSChannel {
     let channel = TLSChannel(connection: connection, engine: engine, checks: checks)
     channel.delegate = owner
     let peer = connection.peer
+    let listener = (owner as? ListenerSession)?.listener
     channel.start(early: early, timeout: timeout) { [unowned channel] result in
       // Before any application data is read: the owner may pick the
       // protocol ALPN settled on.
       guard case .failure(let failure) = result else { return established?(channel) ?? () }
       let reason: String
+      var note: String?
       switch failure {
-      case .tls(let error): reason = "client TLS handshake failed: \(error.description)"
+      case .tls(let error):
+        reason = "client TLS handshake failed: \(error.description)"
+        let code = HandshakeDiagnosis.code(for: error, engine: engine, requiresForwardSecrecy: false)
+        if let listener, code == .tlsVersion { note = versionNote(listener) }
       case .timedOut(let seconds): reason = "client TLS handshake took longer than \(seconds) s"
       case .refused(let refusal): reason = refusal.reason
       // The client went away; nothing was refused.
       case .closedByPeer, .closed: return
       }
-      logger.log(
-        .warning, "refused", ["client": peer, "target": target, "code": "handshake-failed", "reason": reason])
+      // Named because its settings decide what a client may offer.
+      let name = listener?.name ?? "-"
+      if let note {
+        logger.log(
+          .warning, "refused",
+          [
+            "client": peer, "target": target, "code": "handshake-failed", "reason": reason, "listener": name,
+            "note": note,
+          ])
+      } else {
+        logger.log(
+          .warning, "refused",
+          ["client": peer, "target": target, "code": "handshake-failed", "reason": reason, "listener": name])
+      }
     }
     return channel
   }
+
+  /// A client below the listener's TLS floor: the one setting that decides it.
+  static func versionNote(_ listener: ListenerConfig) -> String {
+    "the client's TLS version is below listener \(listener.name)'s floor, downstream.minimumTLSVersion"
+      + " \"\(listener.downstream.minimumTLSVersion.rawValue)\"; lowering that key lets such clients in"
+  }
 }
+
+/// A session that serves one listener's clients: its client TLS refusals
+/// name the listener and its settings.
+protocol ListenerSession: AnyObject {
+  var listener: ListenerConfig { get }
+}
+
+extension ForwardSession: ListenerSession {}
+extension TunnelSession: ListenerSession {}

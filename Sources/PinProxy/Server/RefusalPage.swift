@@ -13,13 +13,24 @@ struct RefusalPage {
   let rule: String
   let time: Date
 
-  /// Whether a request asked for HTML: its `Accept` lists `text/html`
-  /// (browsers and web views do; curl, scripts and SDKs do not).
+  /// Whether the request comes from a browser or a web view, which shows
+  /// the body to a person: a navigation (`Sec-Fetch-Mode: navigate`), a
+  /// page load (`Upgrade-Insecure-Requests: 1`, which browsers send only
+  /// for documents), or HTML as the first type it accepts from a
+  /// browser-like `User-Agent` (`Mozilla/`, which every browser and web
+  /// view sends; web views that predate Fetch Metadata send only this).
+  /// Programs get the plain-text line: an `Accept` listing `text/html` is
+  /// not enough, because Java's HttpURLConnection sends `text/html, image/gif,
+  /// image/jpeg, */*; q=0.2` by default (`…, *; q=.2, */*; q=.2` before JDK
+  /// 17) with `User-Agent: Java/…`, and a page's `fetch()` (`Sec-Fetch-Mode:
+  /// cors`) reads the body as data.
   static func wanted(by request: HTTPRequestHead?) -> Bool {
-    guard let request else { return false }
-    return request.headers.tokens("Accept").contains { token in
-      token.split(separator: ";", maxSplits: 1).first?.trimmingCharacters(in: .whitespaces) == "text/html"
-    }
+    guard let headers = request?.headers else { return false }
+    if headers.tokens("Sec-Fetch-Mode").contains("navigate") { return true }
+    if headers.tokens("Upgrade-Insecure-Requests").contains("1") { return true }
+    let firstType = headers.tokens("Accept").first?.split(separator: ";", maxSplits: 1).first
+    guard firstType?.trimmingCharacters(in: .whitespaces) == "text/html" else { return false }
+    return headers.values("User-Agent").contains { $0.contains("Mozilla/") }
   }
 
   /// The sentence a person reads first.
@@ -57,8 +68,16 @@ struct RefusalPage {
     }
   }
 
+  /// The rule as a person reads it: no rule matched (a denied host, a
+  /// request refused before routing) is "none", not the log's "-".
+  var ruleShown: String { rule == "-" ? "none" : rule }
+
   /// What an operator can do, and the commands to run on the proxy's host
-  /// to see the same decision.
+  /// to see the same decision. `pin` gets `--config FILE` so that it dials
+  /// as the daemon does: a host mapped by `connectTo` (an origin on another
+  /// address, often not resolvable at all) is reached there, and an
+  /// unmapped one directly. The page cannot tell which, and the command
+  /// works as printed either way.
   var operatorAdvice: (sentence: String, commands: [String]) {
     let bare = host.split(separator: ":").first.map(String.init) ?? host
     switch failure.code {
@@ -71,7 +90,10 @@ struct RefusalPage {
     default:
       return (
         "See what the site presents, then the rule's decision on it:",
-        ["pinproxy pin \(host)", "pinproxy evaluate --host \(bare) --chain CHAIN.pem --config FILE"]
+        [
+          "pinproxy pin --config FILE \(host)",
+          "pinproxy evaluate --host \(bare) --chain CHAIN.pem --config FILE",
+        ]
       )
     }
   }
@@ -92,7 +114,7 @@ struct RefusalPage {
       <dl>
       <dt>Failure code</dt><dd><code class="code">\(RefusalPage.escape(failure.code.rawValue))</code></dd>
       <dt>Site</dt><dd><code>\(RefusalPage.escape(host))</code></dd>
-      <dt>Rule</dt><dd><code>\(RefusalPage.escape(rule))</code></dd>
+      <dt>Rule</dt><dd><code>\(RefusalPage.escape(ruleShown))</code></dd>
       <dt>When</dt><dd>\(when)</dd>
       <dt>Why</dt><dd>\(RefusalPage.escape(failure.reason))</dd>
       </dl>

@@ -91,34 +91,115 @@ extension CompiledPolicy {
 
 /// An SCT list file for `--sct-file`: the PEM `SERVERINFO FOR CT` (or
 /// `SERVERINFOV2 FOR CT`) that `openssl s_server -serverinfo` sends, or the
-/// bare TLS-encoded `SignedCertificateTimestampList`.
+/// bare TLS-encoded `SignedCertificateTimestampList`. Anything else (random
+/// bytes, text, one SCT without its list) is an error: read as SCTs it would
+/// count as none and turn a wrong file into a `ct-required` verdict.
 public enum SCTListFile {
   public struct LoadError: Error, CustomStringConvertible {
-    public let description: String
+    public let path: String
+    public let problem: String
+    public var description: String { "\(path): \(problem)" }
   }
 
+  /// A server sends a few SCTs; a list is at most 64 KiB by its encoding.
+  static let maximumFileBytes = 256 << 10
+
   public static func load(_ path: String) throws(LoadError) -> [UInt8] {
-    guard let data = FileManager.default.contents(atPath: path) else {
-      throw LoadError(description: "cannot read \(path)")
+    let bytes: [UInt8]
+    do {
+      bytes = try BoundedFile.read(path, limit: maximumFileBytes)
+    } catch {
+      throw LoadError(path: path, problem: error.description)
     }
-    let bytes = [UInt8](data)
+    do {
+      return try parse(bytes)
+    } catch {
+      throw LoadError(path: path, problem: error.problem)
+    }
+  }
+
+  /// The TLS-encoded list in `bytes`, checked SCT by SCT.
+  static func parse(_ bytes: [UInt8]) throws(LoadError) -> [UInt8] {
+    func fail(_ problem: String) -> LoadError { LoadError(path: "", problem: problem) }
+    guard !bytes.isEmpty else { throw fail("the file is empty") }
     guard let text = String(bytes: bytes, encoding: .utf8), text.contains("-----BEGIN SERVERINFO") else {
+      if let problem = SCTListShape.problem(bytes) { throw fail(problem) }
       return bytes
     }
     let v2 = text.contains("-----BEGIN SERVERINFOV2")
     let body = text.split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined()
     guard var info = Base64.decode(body.trimmingCharacters(in: .whitespacesAndNewlines)) else {
-      throw LoadError(description: "\(path): the SERVERINFO block is not base64")
+      throw fail("the SERVERINFO block is not base64")
     }
     if v2 { info = Array(info.dropFirst(4)) }  // the 4-byte extension context
     // Extension type (2 bytes), length (2 bytes), then the list.
     guard info.count >= 4, info[0] == 0, info[1] == 18 else {
-      throw LoadError(description: "\(path): not a signed_certificate_timestamp (type 18) SERVERINFO block")
+      throw fail("not a signed_certificate_timestamp (type 18) SERVERINFO block")
     }
     let length = Int(info[2]) << 8 | Int(info[3])
-    guard info.count == 4 + length else {
-      throw LoadError(description: "\(path): SERVERINFO length is wrong")
+    guard info.count == 4 + length else { throw fail("SERVERINFO length is wrong") }
+    let list = Array(info[4...])
+    if let problem = SCTListShape.problem(list) { throw fail("the SERVERINFO block's SCT list: \(problem)") }
+    return list
+  }
+}
+
+/// The RFC 6962 §3.3 encoding, checked before OpenSSL sees it, so that the
+/// error can say what is wrong (and recognise one SCT given without its list).
+enum SCTListShape {
+  /// Why `bytes` is not a `SignedCertificateTimestampList`, or nil.
+  static func problem(_ bytes: [UInt8]) -> String? {
+    guard let problem = listProblem(bytes) else { return nil }
+    if sctLength(bytes[...]) == bytes.count {
+      return "one bare SCT (v1, log ID \(Base64.encode(Array(bytes[1..<33])))), not an SCT list: a list"
+        + " is a 2-byte length, then each SCT after its own 2-byte length"
     }
-    return Array(info[4...])
+    let printable = bytes.allSatisfy { $0 == 0x09 || $0 == 0x0a || $0 == 0x0d || (0x20..<0x7f).contains($0) }
+    if printable {
+      return "text without a -----BEGIN SERVERINFO FOR CT----- block, and not a binary SCT list"
+    }
+    return problem
+  }
+
+  static func listProblem(_ bytes: [UInt8]) -> String? {
+    guard bytes.count >= 2 else { return "too short for an SCT list" }
+    let declared = Int(bytes[0]) << 8 | Int(bytes[1])
+    guard declared == bytes.count - 2, declared > 0 else {
+      return
+        "not an SCT list: its 2-byte length says \(declared) bytes follow, the file has \(bytes.count - 2)"
+    }
+    var rest = bytes[2...]
+    var index = 0
+    while !rest.isEmpty {
+      guard rest.count >= 2 else { return "SCT \(index) is cut short" }
+      let length = Int(rest[rest.startIndex]) << 8 | Int(rest[rest.startIndex + 1])
+      let sct = rest.dropFirst(2).prefix(length)
+      guard length > 0, sct.count == length, sctLength(sct) == length else {
+        return "SCT \(index) is not a v1 SCT (version, log ID, timestamp, extensions, signature)"
+      }
+      rest = rest.dropFirst(2 + length)
+      index += 1
+    }
+    guard let parsed = CompiledPolicy.parseSCTList(bytes) else {
+      return "OpenSSL cannot read it as an SCT list"
+    }
+    SCT_LIST_free(parsed)
+    return nil
+  }
+
+  /// The length of the v1 SCT at the start of `bytes`, when one is there:
+  /// version 0, log ID (32), timestamp (8), extensions (2 + n), hash and
+  /// signature algorithms (2), signature (2 + n, not empty).
+  static func sctLength(_ bytes: ArraySlice<UInt8>) -> Int? {
+    let start = bytes.startIndex
+    func length(at offset: Int) -> Int? {
+      guard bytes.count >= offset + 2 else { return nil }
+      return Int(bytes[start + offset]) << 8 | Int(bytes[start + offset + 1])
+    }
+    guard bytes.first == 0, let extensions = length(at: 41) else { return nil }
+    let signatureAt = 43 + extensions + 2
+    guard let signature = length(at: signatureAt), signature > 0 else { return nil }
+    let total = signatureAt + 2 + signature
+    return bytes.count >= total ? total : nil
   }
 }
