@@ -3,7 +3,7 @@ import PinEventLoop
 extension ForwardSession {
   /// The upstream acquirer for this session's loop and snapshot.
   var acquirer: UpstreamAcquirer {
-    UpstreamAcquirer(context: context, snapshot: snapshot, loop: loop, client: connection.peer)
+    UpstreamAcquirer(context: context, snapshot: snapshot, loop: loop, client: clientKey)
   }
 
   func acquireUpstream(exchange id: Int, _ target: ForwardTarget, poolAllowed: Bool) {

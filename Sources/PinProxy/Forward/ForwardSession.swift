@@ -56,6 +56,8 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
   private let admission: AdmissionTicket
 
   var loop: EventLoop { connection.loop }
+  /// The client's admission key, for the upstream budget (parsed once).
+  lazy var clientKey = ConnectionAdmission.address(of: connection.peer)
   var pool: UpstreamPool { context.pool(for: loop) }
 
   init(connection: Connection, context: ProxyContext, listener: ListenerConfig, admission: AdmissionTicket) {

@@ -41,6 +41,8 @@ final class HTTP2ClientSession: UpstreamDelegate, @unchecked Sendable {
   let tunnel: ConnectTarget
   private var router: ForwardRouter
   let pool: UpstreamPool
+  /// The client's admission key, for the upstream budget (parsed once).
+  private lazy var clientKey = ConnectionAdmission.address(of: client.peer)
   private var streams: [Int32: HTTP2ClientStream] = [:]
   var byLink: [ObjectIdentifier: HTTP2ClientStream] = [:]
   private var closed = false
@@ -91,7 +93,7 @@ final class HTTP2ClientSession: UpstreamDelegate, @unchecked Sendable {
   var hasStreams: Bool { !streams.isEmpty }
 
   var acquirer: UpstreamAcquirer {
-    UpstreamAcquirer(context: context, snapshot: snapshot, loop: loop, client: client.peer)
+    UpstreamAcquirer(context: context, snapshot: snapshot, loop: loop, client: clientKey)
   }
 
   /// How expendable the connection is under overload: with no stream, an

@@ -21,8 +21,8 @@ struct UpstreamAcquirer {
   let client: String
 
   /// The acquirer of a session on `loop` deciding under `snapshot`, for the
-  /// client at `peer` (`host:port`).
-  init(context: ProxyContext, snapshot: RuntimeSnapshot, loop: EventLoop, client peer: String) {
+  /// client whose admission key (`ConnectionAdmission.address`) is `client`.
+  init(context: ProxyContext, snapshot: RuntimeSnapshot, loop: EventLoop, client: String) {
     pool = context.pool(for: loop)
     dialer = context.dialer(for: snapshot)
     self.loop = loop
@@ -30,7 +30,7 @@ struct UpstreamAcquirer {
     metrics = context.metrics
     idleTimeout = snapshot.timeouts.upstreamIdle
     budget = context.budget
-    client = ConnectionAdmission.address(of: peer)
+    self.client = client
   }
 
   typealias Completion = (Result<(link: any UpstreamLink, pooled: Bool), ProxyFailure>) -> Void
