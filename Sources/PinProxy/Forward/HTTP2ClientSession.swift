@@ -43,7 +43,7 @@ final class HTTP2ClientSession: UpstreamDelegate, @unchecked Sendable {
   let pool: UpstreamPool
   /// The client's admission key, for the upstream budget (parsed once).
   private lazy var clientKey = ConnectionAdmission.address(of: client.peer)
-  private var streams: [Int32: HTTP2ClientStream] = [:]
+  var streams: [Int32: HTTP2ClientStream] = [:]
   var byLink: [ObjectIdentifier: HTTP2ClientStream] = [:]
   private var closed = false
   /// GOAWAY sent (shutdown): no new streams; close when the last one ends.
@@ -57,7 +57,7 @@ final class HTTP2ClientSession: UpstreamDelegate, @unchecked Sendable {
   /// Streams that hold (or are acquiring) an upstream at once; later ones
   /// wait in `queued`, which `maxConcurrentStreams` bounds.
   static let maxUpstreamExchanges = 32
-  private var queued: [HTTP2ClientStream] = []
+  var queued: [HTTP2ClientStream] = []
   /// Response body buffered per stream before its upstream is paused.
   static let highWatermark = 256 * 1024
   /// Response body buffered for the whole connection before its upstreams pause.
@@ -66,7 +66,7 @@ final class HTTP2ClientSession: UpstreamDelegate, @unchecked Sendable {
   /// more than this pauses its upstreams too.
   static let slowConnectionFloor = 64 * 1024
   /// What this connection last added to the process-wide buffered count.
-  private var bufferedReported = 0
+  var bufferedReported = 0
   /// Declared request bodies up to this size are held until complete.
   static let heldBodyLimit = 64 * 1024
 
@@ -253,63 +253,7 @@ final class HTTP2ClientSession: UpstreamDelegate, @unchecked Sendable {
 
   func retry(_ stream: HTTP2ClientStream) { acquire(stream, poolAllowed: false) }
 
-  /// Streams acquiring or holding an upstream.
-  private var upstreamExchanges: Int {
-    streams.values.reduce(0) { count, stream in
-      switch stream.state {
-      case .connecting where !stream.awaitingBody && !stream.queuedForUpstream, .exchanging: count + 1
-      default: count
-      }
-    }
-  }
-
-  private func startOrQueue(_ stream: HTTP2ClientStream) {
-    if upstreamExchanges >= Self.maxUpstreamExchanges {
-      stream.queuedForUpstream = true
-      queued.append(stream)
-    } else {
-      acquire(stream, poolAllowed: true)
-    }
-  }
-
-  /// Queued streams take the upstream slots that came free.
-  private func startQueued() {
-    while !queued.isEmpty && upstreamExchanges < Self.maxUpstreamExchanges {
-      let stream = queued.removeFirst()
-      guard stream.queuedForUpstream, streams[stream.id] === stream else { continue }
-      stream.queuedForUpstream = false
-      acquire(stream, poolAllowed: true)
-    }
-  }
-
-  /// The stream's timer before its request reaches the origin: a body that
-  /// never completes, or a turn that never comes, ends in a refusal.
-  private func arm(_ stream: HTTP2ClientStream) {
-    let seconds = snapshot.timeouts.upstreamResponse
-    stream.responseTimer = loop.schedule(after: seconds) { [weak self, weak stream] in
-      guard let self, let stream, self.streams[stream.id] === stream, case .connecting = stream.state else {
-        return
-      }
-      if stream.awaitingBody {
-        self.fail(
-          stream,
-          ProxyFailure(
-            status: 408, code: .badRequest, reason: "request body not received within \(seconds) s"))
-      } else if stream.queuedForUpstream {
-        stream.queuedForUpstream = false
-        self.fail(
-          stream,
-          ProxyFailure(
-            status: 503, code: .overCapacity,
-            reason: "no upstream slot of this connection came free within \(seconds) s"))
-      } else {
-        return
-      }
-      self.flush()
-    }
-  }
-
-  private func acquire(_ stream: HTTP2ClientStream, poolAllowed: Bool) {
+  func acquire(_ stream: HTTP2ClientStream, poolAllowed: Bool) {
     acquirer.acquire(stream.target, poolAllowed: poolAllowed) { [weak self, weak stream] result in
       guard let self, let stream, case .connecting = stream.state, self.streams[stream.id] === stream else {
         if case .success(let acquired) = result { acquired.link.close() }
@@ -455,25 +399,6 @@ final class HTTP2ClientSession: UpstreamDelegate, @unchecked Sendable {
       client, owner: owner, timeout: min(2, snapshot.timeouts.lingeringClose), byteLimit: 1 << 20)
   }
 
-  /// Whether `stream`'s upstream must stay paused: its own response, this
-  /// connection's, or (for a connection that is itself behind) everyone's
-  /// buffered bytes are past their bounds, or the socket is backed up.
-  /// Each pause leaves at most one more read (≤ 64 KiB) per stream.
-  func pausesUpstream(of stream: HTTP2ClientStream) -> Bool {
-    let connection = session.bufferedBodyBytesTotal
-    return session.bufferedBodyBytes(stream: stream.id) >= Self.highWatermark
-      || connection >= Self.connectionBufferLimit || client.isAboveHighWatermark
-      || (connection >= Self.slowConnectionFloor
-        && context.budget.bufferedBytes.load(ordering: .relaxed) >= UpstreamBudget.bufferedBytesLimit)
-  }
-
-  /// Keeps the process-wide count of buffered response bytes in step with this connection's.
-  private func reportBuffered(_ bytes: Int) {
-    guard bytes != bufferedReported else { return }
-    context.budget.bufferedBytes.add(bytes - bufferedReported, ordering: .relaxed)
-    bufferedReported = bytes
-  }
-
   /// A `refused` line for what the client did wrong at the HTTP/2 level.
   private func logBadRequest(_ level: ProxyLogger.Level, _ reason: String) {
     context.logger.log(
@@ -540,26 +465,5 @@ final class HTTP2ClientSession: UpstreamDelegate, @unchecked Sendable {
       }
       closeAll()
     }
-  }
-}
-
-/// A token bucket for client-cancelled exchanges: `burst` at once, then
-/// `perSecond` (the bounds Envoy and nginx chose for CVE-2023-44487 are of
-/// this order).
-struct ResetBucket {
-  static let burst = 100.0
-  static let perSecond = 10.0
-  private var tokens = burst
-  private var last: UInt64 = 0
-
-  /// Spends a token; false when none is left.
-  mutating func take(now: UInt64) -> Bool {
-    if last != 0 {
-      tokens = min(Self.burst, tokens + Double(now &- last) / 1e9 * Self.perSecond)
-    }
-    last = now
-    guard tokens >= 1 else { return false }
-    tokens -= 1
-    return true
   }
 }

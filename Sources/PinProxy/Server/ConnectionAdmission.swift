@@ -21,7 +21,7 @@ final class ConnectionAdmission: Sendable {
   let open = Atomic<Int>(0)
   /// Refused connections being closed lingeringly (so that the 503 is read,
   /// not reset); past `maxRefusedLingering` they are closed at once.
-  let refusedLingering = Atomic<Int>(0)
+  private let refusedLingering = Atomic<Int>(0)
   static let maxRefusedLingering = 256
 
   enum Decision: Equatable {
@@ -54,6 +54,18 @@ final class ConnectionAdmission: Sendable {
     }
     return .admitted
   }
+
+  /// A refused connection may close lingeringly; false past the bound
+  /// (then it is closed after the flush). `endRefusedLingering` follows a true.
+  func beginRefusedLingering() -> Bool {
+    guard refusedLingering.add(1, ordering: .relaxed).newValue <= Self.maxRefusedLingering else {
+      refusedLingering.subtract(1, ordering: .relaxed)
+      return false
+    }
+    return true
+  }
+
+  @Sendable func endRefusedLingering() { refusedLingering.subtract(1, ordering: .relaxed) }
 
   /// A connection admitted by `admit` closed.
   func release(client: String, countedOpen: Bool = true) {

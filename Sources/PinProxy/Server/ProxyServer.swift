@@ -170,16 +170,12 @@ public final class ProxyServer: Sendable {
       // unread would reset the connection and destroy the 503. A few
       // seconds of lingering, for a bounded number of such connections.
       let admission = context.admission
-      guard config.mode == .forward,
-        admission.refusedLingering.add(1, ordering: .relaxed).newValue
-          <= ConnectionAdmission.maxRefusedLingering
-      else {
-        if config.mode == .forward { admission.refusedLingering.subtract(1, ordering: .relaxed) }
+      guard config.mode == .forward, admission.beginRefusedLingering() else {
         return connection.closeAfterFlush()
       }
+      connection.onClose = admission.endRefusedLingering
       LingeringClose.start(
-        connection, owner: RefusedConnection(admission: admission),
-        timeout: min(2, context.snapshot.timeouts.lingeringClose), byteLimit: 1 << 20)
+        connection, owner: nil, timeout: min(2, context.snapshot.timeouts.lingeringClose), byteLimit: 1 << 20)
       return
     }
     // The counts follow the socket: released the moment it closes, not when
@@ -193,20 +189,5 @@ public final class ProxyServer: Sendable {
       guard let upstream = config.upstream else { return connection.close() }
       TunnelSession(connection: connection, context: context, listener: config, target: upstream).start()
     }
-  }
-}
-
-/// The owner of a connection refused at admission while it closes
-/// lingeringly: it only gives the lingering slot back at the close.
-private final class RefusedConnection: ChannelDelegate, @unchecked Sendable {
-  let admission: ConnectionAdmission
-
-  init(admission: ConnectionAdmission) { self.admission = admission }
-
-  func channel(_ channel: any ByteChannel, didRead bytes: [UInt8]) {}
-  func channelDidReadEOF(_ channel: any ByteChannel) {}
-  func channelDidDrain(_ channel: any ByteChannel) {}
-  func channelDidClose(_ channel: any ByteChannel, error: (any Error)?) {
-    admission.refusedLingering.subtract(1, ordering: .relaxed)
   }
 }

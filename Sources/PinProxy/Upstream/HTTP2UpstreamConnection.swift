@@ -203,13 +203,12 @@ final class HTTP2UpstreamConnection: ChannelDelegate, @unchecked Sendable {
         if code != HTTP2ErrorCode.noError { metrics.http2Events.increment(["upstream", "reset_received"]) }
         // The reason is built only for a stream that had not ended (the
         // normal close of every completed exchange builds nothing).
-        let reason =
-          oversized.remove(id) != nil
-          ? ProxyFailure.unreachable(
-            "\(key) sent a response header block over the limits", detail: "RST_STREAM sent")
-          : .unreachable("\(key) reset the HTTP/2 stream", detail: "RST_STREAM error code \(code)")
+        let wasOversized = oversized.remove(id) != nil
         if let failure = stream.closedByPeer(
-          failure: reason, unprocessed: code == HTTP2ErrorCode.refusedStream)
+          failure: wasOversized
+            ? .unreachable("\(key) sent a response header block over the limits", detail: "RST_STREAM sent")
+            : .unreachable("\(key) reset the HTTP/2 stream", detail: "RST_STREAM error code \(code)"),
+          unprocessed: code == HTTP2ErrorCode.refusedStream)
         {
           closings[ObjectIdentifier(stream)] = failure
         }

@@ -126,7 +126,10 @@ final class HTTP2UpstreamStream: UpstreamLink {
     if head.status < 200 {
       // As many interim responses as an HTTP/1.1 origin may send, no more.
       interimResponses += 1
-      guard interimResponses <= HTTP1Parser.maxInterimResponses else { return failTooManyInterim() }
+      guard interimResponses <= HTTP1Parser.maxInterimResponses else {
+        broken = .unreachable("\(key) sent more than \(HTTP1Parser.maxInterimResponses) interim responses")
+        return
+      }
     }
     pending.append(.response(head))
     if head.status < 200 {
@@ -160,10 +163,6 @@ final class HTTP2UpstreamStream: UpstreamLink {
     state = .closed
     wasRefusedUnprocessed = unprocessed
     return wasEnded ? nil : failure()
-  }
-
-  private func failTooManyInterim() {
-    broken = .unreachable("\(key) sent more than \(HTTP1Parser.maxInterimResponses) interim responses")
   }
 
   /// Delivers what one read brought, then a close if there was one.
