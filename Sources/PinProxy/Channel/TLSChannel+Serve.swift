@@ -45,18 +45,11 @@ extension TLSChannel {
       }
       // Named because its settings decide what a client may offer.
       let name = listener?.name ?? "-"
-      if let note {
-        logger.log(
-          .warning, "refused",
-          [
-            "client": peer, "target": target, "code": "handshake-failed", "reason": reason, "listener": name,
-            "note": note,
-          ])
-      } else {
-        logger.log(
-          .warning, "refused",
-          ["client": peer, "target": target, "code": "handshake-failed", "reason": reason, "listener": name])
-      }
+      var refusal = Refusal(
+        ProxyFailure(status: 502, code: .handshakeFailed, reason: reason), rule: "-", site: target)
+      refusal.listener = name
+      refusal.note = note
+      refusal.log(to: logger, client: peer, level: .warning)
     }
     return channel
   }

@@ -1,17 +1,14 @@
 import PinHTTP
 import PinTLS
 
-/// How the machine tells upstream handles apart (the session's are links
-/// compared by identity; tests use plain objects).
-protocol SameUpstream {
-  func isSame(as other: Self) -> Bool
-}
-
 /// The protocol logic of one forward-listener client connection, without
-/// I/O: it takes what happened (client bytes, an upstream ready or closed,
-/// response events, a timer) and queues what to do (`Action`), which
-/// `ForwardSession` carries out on the loop. Per-exchange data lives in the
-/// state's associated values; parsed client events wait in a ring buffer.
+/// I/O: keep-alive, pipelining, the header and idle timers and CONNECT. It
+/// takes what happened (client bytes, an upstream ready or closed, response
+/// events, a timer) and queues what to do (`Action`), which
+/// `ForwardSession` carries out on the loop. Each request is served by an
+/// `ExchangeMachine` (the one an HTTP/2 stream uses too), whose answers
+/// are framed for HTTP/1.1 by an `HTTP1Downstream`; parsed client events
+/// wait in a ring buffer.
 ///
 /// Generic over the upstream handle so that tests drive it with plain
 /// objects, no sockets.
@@ -19,10 +16,8 @@ struct ForwardMachine<Upstream: SameUpstream> {
   enum State {
     /// Between requests: idle, or part of a head has arrived.
     case awaitingRequest
-    /// A request head was accepted; its upstream connection is being opened.
-    case connecting(Exchange)
-    /// Request and response are flowing over `Upstream`.
-    case exchanging(Exchange, Upstream)
+    /// A request head was accepted; the exchange owns its upstream.
+    case exchanging(ExchangeMachine<Upstream>)
     /// A CONNECT is being set up (passthrough dial, interception): nothing is read.
     case openingTunnel(HTTPRequestHead, ForwardTarget?)
     /// Raw bytes both ways; a `Splice` owns both channels now.
@@ -30,6 +25,8 @@ struct ForwardMachine<Upstream: SameUpstream> {
     /// The last bytes are being flushed; nothing more is read.
     case closing
   }
+
+  typealias Refusal = PinProxy.Refusal
 
   enum Action {
     /// Start reading the client, unless `Upstream` is backed up; or stop.
@@ -70,19 +67,7 @@ struct ForwardMachine<Upstream: SameUpstream> {
     case close
   }
 
-  /// A refusal and what the log says about it.
-  struct Refusal {
-    let failure: ProxyFailure
-    let method: String
-    let target: String
-    let rule: String
-    /// The request's `Accept` lists `text/html`: a person is reading.
-    let wantsHTML: Bool
-    /// `host:port` the request was for, as far as it is known (for the page).
-    let site: String
-  }
-
-  // Internal rather than private: the upstream half lives in ForwardMachine+Upstream.swift.
+  // Internal rather than private: the exchange and CONNECT halves live in extensions.
   var state = State.awaitingRequest
   var parser: HTTP1Parser
   let limits: HTTPLimits
@@ -90,11 +75,17 @@ struct ForwardMachine<Upstream: SameUpstream> {
   /// Parsed but not yet handled (body while connecting, pipelined requests).
   var pending = RingBuffer<HTTP1Parser.Event>()
   var actions = RingBuffer<Action>(capacity: 16)
+  /// What the current exchange asked, before it becomes `actions`.
+  var exchangeActions = ExchangeMachine<Upstream>.Actions(capacity: 16)
+  /// The current response, framed for this client.
+  var response = HTTP1Downstream(clientVersion: .http11, closing: false)
   /// Set inside an intercepted CONNECT: requests go to this host over TLS.
   var tunnel: ConnectTarget?
   private var headTimerIsIdle = false
   var servedRequests = 0
   var clientFinishedSending = false
+  /// The proxy is shutting down: the exchange in flight is the last.
+  var draining = false
   private var nextExchange = 0
 
   init(router: ForwardRouter, limits: HTTPLimits) {
@@ -147,11 +138,13 @@ struct ForwardMachine<Upstream: SameUpstream> {
   }
 
   mutating func clientDrained() {
-    if case .exchanging(_, let upstream) = state { actions.append(.resumeUpstream(upstream)) }
+    if case .exchanging(let exchange) = state, let upstream = exchange.upstream {
+      actions.append(.resumeUpstream(upstream))
+    }
   }
 
   mutating func clientClosed() {
-    releaseUpstream()
+    abandonExchange()
     state = .closing
   }
 
@@ -171,7 +164,7 @@ struct ForwardMachine<Upstream: SameUpstream> {
 
   /// Closes now: overload eviction, a splice's idle limit, a failed tunnel.
   mutating func closeNow() {
-    releaseUpstream()
+    abandonExchange()
     state = .closing
     actions.append(.cancelHeadTimer)
     actions.append(.close)
@@ -186,22 +179,19 @@ struct ForwardMachine<Upstream: SameUpstream> {
       case (.awaitingRequest, .request(let head)):
         _ = pending.popFirst()
         begin(head)
-      case (.exchanging(var exchange, let upstream), .body(let bytes)) where !exchange.requestComplete:
+      case (.exchanging(let exchange), .body(let bytes)) where exchange.upstream != nil:
         _ = pending.popFirst()
-        exchange.requestBodyBytes += bytes.count
-        state = .exchanging(exchange, upstream)
-        actions.append(.sendBody(upstream, bytes))
-      case (.exchanging(var exchange, let upstream), .end(let trailers)) where !exchange.requestComplete:
+        withExchange { $0.requestBody(bytes, &$1) }
+      case (.exchanging(let exchange), .end(let trailers))
+      where exchange.upstream != nil && !exchange.exchange.requestComplete:
         _ = pending.popFirst()
-        actions.append(.endBody(upstream, trailers))
-        exchange.requestComplete = true
-        state = .exchanging(exchange, upstream)
-      case (.connecting(var exchange), .end) where !exchange.hasBody && !exchange.requestComplete:
+        withExchange { $0.requestEnd(trailers, &$1) }
+      case (.exchanging(let exchange), .end)
+      where exchange.isConnecting && !exchange.exchange.hasBody && !exchange.exchange.requestComplete:
         // A request without a body is complete at its head: no need to stop
         // reading (a pause and resume per request cost two epoll_ctl calls).
         _ = pending.popFirst()
-        exchange.requestComplete = true
-        state = .connecting(exchange)
+        withExchange { $0.requestEnd(HTTPHeaders(), &$1) }
       default:
         // Wait: the upstream is not ready, or a pipelined request waits its turn.
         return actions.append(.pauseClient)
@@ -217,8 +207,8 @@ struct ForwardMachine<Upstream: SameUpstream> {
     if (parser.isPaused && parser.hasBufferedInput) || parser.isUpgraded {
       return actions.append(.pauseClient)
     }
-    if case .exchanging(_, let upstream) = state {
-      actions.append(.resumeClient(unlessBackedUp: upstream))
+    if case .exchanging(let exchange) = state {
+      actions.append(.resumeClient(unlessBackedUp: exchange.upstream))
     } else {
       actions.append(.resumeClient(unlessBackedUp: nil))
     }
@@ -231,11 +221,11 @@ struct ForwardMachine<Upstream: SameUpstream> {
       fail(failure, request: head)
     case .forward(let target):
       nextExchange += 1
-      let exchange = Exchange(
-        id: nextExchange, request: head, target: target,
-        closeAfterResponse: !head.keepAlive || clientFinishedSending)
-      state = .connecting(exchange)
-      actions.append(.acquireUpstream(exchange: exchange.id, target, poolAllowed: true))
+      response = HTTP1Downstream(
+        clientVersion: head.version, closing: !head.keepAlive || clientFinishedSending)
+      state = .exchanging(
+        ExchangeMachine(Exchange(id: nextExchange, request: head, target: target, clientProtocol: .http1)))
+      withExchange { $0.start(&$1) }
     case .passthrough(let target):
       // Bytes after the CONNECT head wait in the parser for the tunnel.
       state = .openingTunnel(head, target)
@@ -276,51 +266,30 @@ struct ForwardMachine<Upstream: SameUpstream> {
   // MARK: Endings
 
   private mutating func refuseMalformed(_ error: HTTPParseError) {
-    if case .exchanging(let exchange, let upstream) = state, !exchange.requestComplete {
+    if case .exchanging(let exchange) = state, exchange.upstream != nil, !exchange.exchange.requestComplete {
       // A body that breaks framing mid-stream: the upstream must not get the rest.
-      actions.append(.cancelResponseTimer)
-      actions.append(.closeUpstream(upstream))
-      state = .connecting(exchange)
-      if exchange.responseStarted { return closeNow() }
+      if exchange.exchange.responseStarted { return closeNow() }
+      abandonExchange()
     }
     fail(ProxyFailure(status: error.status, code: .badRequest, reason: error.reason))
   }
 
   /// Answers with the failure, logs it, and closes after flushing.
   mutating func fail(_ failure: ProxyFailure, request: HTTPRequestHead? = nil, target: ForwardTarget? = nil) {
-    releaseUpstream()
-    let described =
-      target.map { $0.key.description } ?? request.map { String($0.rawTarget.prefix(200)) } ?? "-"
+    abandonExchange()
     actions.append(.cancelHeadTimer)
-    actions.append(
-      .refuse(
-        Refusal(
-          failure: failure, method: request?.method ?? "-", target: described,
-          rule: target?.route.ruleName ?? "-", wantsHTML: RefusalPage.wanted(by: request),
-          site: site(of: request, target: target)))
-    )
+    actions.append(.refuse(Refusal(failure, request: request, target: target, tunnel: tunnel)))
     state = .closing
   }
 
-  /// The upstream a refused request was for: the routed target, else the
-  /// tunnel's host, else what the request line names.
-  private func site(of request: HTTPRequestHead?, target: ForwardTarget?) -> String {
-    if let target { return target.key.description }
-    if let tunnel { return "\(tunnel.host):\(tunnel.port)" }
-    switch request?.target {
-    case .absolute(_, let host, let port, _)?: return port.map { "\(host):\($0)" } ?? host
-    case .authority(let host, let port)?: return "\(host):\(port)"
-    default: return "-"
-    }
-  }
-
-  /// Closes the upstream connection of an exchange in progress: mid-exchange
-  /// its state is unknown, so it is never pooled. Every path that leaves
-  /// such a state calls this before changing `state`.
-  private mutating func releaseUpstream() {
-    if case .exchanging(_, let upstream) = state {
-      actions.append(.cancelResponseTimer)
-      actions.append(.closeUpstream(upstream))
-    }
+  /// Closes the upstream of an exchange in progress: mid-exchange its state
+  /// is unknown, so it is never pooled. Every path that leaves such a state
+  /// calls this before changing `state`.
+  private mutating func abandonExchange() {
+    guard case .exchanging(var exchange) = state else { return }
+    exchange.abandon(&exchangeActions)
+    state = .exchanging(exchange)
+    // Only upstream actions come of it: no exchange outcome to translate.
+    while let action = exchangeActions.popFirst() { relay(action) }
   }
 }

@@ -34,10 +34,11 @@ extension ForwardSession {
         guard let opened else { return upstream.close() }
         self.headTimer.cancel()
         self.client.write(ForwardSession.connectEstablished)
-        self.splice = Splice(
-          client: self.client, upstream: upstream, idleLimit: self.snapshot.timeouts.tunnelIdle,
-          early: opened.early, clientFinished: opened.clientFinished
-        ) { [self] _ in self.ended() }
+        self.mode = .spliced(
+          Splice(
+            client: self.client, upstream: upstream, idleLimit: self.snapshot.timeouts.tunnelIdle,
+            early: opened.early, clientFinished: opened.clientFinished
+          ) { [self] _ in self.ended() })
       }
     }
   }
@@ -64,7 +65,7 @@ extension ForwardSession {
     connection.write(ForwardSession.connectEstablished)
     let pending = PendingTunnel(engine: engine, target: target)
     if early.isEmpty {
-      tunnelAwaitingFirstBytes = pending
+      mode = .awaitingTunnelBytes(pending)
     } else {
       startTunnel(pending, first: early)
     }
@@ -93,21 +94,30 @@ extension ForwardSession {
 }
 
 extension ForwardSession {
-  /// The intercepted client chose `h2`: from now on its bytes go to an
-  /// `HTTP2ClientSession`, and this session only owns the connection (its
-  /// registry entry, admission slot and close). The HTTP/1.1 machine stays
-  /// idle, its header timer cancelled.
+  /// The intercepted client chose `h2`: a `DownstreamHTTP2Session` becomes
+  /// the channel's delegate and takes this session's registry entry and
+  /// admission slot; this session, its machine idle and its timers
+  /// cancelled, is done.
   func startHTTP2(on channel: TLSChannel, tunnel: ConnectTarget) {
     loop.preconditionInLoop()
     headTimer.cancel()
+    responseTimer.cancel()
+    mode = .ended
+    context.registry(for: loop).remove(self)
+    let http2: DownstreamHTTP2Session
     do {
-      http2 = try HTTP2ClientSession(
+      http2 = try DownstreamHTTP2Session(
         client: channel, context: context, snapshot: snapshot, listener: listener, tunnel: tunnel,
-        pool: pool)
+        pool: pool, admission: admission)
     } catch {
-      context.logger.log(
-        .warning, "refused", ["client": channel.peer, "reason": "HTTP/2 setup failed: \(error)"])
-      channel.close()
+      Refusal(
+        ProxyFailure(status: 502, code: .handshakeFailed, reason: "HTTP/2 setup failed: \(error)"),
+        tunnel: tunnel
+      )
+      .log(to: context.logger, client: channel.peer, level: .warning)
+      admission.release()
+      return channel.close()
     }
+    http2.start()
   }
 }

@@ -9,7 +9,10 @@ import PinTrust
 /// One client connection of a forward listener: the I/O around a
 /// `ForwardMachine`. Every event (client bytes, upstream events, timers,
 /// dial completions) is handed to the machine, and the actions it returns
-/// are carried out here, in order.
+/// are carried out here, in order. It serves HTTP/1.1, plain or inside an
+/// intercepted CONNECT; when a CONNECT is spliced the `Splice` becomes the
+/// channels' delegate, and when an intercepted client chooses `h2` a
+/// `DownstreamHTTP2Session` takes the connection over.
 ///
 /// Confined to its loop (`loop.queue`): every entry point is a channel or
 /// upstream delegate call, a timer or a dial completion on that queue, and
@@ -26,12 +29,18 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
   /// the current policy (an exchange in flight keeps the target it has).
   private(set) var snapshot: RuntimeSnapshot
   var machine: ForwardMachine<UpstreamRef>
-  /// Set once a passthrough CONNECT is spliced.
-  var splice: Splice?
-  /// An intercepted CONNECT whose first bytes decide between TLS and plain HTTP.
-  var tunnelAwaitingFirstBytes: PendingTunnel?
-  /// Set when an intercepted client chose `h2`: it serves the client's streams.
-  var http2: HTTP2ClientSession?
+  /// What the client connection is doing, beside the machine's state.
+  enum Mode {
+    /// Requests are read and answered (HTTP/1.1).
+    case serving
+    /// An intercepted CONNECT whose first bytes decide between TLS and plain HTTP.
+    case awaitingTunnelBytes(PendingTunnel)
+    /// A passthrough CONNECT: the splice is both channels' delegate now.
+    case spliced(Splice)
+    /// The connection was handed to another owner (HTTP/2) or closed.
+    case ended
+  }
+  var mode = Mode.serving
   /// Made once, re-armed per request (see `EventLoop.makeTimer`).
   lazy var headTimer: LoopTimer = loop.makeTimer { [weak self] in
     guard let self else { return }
@@ -53,7 +62,7 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
   private var lingerAfterRun = false
   /// The connection's place in the admission counts (released when its
   /// socket closes, or when it stops serving).
-  private let admission: AdmissionTicket
+  let admission: AdmissionTicket
 
   var loop: EventLoop { connection.loop }
   /// The client's admission key, for the upstream budget (parsed once).
@@ -120,25 +129,16 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
   // MARK: Client channel
 
   func channel(_ channel: any ByteChannel, didRead bytes: [UInt8]) {
-    if let pending = tunnelAwaitingFirstBytes {
-      tunnelAwaitingFirstBytes = nil
+    if case .awaitingTunnelBytes(let pending) = mode {
+      mode = .serving
       return startTunnel(pending, first: bytes)
     }
-    if let http2 { return http2.clientRead(bytes) }
     run { $0.clientRead(bytes) }
   }
-  func channelDidReadEOF(_ channel: any ByteChannel) {
-    if let http2 { return http2.clientEnded() }
-    run { $0.clientEOF() }
-  }
-  func channelDidDrain(_ channel: any ByteChannel) {
-    if let http2 { return http2.clientDrained() }
-    run { $0.clientDrained() }
-  }
+  func channelDidReadEOF(_ channel: any ByteChannel) { run { $0.clientEOF() } }
+  func channelDidDrain(_ channel: any ByteChannel) { run { $0.clientDrained() } }
 
   func channelDidClose(_ channel: any ByteChannel, error: (any Error)?) {
-    http2?.clientClosed()
-    http2 = nil
     run { $0.clientClosed() }
     ended()
   }
@@ -148,7 +148,7 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
     loop.preconditionInLoop()
     headTimer.cancel()
     responseTimer.cancel()
-    splice = nil
+    mode = .ended
     context.registry(for: loop).remove(self)
     admission.release()
   }
@@ -210,15 +210,11 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
     case .cancelResponseTimer:
       responseTimer.cancel()
     case .releaseUpstream(let upstream):
-      upstream.link.release(
-        to: UpstreamRelease(
-          pool: pool, idleTimeout: snapshot.timeouts.upstreamIdle, maxIdle: snapshot.limits.maxIdlePerUpstream
-        ))
+      upstream.link.release(to: UpstreamRelease(pool: pool, snapshot: snapshot))
     case .closeUpstream(let upstream):
       upstream.link.close()
     case .record(let record):
-      context.metrics.request(listener: listener.name, status: record.status)
-      logAccess(record)
+      record.report(to: context, client: client.peer, listener: listener.name)
     case .refuse(let refusal):
       refuse(refusal)
     case .openPassthrough(let target):
@@ -228,7 +224,7 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
     case .closeAfterFlush:
       client.closeAfterFlush()
     case .close:
-      if let splice { splice.close() } else { client.close() }
+      if case .spliced(let splice) = mode { splice.close() } else { client.close() }
     }
   }
 
@@ -237,39 +233,15 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
     headTimer.schedule(after: seconds)
   }
 
-  private func refuse(_ refusal: ForwardMachine<UpstreamRef>.Refusal) {
-    let failure = refusal.failure
-    context.logger.log(
-      failure.status >= 500 ? .warning : .info, "refused",
-      [
-        "client": client.peer, "method": refusal.method, "target": refusal.target, "rule": refusal.rule,
-        "status": String(failure.status), "code": failure.code.rawValue, "reason": failure.reason,
-        "detail": failure.detail ?? "-", "chain": failure.chain ?? "-",
-      ])
-    context.metrics.refusal(failure, rule: refusal.rule)
-    context.metrics.request(listener: listener.name, status: failure.status)
-    let page =
-      refusal.wantsHTML
-      ? RefusalPage(failure: failure, host: refusal.site, rule: refusal.rule, time: Date()) : nil
-    client.write(failure.response(page: page))
+  private func refuse(_ refusal: Refusal) {
+    refusal.report(to: context, client: client.peer, answering: listener.name)
+    var response = HTTP1Downstream(clientVersion: .http11, closing: true)
+    response.refuse(refusal, at: Date())
+    client.write(response.takeOutput())
     // The client may still be sending (a refused upload): close lingeringly
     // so the answer is not destroyed by a reset (LingeringClose), once this
     // run's actions are done.
     lingerAfterRun = true
-  }
-
-  private func logAccess(_ record: ExchangeRecord) {
-    guard context.logger.access else { return }
-    let exchange = record.exchange
-    let elapsed = DispatchTime.now().uptimeNanoseconds &- exchange.started
-    context.logger.access(
-      AccessLine(
-        client: client.peer, method: exchange.request.method, host: exchange.target.key.description,
-        path: exchange.target.path.prefix(200), status: record.status, sent: exchange.requestBodyBytes,
-        received: record.responseBytes, upstreamMilliseconds: Int(elapsed / 1_000_000),
-        upstreamConnection: exchange.upstreamWasPooled ? "pooled" : "new",
-        upstreamTLS: exchange.upstreamTLS.rawValue, upstreamProtocol: exchange.upstreamProtocol.rawValue,
-        clientProtocol: "http/1.1"))
   }
 
   // MARK: DrainableSession
@@ -278,12 +250,11 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
   /// still sending (or not yet sending) a head; never one mid-exchange.
   var evictionCandidate: EvictionCandidate? {
     loop.preconditionInLoop()
-    if let splice {
+    if case .spliced(let splice) = mode {
       // A raw tunnel nobody has used for a while; the client can reconnect.
       guard splice.idleSeconds >= EvictionCandidate.idleSpliceSeconds else { return nil }
       return EvictionCandidate(tier: .idleSplice, since: splice.lastActivity)
     }
-    if let http2 { return http2.evictionCandidate }
     guard machine.isAwaitingRequest else { return nil }
     return EvictionCandidate(
       tier: machine.isIdleBetweenRequests ? .idleKeepAlive : .unfinishedHead, since: awaitingSince)
@@ -292,14 +263,12 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
   func evict() {
     loop.preconditionInLoop()
     context.logger.log(.debug, "evicted", ["client": client.peer, "reason": "connection limit reached"])
-    if http2 != nil { return client.close() }
     run { $0.closeNow() }
   }
 
   /// Graceful shutdown: an idle connection closes now; one with an exchange
   /// in flight finishes it and then closes.
   func drain() {
-    if let http2 { return http2.drain() }
     run { $0.drain() }
   }
 }

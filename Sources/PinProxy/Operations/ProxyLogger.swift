@@ -63,6 +63,12 @@ public final class ProxyLogger: Sendable {
     logger.log(level: level.swiftLog, "\(event)", metadata: metadata)
   }
 
+  /// The same with fields gathered at run time (some present only sometimes).
+  func log(_ level: Level, _ event: String, fields: [String: String]) {
+    guard level >= minimum else { return }
+    logger.log(level: level.swiftLog, "\(event)", metadata: fields.mapValues { .string($0) })
+  }
+
   /// One `request` line, queued for the background writer (`LogSink`): the
   /// loop formats it and goes on.
   func access(_ line: AccessLine) {

@@ -124,13 +124,8 @@ final class TunnelSession: ChannelDelegate, DrainableSession, @unchecked Sendabl
 
   /// Refusals close the client connection; the reason goes to the log.
   private func refuse(_ failure: ProxyFailure, rule: String = "-") {
-    context.metrics.refusal(failure, rule: rule)
-    context.logger.log(
-      .warning, "refused",
-      [
-        "client": client.peer, "target": target.description, "rule": rule, "code": failure.code.rawValue,
-        "reason": failure.reason, "detail": failure.detail ?? "-", "chain": failure.chain ?? "-",
-      ])
+    Refusal(failure, rule: rule, site: target.description).report(
+      to: context, client: client.peer, answering: nil, level: .warning)
     close()
   }
 

@@ -59,6 +59,14 @@ struct UpstreamRelease {
   let maxIdle: Int
 }
 
+extension UpstreamRelease {
+  /// Into `pool`, under the snapshot's idle timeout and per-upstream bound.
+  init(pool: UpstreamPool, snapshot: RuntimeSnapshot) {
+    self.init(
+      pool: pool, idleTimeout: snapshot.timeouts.upstreamIdle, maxIdle: snapshot.limits.maxIdlePerUpstream)
+  }
+}
+
 /// The protocol spoken to the origin, for the access log and metrics.
 enum UpstreamProtocol: String, Sendable {
   case http1 = "http/1.1"

@@ -2,31 +2,34 @@ import Dispatch
 import PinHTTP
 import PinTrust
 
-/// One request and its response, as the forward state machine tracks it: a
-/// value carried in the machine's state, never shared.
+/// One request and its response, as the exchange machine tracks it: a
+/// value carried in the machine, never shared. The same for a request read
+/// from an HTTP/1.1 connection and for one HTTP/2 stream.
 struct Exchange {
   /// Numbers the exchanges of one session, so that a dial completion or a
   /// timer meant for an earlier exchange is recognised and ignored.
   let id: Int
   let request: HTTPRequestHead
   let target: ForwardTarget
+  /// What the client spoke: this hop's `Via` and the access line say it.
+  let clientProtocol: UpstreamProtocol
   let started = DispatchTime.now().uptimeNanoseconds
   var requestComplete = false
   var requestBodyBytes = 0
+  /// Trailers that ended the request before its upstream was ready.
+  var requestTrailers = HTTPHeaders()
   var response = ResponseProgress.awaitingHead
-  /// The client asked to close, or the response can only end with the connection.
-  var closeAfterResponse: Bool
-  /// A pooled connection that turned out closed gets one fresh attempt.
+  /// A request that found its upstream closed gets one fresh attempt.
   var retried = false
   var upstreamWasPooled = false
   var upstreamTLS = UpstreamTLS.none
   var upstreamProtocol = UpstreamProtocol.http1
 
-  init(id: Int, request: HTTPRequestHead, target: ForwardTarget, closeAfterResponse: Bool) {
+  init(id: Int, request: HTTPRequestHead, target: ForwardTarget, clientProtocol: UpstreamProtocol) {
     self.id = id
     self.request = request
     self.target = target
-    self.closeAfterResponse = closeAfterResponse
+    self.clientProtocol = clientProtocol
   }
 
   /// Framed with Content-Length or chunked; a request without either has no body.
@@ -36,8 +39,6 @@ struct Exchange {
     default: return true
     }
   }
-
-  var requestChunked: Bool { request.framing == .chunked }
 
   var responseStarted: Bool { if case .streaming = response { true } else { false } }
 }
@@ -52,16 +53,7 @@ enum ResponseProgress {
 
 struct ResponseStream {
   let status: Int
-  /// Re-framed as chunked towards the client (`ForwardedHead.response`).
-  let chunked: Bool
   /// False once the origin said it closes (or spoke HTTP/1.0 without keep-alive).
   let upstreamKeepsAlive: Bool
   var bodyBytes = 0
-}
-
-/// What an exchange was, for the access log and metrics.
-struct ExchangeRecord {
-  let exchange: Exchange
-  let status: Int
-  let responseBytes: Int
 }

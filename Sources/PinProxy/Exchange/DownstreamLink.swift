@@ -1,0 +1,76 @@
+import Foundation
+import PinHTTP
+
+/// How one exchange's response reaches the client that asked, in that
+/// client's protocol: the exchange machine decides what is sent; a
+/// downstream link frames it. Two kinds, beside `UpstreamLink`'s two:
+/// `HTTP1Downstream` (a response on an HTTP/1.1 connection, re-framed from
+/// the parser's decision) and `HTTP2Downstream` (one stream of an HTTP/2
+/// connection, handed to nghttp2).
+protocol DownstreamLink {
+  /// A 1xx response: relayed where the protocol carries it, else dropped.
+  mutating func sendInterim(_ head: HTTPResponseHead)
+  /// The final head. False when the client can no longer take a response.
+  mutating func sendHead(_ head: HTTPResponseHead, upstreamProtocol: UpstreamProtocol) -> Bool
+  mutating func sendBody(_ bytes: [UInt8])
+  mutating func end(trailers: HTTPHeaders)
+  /// Answers a refusal: status, `pinproxy-error`, and the plain-text reason
+  /// or, for a client that asked for HTML, the page made at `time`.
+  mutating func refuse(_ refusal: Refusal, at time: Date)
+}
+
+/// A response to an HTTP/1.1 client, framed from the parser's decision
+/// (`ForwardedHead.response`): what it produces waits in `output` for the
+/// connection machine to write. Pure: no socket, no clock.
+struct HTTP1Downstream: DownstreamLink {
+  let clientVersion: HTTPVersion
+  /// The connection closes after this response (the client asked, or the proxy drains).
+  var closing: Bool
+  /// Re-framed as chunked towards the client.
+  private(set) var chunked = false
+  /// The response can only end with the connection (no length, an HTTP/1.0 client).
+  private(set) var endsWithConnection = false
+  private var output: [UInt8] = []
+
+  init(clientVersion: HTTPVersion, closing: Bool) {
+    self.clientVersion = clientVersion
+    self.closing = closing
+  }
+
+  /// What was framed since the last call; the buffer moves out, uncopied.
+  mutating func takeOutput() -> [UInt8] {
+    var taken: [UInt8] = []
+    swap(&taken, &output)
+    return taken
+  }
+
+  private mutating func emit(_ bytes: [UInt8]) {
+    if output.isEmpty { output = bytes } else { output += bytes }
+  }
+
+  mutating func sendInterim(_ head: HTTPResponseHead) {
+    // 101 would switch protocols, which this proxy does not relay; an
+    // HTTP/1.0 client knows no 1xx (RFC 9110 §15.2).
+    guard head.status != 101 && clientVersion == .http11 else { return }
+    emit(HTTPSerializer.responseHead(HTTPResponseHead(status: head.status, reason: head.reason)))
+  }
+
+  mutating func sendHead(_ head: HTTPResponseHead, upstreamProtocol: UpstreamProtocol) -> Bool {
+    let (bytes, framing) = ForwardedHead.response(
+      head, clientVersion: clientVersion, closing: closing, via: ForwardedRequest.via(upstreamProtocol))
+    chunked = framing == .chunked
+    endsWithConnection = framing == .untilClose
+    emit(bytes)
+    return true
+  }
+
+  mutating func sendBody(_ bytes: [UInt8]) { emit(chunked ? HTTPSerializer.chunk(bytes) : bytes) }
+
+  mutating func end(trailers: HTTPHeaders) {
+    if chunked { emit(HTTPSerializer.lastChunk(trailers: ForwardedHead.trailers(trailers))) }
+  }
+
+  mutating func refuse(_ refusal: Refusal, at time: Date) {
+    emit(refusal.failure.response(page: refusal.page(at: time)))
+  }
+}

@@ -1,0 +1,255 @@
+import PinHTTP
+
+/// How the machines tell upstream handles apart (the sessions' are links
+/// compared by identity; tests use plain objects).
+protocol SameUpstream {
+  func isSame(as other: Self) -> Bool
+}
+
+/// What the exchange machine asks its session to do. Upstream actions go to
+/// the `UpstreamLink`; `respond…` actions to the client's `DownstreamLink`,
+/// which frames them in the client's protocol.
+enum ExchangeAction<Upstream: SameUpstream> {
+  /// Take a pooled connection or dial one; answer `upstreamReady` or `dialFailed`.
+  case acquireUpstream(poolAllowed: Bool)
+  /// Make the session the upstream's delegate.
+  case adoptUpstream(Upstream)
+  /// Send the request head (the link frames it for its protocol).
+  indirect case sendHead(Upstream, ForwardedRequest)
+  case sendBody(Upstream, [UInt8])
+  /// The request body ended, with these trailers (chunked or HTTP/2 only).
+  case endBody(Upstream, HTTPHeaders)
+  case armResponseTimer
+  case cancelResponseTimer
+  /// The exchange is done: keep the link's connection for reuse.
+  case releaseUpstream(Upstream)
+  case closeUpstream(Upstream)
+  /// A 1xx response, relayed where the client's protocol carries it.
+  indirect case respondInterim(HTTPResponseHead)
+  /// The final response head; `Upstream` is read again once the client drains.
+  indirect case respondHead(HTTPResponseHead, Upstream)
+  case respondBody([UInt8], Upstream)
+  case respondEnd(HTTPHeaders, Upstream)
+  indirect case record(ExchangeRecord)
+  /// Answer the failure: nothing of the response went out.
+  indirect case refuse(ProxyFailure)
+  /// Part of the response went out and the rest never will: the client
+  /// learns it only from a close (HTTP/1.1) or a reset (HTTP/2).
+  case cutShort
+  /// The response was relayed to its end (after `record`).
+  case finished
+}
+
+/// One exchange from routing to its access line, without I/O and without
+/// knowing the client's protocol: it takes what happened (the upstream
+/// ready or closed, request body, response events, the timer) and queues
+/// `ExchangeAction`s. The HTTP/1.1 connection machine (`ForwardMachine`)
+/// runs one per request; the HTTP/2 session one per stream. Every decision
+/// about an exchange — retry once, release or close, the timeout's text, a
+/// refusal — is made here and nowhere else.
+struct ExchangeMachine<Upstream: SameUpstream> {
+  typealias Actions = RingBuffer<ExchangeAction<Upstream>>
+
+  enum Phase {
+    /// Routed, not acquiring yet: an HTTP/2 stream holding its small body
+    /// until complete, or waiting for one of its connection's upstream slots.
+    case waiting
+    /// Its upstream is being acquired.
+    case connecting
+    /// Request and response flow over `Upstream`.
+    case exchanging(Upstream)
+    /// Relayed to the end, refused or cut short.
+    case done
+  }
+
+  private(set) var exchange: Exchange
+  private(set) var phase = Phase.waiting
+  /// Request body that arrived before the upstream was ready (HTTP/2 only:
+  /// an HTTP/1.1 connection stops reading instead). The client's stream
+  /// window bounds it: nothing here is acknowledged until forwarded.
+  private var heldBody: [[UInt8]] = []
+
+  init(_ exchange: Exchange) { self.exchange = exchange }
+
+  var isDone: Bool { if case .done = phase { true } else { false } }
+  var isWaiting: Bool { if case .waiting = phase { true } else { false } }
+  var isConnecting: Bool { if case .connecting = phase { true } else { false } }
+  var upstream: Upstream? { if case .exchanging(let upstream) = phase { upstream } else { nil } }
+
+  /// Whether `upstream` is the one serving this exchange.
+  func isServed(by upstream: Upstream) -> Bool { self.upstream?.isSame(as: upstream) ?? false }
+
+  // MARK: Request
+
+  /// Starts acquiring an upstream.
+  mutating func start(_ out: inout Actions) {
+    guard case .waiting = phase else { return }
+    phase = .connecting
+    out.append(.acquireUpstream(poolAllowed: true))
+  }
+
+  /// A connection for this exchange: `pooled` when taken from the pool.
+  mutating func upstreamReady(
+    _ upstream: Upstream, pooled: Bool, tls: UpstreamTLS, protocol name: UpstreamProtocol,
+    _ out: inout Actions
+  ) {
+    guard case .connecting = phase else { return out.append(.closeUpstream(upstream)) }
+    exchange.upstreamWasPooled = pooled
+    exchange.upstreamTLS = tls
+    exchange.upstreamProtocol = name
+    phase = .exchanging(upstream)
+    out.append(.adoptUpstream(upstream))
+    out.append(
+      .sendHead(
+        upstream,
+        ForwardedRequest(
+          head: exchange.request, path: exchange.target.path, authority: exchange.target.authority,
+          via: ForwardedRequest.via(exchange.clientProtocol))))
+    let held = heldBody
+    heldBody = []
+    for bytes in held { send(bytes, upstream, &out) }
+    // A request without a body ended with its head; a framed one ends now.
+    if exchange.requestComplete && exchange.hasBody {
+      out.append(.endBody(upstream, exchange.requestTrailers))
+    }
+    out.append(.armResponseTimer)
+  }
+
+  mutating func requestBody(_ bytes: [UInt8], _ out: inout Actions) {
+    switch phase {
+    case .waiting, .connecting: heldBody.append(bytes)
+    case .exchanging(let upstream): send(bytes, upstream, &out)
+    case .done: break
+    }
+  }
+
+  private mutating func send(_ bytes: [UInt8], _ upstream: Upstream, _ out: inout Actions) {
+    exchange.requestBodyBytes += bytes.count
+    out.append(.sendBody(upstream, bytes))
+  }
+
+  /// The request ended (with these trailers, for a chunked or HTTP/2 body).
+  mutating func requestEnd(_ trailers: HTTPHeaders, _ out: inout Actions) {
+    guard !exchange.requestComplete else { return }
+    exchange.requestComplete = true
+    if case .exchanging(let upstream) = phase {
+      out.append(.endBody(upstream, trailers))
+    } else {
+      exchange.requestTrailers = trailers
+    }
+  }
+
+  // MARK: Response
+
+  /// Response events from `upstream`.
+  mutating func upstreamEvents(_ events: [HTTP1Parser.Event], from upstream: Upstream, _ out: inout Actions) {
+    guard isServed(by: upstream) else { return out.append(.closeUpstream(upstream)) }
+    for event in events {
+      switch event {
+      case .request: break
+      case .response(let head):
+        // An interim response does not stop the clock: the final head must
+        // still come within `upstreamResponse`.
+        if (100..<200).contains(head.status) {
+          exchange.response = .interim
+          out.append(.respondInterim(head))
+          continue
+        }
+        out.append(.cancelResponseTimer)
+        exchange.response = .streaming(
+          ResponseStream(status: head.status, upstreamKeepsAlive: head.keepAlive))
+        out.append(.respondHead(head, upstream))
+      case .body(let bytes):
+        guard case .streaming(var stream) = exchange.response else { continue }
+        stream.bodyBytes += bytes.count
+        exchange.response = .streaming(stream)
+        out.append(.respondBody(bytes, upstream))
+      case .end(let trailers):
+        switch exchange.response {
+        case .interim:
+          // The end of a 1xx is not the end of the exchange.
+          exchange.response = .awaitingHead
+        case .streaming(let stream):
+          out.append(.respondEnd(trailers, upstream))
+          return finish(stream, upstream, &out)
+        case .awaitingHead:
+          break
+        }
+      }
+    }
+  }
+
+  /// The response was relayed to its end: the upstream serves another
+  /// exchange (a pooled HTTP/1.1 connection, a freed h2 slot) only when the
+  /// request was complete too and the origin keeps the connection alive.
+  private mutating func finish(_ stream: ResponseStream, _ upstream: Upstream, _ out: inout Actions) {
+    phase = .done
+    out.append(.cancelResponseTimer)
+    if exchange.requestComplete && stream.upstreamKeepsAlive {
+      out.append(.releaseUpstream(upstream))
+    } else {
+      out.append(.closeUpstream(upstream))
+    }
+    out.append(
+      .record(ExchangeRecord(exchange: exchange, status: stream.status, responseBytes: stream.bodyBytes)))
+    out.append(.finished)
+  }
+
+  /// `upstream` closed; `failure` says why when it broke a message, and
+  /// `mayRetry` whether the request may go again: the connection came from
+  /// the pool (an idle close the origin may have raced with our request),
+  /// or the origin said it never started the stream (GOAWAY, RFC 9113 §6.8).
+  mutating func upstreamClosed(
+    _ upstream: Upstream, failure: ProxyFailure?, mayRetry: Bool, _ out: inout Actions
+  ) {
+    guard isServed(by: upstream) else { return }
+    out.append(.cancelResponseTimer)
+    if exchange.responseStarted {
+      phase = .done
+      return out.append(.cutShort)
+    }
+    // One fresh attempt, when nothing of a request body was sent.
+    if mayRetry && !exchange.retried && exchange.requestBodyBytes == 0 {
+      exchange.retried = true
+      phase = .connecting
+      return out.append(.acquireUpstream(poolAllowed: false))
+    }
+    phase = .connecting
+    fail(failure ?? .unreachable("\(exchange.target.key) closed the connection without a response"), &out)
+  }
+
+  /// The acquisition failed.
+  mutating func dialFailed(_ failure: ProxyFailure, _ out: inout Actions) {
+    guard case .connecting = phase else { return }
+    fail(failure, &out)
+  }
+
+  /// The response timer fired `seconds` after the request went upstream.
+  mutating func responseTimerFired(after seconds: Double, _ out: inout Actions) {
+    guard case .exchanging = phase, !exchange.responseStarted else { return }
+    fail(.timeout("\(exchange.target.key) sent no response within \(seconds) s"), &out)
+  }
+
+  /// Refuses the exchange (its response has not started): an upstream in
+  /// use is closed, since mid-exchange its state is unknown.
+  mutating func fail(_ failure: ProxyFailure, _ out: inout Actions) {
+    if case .exchanging(let upstream) = phase {
+      out.append(.cancelResponseTimer)
+      out.append(.closeUpstream(upstream))
+    }
+    phase = .done
+    heldBody = []
+    out.append(.refuse(failure))
+  }
+
+  /// The client is gone, or could not take the response: an upstream in
+  /// use is closed (an HTTP/1.1 connection) or reset (an h2 stream).
+  mutating func abandon(_ out: inout Actions) {
+    if case .exchanging(let upstream) = phase {
+      out.append(.cancelResponseTimer)
+      out.append(.closeUpstream(upstream))
+    }
+    phase = .done
+    heldBody = []
+  }
+}

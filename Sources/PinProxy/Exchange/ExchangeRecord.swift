@@ -1,0 +1,24 @@
+import Dispatch
+
+/// What an exchange was, for the access log and metrics: built once, by the
+/// exchange machine, whichever protocol the client spoke.
+struct ExchangeRecord {
+  let exchange: Exchange
+  let status: Int
+  let responseBytes: Int
+
+  /// Counts the request and writes its access line (when the access log is on).
+  func report(to context: ProxyContext, client: String, listener: String) {
+    context.metrics.request(listener: listener, status: status)
+    guard context.logger.access else { return }
+    let elapsed = DispatchTime.now().uptimeNanoseconds &- exchange.started
+    context.logger.access(
+      AccessLine(
+        client: client, method: exchange.request.method, host: exchange.target.key.description,
+        path: exchange.target.path.prefix(200), status: status, sent: exchange.requestBodyBytes,
+        received: responseBytes, upstreamMilliseconds: Int(elapsed / 1_000_000),
+        upstreamConnection: exchange.upstreamWasPooled ? "pooled" : "new",
+        upstreamTLS: exchange.upstreamTLS.rawValue, upstreamProtocol: exchange.upstreamProtocol.rawValue,
+        clientProtocol: exchange.clientProtocol.rawValue))
+  }
+}

@@ -1,0 +1,270 @@
+import Dispatch
+import Foundation
+import PinConfig
+import PinEventLoop
+import PinHTTP
+import PinHTTP2
+
+/// An intercepted CONNECT whose client chose `h2`: it becomes the TLS
+/// channel's delegate when ALPN settles (the forward session hands the
+/// connection over, with its registry entry and admission slot), and each
+/// stream is an exchange of its own (`DownstreamHTTP2Stream`), routed under
+/// the CONNECT host's rule to an HTTP/1.1 or HTTP/2 upstream. A refusal is
+/// an answer on that stream only (status, `pinproxy-error`, a plain-text
+/// reason); the other streams go on.
+///
+/// What a client may send is bounded: concurrent streams (SETTINGS, 100),
+/// each header block by `limits.maxHeaderCount` fields and
+/// `limits.maxHeaderBytes` as it is decoded (`HTTP2Session`; past either the
+/// stream is reset), request DATA by the stream windows (nothing is consumed
+/// until forwarded), resets and CONTINUATION frames by nghttp2's flood
+/// limits (`HTTP2Limits`), after which the connection ends with GOAWAY.
+/// nghttp2 resets every malformed request (RFC 9113 §8.2) before it is seen
+/// here, so none is ever forwarded.
+///
+/// What a client may cause is bounded too: at most
+/// `maxUpstreamExchanges` of its streams hold an upstream at once (the rest
+/// wait their turn, each within `timeouts.upstreamResponse`); upstream
+/// sockets per client address and in all (`UpstreamBudget`); response bytes
+/// buffered for a reader that does not keep up, per stream, per connection
+/// and in all (`pausesUpstream`).
+///
+/// Confined to its loop: every entry point is a channel delegate call, a
+/// stream's call, an acquisition completion or a timer on `loop.queue`.
+final class DownstreamHTTP2Session: ChannelDelegate, DrainableSession, @unchecked Sendable {
+  enum State {
+    case serving
+    /// GOAWAY sent (shutdown, a flood): no new streams; close when the last one ends.
+    case draining
+    /// The client sent GOAWAY: an ending session is its choice, not a limit's.
+    case clientWentAway
+    case closed
+  }
+
+  let client: any ByteChannel
+  let loop: EventLoop
+  let session: HTTP2Session
+  let context: ProxyContext
+  /// Replaced by the current one before a new stream is routed (a reload governs what follows it).
+  var snapshot: RuntimeSnapshot
+  let listener: ListenerConfig
+  let tunnel: ConnectTarget
+  var router: ForwardRouter
+  let pool: UpstreamPool
+  /// The connection's place in the admission counts, handed over by the forward session.
+  private let admission: AdmissionTicket
+  /// The client's admission key, for the upstream budget (parsed once).
+  lazy var clientKey = ConnectionAdmission.address(of: client.peer)
+  var streams: [Int32: DownstreamHTTP2Stream] = [:]
+  var state = State.serving
+  var resets = ResetBucket()
+  private var nextExchange = 0
+  private lazy var idleTimer: LoopTimer = loop.makeTimer { [weak self] in self?.idleTimeout() }
+  private(set) var lastActivity = DispatchTime.now().uptimeNanoseconds
+  static let maxConcurrentStreams: UInt32 = 100
+  /// Streams that hold (or are acquiring) an upstream at once; later ones
+  /// wait in `queued`, which `maxConcurrentStreams` bounds.
+  static let maxUpstreamExchanges = 32
+  var queued: [DownstreamHTTP2Stream] = []
+  /// Response body buffered per stream before its upstream is paused.
+  static let highWatermark = 256 * 1024
+  /// Response body buffered for the whole connection before its upstreams pause.
+  static let connectionBufferLimit = 1 << 20
+  /// Past `UpstreamBudget.bufferedBytesLimit` in all, a connection holding
+  /// more than this pauses its upstreams too.
+  static let slowConnectionFloor = 64 * 1024
+  /// What this connection last added to the process-wide buffered count.
+  var bufferedReported = 0
+  /// Declared request bodies up to this size are held until complete.
+  static let heldBodyLimit = 64 * 1024
+
+  init(
+    client: any ByteChannel, context: ProxyContext, snapshot: RuntimeSnapshot, listener: ListenerConfig,
+    tunnel: ConnectTarget, pool: UpstreamPool, admission: AdmissionTicket
+  ) throws {
+    self.client = client
+    loop = client.loop
+    self.context = context
+    self.snapshot = snapshot
+    self.listener = listener
+    self.tunnel = tunnel
+    self.pool = pool
+    self.admission = admission
+    router = ForwardRouter(snapshot: snapshot, listener: listener)
+    let limits = snapshot.httpLimits
+    session = try HTTP2Session(
+      role: .server, maxConcurrentStreams: Self.maxConcurrentStreams,
+      maxHeaderListSize: UInt32(clamping: limits.maxHeaderBytes), limits: HTTP2Limits(headerLimits: limits))
+  }
+
+  /// Takes the channel over: from now on every client byte comes here.
+  func start() {
+    loop.preconditionInLoop()
+    client.delegate = self
+    context.registry(for: loop).add(self)
+    flush()
+    idleTimer.schedule(after: snapshot.timeouts.idleKeepAlive)
+  }
+
+  var isClosed: Bool { if case .closed = state { true } else { false } }
+  var isServing: Bool { if case .serving = state { true } else { false } }
+
+  var acquirer: UpstreamAcquirer {
+    UpstreamAcquirer(context: context, snapshot: snapshot, loop: loop, client: clientKey)
+  }
+
+  var upstreamRelease: UpstreamRelease { UpstreamRelease(pool: pool, snapshot: snapshot) }
+
+  func nextExchangeID() -> Int {
+    nextExchange += 1
+    return nextExchange
+  }
+
+  // MARK: ChannelDelegate
+
+  func channel(_ channel: any ByteChannel, didRead bytes: [UInt8]) {
+    loop.preconditionInLoop()
+    guard !isClosed else { return }
+    lastActivity = DispatchTime.now().uptimeNanoseconds
+    let events: [HTTP2Event]
+    do {
+      events = try session.receive(bytes)
+    } catch {
+      context.metrics.http2Events.increment(["downstream", "protocol_error"])
+      logBadRequest(.info, "HTTP/2 protocol error: \(error.description)")
+      flush()
+      return closeAll()
+    }
+    handle(events)
+  }
+
+  /// The client half-closed: nothing more will come; the connection ends.
+  func channelDidReadEOF(_ channel: any ByteChannel) {
+    loop.preconditionInLoop()
+    closeAll()
+  }
+
+  func channelDidDrain(_ channel: any ByteChannel) {
+    loop.preconditionInLoop()
+    flush()
+  }
+
+  /// The client connection ended: every exchange in progress is abandoned.
+  func channelDidClose(_ channel: any ByteChannel, error: (any Error)?) {
+    loop.preconditionInLoop()
+    state = .closed
+    idleTimer.cancel()
+    let open = streams.values
+    streams.removeAll()
+    for stream in open { stream.abandon() }
+    context.metrics.http2StreamsInFlight.add(-open.count)
+    queued.removeAll()
+    reportBuffered(0)
+    context.registry(for: loop).remove(self)
+    admission.release()
+  }
+
+  // MARK: DrainableSession
+
+  var clientPeer: String { client.peer }
+
+  /// How expendable the connection is under overload: with no stream, an
+  /// idle keep-alive connection; with only streams whose request has not
+  /// finished arriving (nothing sent upstream yet), a slow one; else nil.
+  var evictionCandidate: EvictionCandidate? {
+    loop.preconditionInLoop()
+    if streams.isEmpty { return EvictionCandidate(tier: .idleKeepAlive, since: lastActivity) }
+    guard streams.values.allSatisfy({ $0.hold == .body }) else { return nil }
+    return EvictionCandidate(tier: .unfinishedHead, since: lastActivity)
+  }
+
+  func evict() {
+    loop.preconditionInLoop()
+    context.logger.log(.debug, "evicted", ["client": client.peer, "reason": "connection limit reached"])
+    client.close()
+  }
+
+  /// Graceful shutdown: GOAWAY now; the connection closes when the streams end.
+  func drain() {
+    loop.preconditionInLoop()
+    if isServing { state = .draining }
+    try? session.submitGoAway()
+    flush()
+    if streams.isEmpty { closeAll() }
+  }
+
+  // MARK: Ending
+
+  func becameIdle() {
+    if !isServing { return closeAll() }
+    idleTimer.schedule(after: snapshot.timeouts.idleKeepAlive)
+  }
+
+  func cancelIdleTimer() { idleTimer.cancel() }
+
+  private func idleTimeout() {
+    loop.preconditionInLoop()
+    guard streams.isEmpty, !isClosed else { return }
+    try? session.submitGoAway()
+    flush()
+    closeAll()
+  }
+
+  func closeAll() {
+    guard !isClosed else { return }
+    state = .closed
+    idleTimer.cancel()
+    for stream in streams.values { stream.abandon() }
+    queued.removeAll()
+    reportBuffered(0)
+    // The client may still be sending (the rest of a block that broke a
+    // limit): closing with its bytes unread would reset the connection and
+    // destroy the GOAWAY that says why. Briefly read and discard instead.
+    LingeringClose.start(
+      client, owner: self, timeout: min(2, snapshot.timeouts.lingeringClose), byteLimit: 1 << 20)
+  }
+
+  /// A `refused` line for what the client did wrong at the HTTP/2 level.
+  func logBadRequest(_ level: ProxyLogger.Level, _ reason: String) {
+    Refusal(.badRequest(reason), tunnel: tunnel).log(to: context.logger, client: client.peer, level: level)
+  }
+
+  // MARK: Writing
+
+  func flush() {
+    guard !isClosed, client.isOpen else { return }
+    // A client that does not read gets nothing more queued on its socket:
+    // frames wait in nghttp2, where its bounds hold (at most 1000 owed
+    // PING/SETTINGS acknowledgements and resets, then GOAWAY; answers held
+    // by the 100 concurrent streams), until `channelDidDrain`.
+    if !client.isAboveHighWatermark {
+      do {
+        let bytes = try session.pendingOutput()
+        if !bytes.isEmpty { client.write(bytes) }
+      } catch {
+        return closeAll()
+      }
+    }
+    // Sending can close streams (the RST_STREAM nghttp2 queued for an
+    // oversized or malformed request): they end now, not at the next read.
+    let produced = session.takeEvents()
+    if !produced.isEmpty { return handle(produced) }
+    reportBuffered(session.bufferedBodyBytesTotal)
+    startQueued()
+    // Streams whose buffered response went below the bounds read their upstream again.
+    for stream in streams.values where stream.upstreamPaused && !pausesUpstream(of: stream) {
+      stream.upstreamPaused = false
+      stream.machine.upstream?.link.resumeReading()
+    }
+    if !session.isActive && !isClosed {
+      if isServing {
+        // nghttp2 ended it: a reset or CONTINUATION flood, an oversized or
+        // undecodable header block, a protocol error (its GOAWAY says which).
+        context.metrics.http2Events.increment(["downstream", "session_ended"])
+        logBadRequest(
+          .warning, "HTTP/2 connection ended by a protocol limit (reset or CONTINUATION flood, header block)")
+      }
+      closeAll()
+    }
+  }
+}

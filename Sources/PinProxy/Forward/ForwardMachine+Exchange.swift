@@ -1,0 +1,134 @@
+import PinHTTP
+
+/// The exchange half of the HTTP/1.1 connection machine: upstream events go
+/// to the current `ExchangeMachine`, and what it asks becomes this
+/// connection's actions — its response framed by `HTTP1Downstream`, its
+/// outcome deciding whether the connection serves another request.
+extension ForwardMachine {
+  /// A connection for exchange `id`: `pooled` when taken from the pool.
+  mutating func upstreamReady(
+    _ upstream: Upstream, exchange id: Int, pooled: Bool, tls: UpstreamTLS,
+    protocol name: UpstreamProtocol = .http1
+  ) {
+    guard case .exchanging(let exchange) = state, exchange.exchange.id == id else {
+      return actions.append(.closeUpstream(upstream))
+    }
+    withExchange { $0.upstreamReady(upstream, pooled: pooled, tls: tls, protocol: name, &$1) }
+    process()
+  }
+
+  /// The dial for exchange `id` (or for the passthrough tunnel) failed.
+  mutating func dialFailed(_ failure: ProxyFailure, exchange id: Int?) {
+    switch state {
+    case .exchanging(let exchange) where exchange.exchange.id == id:
+      withExchange { $0.dialFailed(failure, &$1) }
+    case .openingTunnel(let head, let target?) where id == nil:
+      fail(failure, request: head, target: target)
+    default:
+      break
+    }
+  }
+
+  mutating func responseTimerFired(exchange id: Int, after seconds: Double) {
+    guard case .exchanging(let exchange) = state, exchange.exchange.id == id else { return }
+    withExchange { $0.responseTimerFired(after: seconds, &$1) }
+  }
+
+  /// Response events from `upstream`; `draining` says the proxy is shutting down.
+  mutating func upstreamEvents(_ events: [HTTP1Parser.Event], from upstream: Upstream, draining: Bool) {
+    guard case .exchanging = state else { return actions.append(.closeUpstream(upstream)) }
+    self.draining = self.draining || draining
+    withExchange { $0.upstreamEvents(events, from: upstream, &$1) }
+  }
+
+  mutating func upstreamDrained(_ upstream: Upstream) {
+    guard case .exchanging(let exchange) = state, exchange.isServed(by: upstream) else { return }
+    process()
+  }
+
+  /// `upstream` closed; the exchange decides between retrying, refusing and
+  /// cutting the response short.
+  mutating func upstreamClosed(_ upstream: Upstream, failure: ProxyFailure?, mayRetry: Bool) {
+    guard case .exchanging = state else { return }
+    withExchange { $0.upstreamClosed(upstream, failure: failure, mayRetry: mayRetry, &$1) }
+  }
+
+  /// Runs `event` on the current exchange, then turns what it asked into
+  /// this connection's actions. The exchange is moved out of `state` while
+  /// it runs, so that nothing it holds is copied.
+  mutating func withExchange(
+    _ event: (inout ExchangeMachine<Upstream>, inout ExchangeMachine<Upstream>.Actions) -> Void
+  ) {
+    guard case .exchanging(var exchange) = state else { return }
+    state = .closing
+    event(&exchange, &exchangeActions)
+    state = .exchanging(exchange)
+    while let action = exchangeActions.popFirst() {
+      guard case .exchanging(let current) = state else {
+        // Refused or cut short: what remains are its upstream's clean-up actions.
+        relay(action)
+        continue
+      }
+      translate(action, current.exchange)
+    }
+  }
+
+  private mutating func translate(_ action: ExchangeAction<Upstream>, _ exchange: Exchange) {
+    switch action {
+    case .acquireUpstream(let poolAllowed):
+      actions.append(.acquireUpstream(exchange: exchange.id, exchange.target, poolAllowed: poolAllowed))
+    case .armResponseTimer:
+      actions.append(.armResponseTimer(exchange: exchange.id))
+    case .respondInterim(let head):
+      response.sendInterim(head)
+      writeResponse(pausing: nil)
+    case .respondHead(let head, _):
+      if draining { response.closing = true }
+      _ = response.sendHead(head, upstreamProtocol: exchange.upstreamProtocol)
+      writeResponse(pausing: nil)
+    case .respondBody(let bytes, let upstream):
+      response.sendBody(bytes)
+      writeResponse(pausing: upstream)
+    case .respondEnd(let trailers, let upstream):
+      response.end(trailers: trailers)
+      writeResponse(pausing: upstream)
+    case .refuse(let failure):
+      fail(failure, request: exchange.request, target: exchange.target)
+    case .cutShort:
+      // Part of the response was sent: only closing tells the client it is cut short.
+      closeNow()
+    case .finished:
+      servedRequests += 1
+      // A response that ended before the request body did leaves the client's
+      // stream mid-message: the connection cannot carry another request.
+      if response.closing || response.endsWithConnection || !exchange.requestComplete || draining {
+        state = .closing
+        return actions.append(.closeAfterFlush)
+      }
+      awaitRequest()
+      parseNextRequest()
+    default:
+      relay(action)
+    }
+  }
+
+  /// The actions that are the same for every exchange outcome: upstream I/O and timers.
+  mutating func relay(_ action: ExchangeAction<Upstream>) {
+    switch action {
+    case .adoptUpstream(let upstream): actions.append(.adoptUpstream(upstream))
+    case .sendHead(let upstream, let request): actions.append(.sendHead(upstream, request))
+    case .sendBody(let upstream, let bytes): actions.append(.sendBody(upstream, bytes))
+    case .endBody(let upstream, let trailers): actions.append(.endBody(upstream, trailers))
+    case .cancelResponseTimer: actions.append(.cancelResponseTimer)
+    case .releaseUpstream(let upstream): actions.append(.releaseUpstream(upstream))
+    case .closeUpstream(let upstream): actions.append(.closeUpstream(upstream))
+    case .record(let record): actions.append(.record(record))
+    default: break
+    }
+  }
+
+  private mutating func writeResponse(pausing upstream: Upstream?) {
+    let bytes = response.takeOutput()
+    if !bytes.isEmpty { actions.append(.writeClient(bytes, pausing: upstream)) }
+  }
+}
