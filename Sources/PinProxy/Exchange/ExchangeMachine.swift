@@ -12,9 +12,8 @@ protocol SameUpstream {
 enum ExchangeAction<Upstream: SameUpstream> {
   /// Take a pooled connection or dial one; answer `upstreamReady` or `dialFailed`.
   case acquireUpstream(poolAllowed: Bool)
-  /// Make the session the upstream's delegate.
-  case adoptUpstream(Upstream)
-  /// Send the request head (the link frames it for its protocol).
+  /// Become the upstream's delegate and send the request head (the link
+  /// frames it for its protocol).
   indirect case sendHead(Upstream, ForwardedRequest)
   case sendBody(Upstream, [UInt8])
   /// The request body ended, with these trailers (chunked or HTTP/2 only).
@@ -98,7 +97,6 @@ struct ExchangeMachine<Upstream: SameUpstream> {
     exchange.upstreamTLS = tls
     exchange.upstreamProtocol = name
     phase = .exchanging(upstream)
-    out.append(.adoptUpstream(upstream))
     out.append(
       .sendHead(
         upstream,

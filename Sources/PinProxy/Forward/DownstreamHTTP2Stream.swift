@@ -142,11 +142,25 @@ final class DownstreamHTTP2Stream: UpstreamDelegate, @unchecked Sendable {
 
   private func execute(_ action: ExchangeAction<UpstreamRef>) {
     switch action {
+    case .respondInterim(let head):
+      downstream.sendInterim(head)
+    case .respondHead(let head, let upstream):
+      if !downstream.sendHead(head, upstreamProtocol: machine.exchange.upstreamProtocol) {
+        responseCannotStart(upstream)
+      }
+    case .respondBody(let bytes, let upstream):
+      downstream.sendBody(bytes)
+      // Back-pressure: a stream whose client does not keep up stops its upstream.
+      if !upstreamPaused && session.pausesUpstream(of: self) {
+        upstreamPaused = true
+        upstream.link.pauseReading()
+      }
+    case .respondEnd(let trailers, _):
+      downstream.end(trailers: trailers)
     case .acquireUpstream(let poolAllowed):
       session.acquire(for: self, poolAllowed: poolAllowed)
-    case .adoptUpstream(let upstream):
-      upstream.link.delegate = self
     case .sendHead(let upstream, let request):
+      upstream.link.delegate = self
       upstream.link.sendHead(request)
     case .sendBody(let upstream, let bytes):
       upstream.link.sendBody(bytes)
@@ -167,21 +181,6 @@ final class DownstreamHTTP2Stream: UpstreamDelegate, @unchecked Sendable {
       upstream.link.release(to: session.upstreamRelease)
     case .closeUpstream(let upstream):
       upstream.link.close()
-    case .respondInterim(let head):
-      downstream.sendInterim(head)
-    case .respondHead(let head, let upstream):
-      if !downstream.sendHead(head, upstreamProtocol: machine.exchange.upstreamProtocol) {
-        responseCannotStart(upstream)
-      }
-    case .respondBody(let bytes, let upstream):
-      downstream.sendBody(bytes)
-      // Back-pressure: a stream whose client does not keep up stops its upstream.
-      if !upstreamPaused && session.pausesUpstream(of: self) {
-        upstreamPaused = true
-        upstream.link.pauseReading()
-      }
-    case .respondEnd(let trailers, _):
-      downstream.end(trailers: trailers)
     case .record(let record):
       record.report(to: session.context, client: session.client.peer, listener: session.listener.name)
     case .refuse(let failure):

@@ -115,8 +115,9 @@ extension ForwardMachine {
   /// The actions that are the same for every exchange outcome: upstream I/O and timers.
   mutating func relay(_ action: ExchangeAction<Upstream>) {
     switch action {
-    case .adoptUpstream(let upstream): actions.append(.adoptUpstream(upstream))
-    case .sendHead(let upstream, let request): actions.append(.sendHead(upstream, request))
+    case .sendHead(let upstream, let request):
+      actions.append(.adoptUpstream(upstream))
+      actions.append(.sendHead(upstream, request))
     case .sendBody(let upstream, let bytes): actions.append(.sendBody(upstream, bytes))
     case .endBody(let upstream, let trailers): actions.append(.endBody(upstream, trailers))
     case .cancelResponseTimer: actions.append(.cancelResponseTimer)
