@@ -22,7 +22,7 @@ final class SpliceTests: XCTestCase {
     loop.queue.sync {
       _ = Splice(
         client: Connection(fd: clientNear, peer: "client", loop: loop),
-        upstream: Connection(fd: upstreamNear, peer: "upstream", loop: loop), idleLimit: idleLimit
+        upstream: .plain(Connection(fd: upstreamNear, peer: "upstream", loop: loop)), idleLimit: idleLimit
       ) { _ in ended.withLock { $0 += 1 } }
     }
     return (TestClient(fd: clientFar), TestClient(fd: upstreamFar))

@@ -12,7 +12,10 @@ import PinEventLoop
 /// that queue. Each channel holds the splice strongly until it closed.
 final class Splice: ChannelDelegate, @unchecked Sendable {
   let client: any ByteChannel
-  let upstream: any ByteChannel
+  /// The upstream channel and what its dial learnt: whether giving it up
+  /// ends a TLS session (kept resumable) or a plain socket.
+  private let dialed: DialedUpstream
+  var upstream: any ByteChannel { dialed.channel }
   private var idle: IdleWatch?
   private var clientDone = false
   private var upstreamDone = false
@@ -29,11 +32,11 @@ final class Splice: ChannelDelegate, @unchecked Sendable {
   ///     upstream is closed by then too), with the error that broke the
   ///     upstream side if one did.
   init(
-    client: any ByteChannel, upstream: any ByteChannel, idleLimit: Double, early: [UInt8] = [],
+    client: any ByteChannel, upstream dialed: DialedUpstream, idleLimit: Double, early: [UInt8] = [],
     clientFinished: Bool = false, onEnd: @escaping (_ upstreamError: (any Error)?) -> Void
   ) {
     self.client = client
-    self.upstream = upstream
+    self.dialed = dialed
     self.onEnd = onEnd
     clientDone = clientFinished
     idle = IdleWatch(loop: client.loop, limit: idleLimit) { [weak self] in self?.close() }
@@ -60,7 +63,7 @@ final class Splice: ChannelDelegate, @unchecked Sendable {
   func close() {
     loop.preconditionInLoop()
     idle?.cancel()
-    upstream.closeKeepingSession()
+    dialed.closeKeepingSession()
     client.close()
   }
 
@@ -114,7 +117,7 @@ final class Splice: ChannelDelegate, @unchecked Sendable {
     }
     idle?.cancel()
     idle = nil
-    upstream.closeKeepingSession()
+    dialed.closeKeepingSession()
     // Dropped once called: the closure holds the session, which holds this splice.
     let onEnd = self.onEnd
     self.onEnd = nil

@@ -71,9 +71,8 @@ final class TLSChannel: ByteChannel, ChannelDelegate, @unchecked Sendable {
   var pendingOutputBytes: Int { connection.pendingOutputBytes }
   var isAboveHighWatermark: Bool { connection.isAboveHighWatermark }
   var hasBufferedInput: Bool { engine.hasBufferedInput }
-  var sessionResumed: Bool { engine.sessionReused }
-  /// What ALPN settled on (`h2`, `http/1.1`), nil when nothing.
-  var applicationProtocol: String? { engine.selectedApplicationProtocol }
+  /// The HTTP version ALPN settled on: HTTP/1.1 unless `h2` was chosen.
+  var negotiatedProtocol: UpstreamProtocol { UpstreamProtocol(alpn: engine.selectedApplicationProtocol) }
   func hasUnreadInput() -> Bool {
     loop.preconditionInLoop()
     return connection.hasUnreadInput()
@@ -255,15 +254,5 @@ final class TLSChannel: ByteChannel, ChannelDelegate, @unchecked Sendable {
     delegate = nil
     storeSession = nil
     owner?.channelDidClose(self, error: closeError ?? error)
-  }
-}
-
-extension ByteChannel {
-  /// Closes an upstream channel the owner is done with: an established TLS
-  /// session ends with close_notify so it stays resumable (OpenSSL marks
-  /// one freed without it as not resumable); plain TCP closes at once, so
-  /// nothing queued for an abandoned exchange is sent after all.
-  func closeKeepingSession() {
-    if self is TLSChannel { closeAfterFlush() } else { close() }
   }
 }

@@ -6,14 +6,17 @@ import PinTLS
 import PinTrust
 
 /// Everything a connection needs from the configuration, compiled once and
-/// immutable: the trust snapshot, one TLS client context per domain rule (and
+/// immutable: the trust snapshot, one `CompiledRule` per domain rule (and
 /// one for the defaults), connectTo mappings, timeouts and limits. A
 /// connection keeps the snapshot it started with.
 public final class RuntimeSnapshot: Sendable {
   public let configuration: Configuration
   public let trust: TrustSnapshot
-  public let ruleContexts: [TLSClientContext]
-  public let defaultContext: TLSClientContext
+  /// Each domain rule compiled, by its index in `trust.rules` (the
+  /// configuration's order).
+  public let rules: [CompiledRule]
+  /// What governs a host no rule names; nil when `defaults.action` is deny.
+  public let defaultRule: CompiledRule?
   public let timeouts: TimeoutsConfig
   public let limits: LimitsConfig
   public let httpLimits: HTTPLimits
@@ -25,22 +28,15 @@ public final class RuntimeSnapshot: Sendable {
   let connectTo: [ConnectToKey: HostPort]
   /// What `defaults` may not reach (loopback, link-local, own listeners).
   let internalAddresses: InternalAddresses
-  /// The pin list store of each rule with `dynamicPins`, by rule index.
-  let pinStores: [Int: DynamicPinStore]
   /// Every list store of the process (shared by all snapshots).
   public let pins: DynamicPinRegistry
-  /// Each rule's report URIs, by rule index (rules with `report.uris`).
-  let reportURIs: [Int: [InternalURL]]
 
   init(
-    configuration: Configuration, trust: TrustSnapshot, ruleContexts: [TLSClientContext],
-    defaultContext: TLSClientContext, interception: [String: InterceptionContext],
-    pinStores: [Int: DynamicPinStore], pins: DynamicPinRegistry, reportURIs: [Int: [InternalURL]]
+    configuration: Configuration, trust: TrustSnapshot, rules: [CompiledRule], defaultRule: CompiledRule?,
+    interception: [String: InterceptionContext], pins: DynamicPinRegistry
   ) {
     self.interception = interception
-    self.pinStores = pinStores
     self.pins = pins
-    self.reportURIs = reportURIs
     var passthrough: [String: PassthroughList] = [:]
     for listener in configuration.listeners {
       passthrough[listener.name] = PassthroughList(listener.passthrough)
@@ -59,8 +55,8 @@ public final class RuntimeSnapshot: Sendable {
       local: SocketAddress.localInterfaceAddresses())
     self.configuration = configuration
     self.trust = trust
-    self.ruleContexts = ruleContexts
-    self.defaultContext = defaultContext
+    self.rules = rules
+    self.defaultRule = defaultRule
     timeouts = configuration.timeouts
     limits = configuration.limits
     httpLimits = HTTPLimits(
@@ -71,8 +67,21 @@ public final class RuntimeSnapshot: Sendable {
 
   public var generation: UInt64 { trust.generation }
 
+  /// The compiled rule that governs `host`: the domain rule the table
+  /// routes it to, else the defaults; nil when the host is denied.
+  func rule(governing host: TrustHost) -> CompiledRule? {
+    if let entry = trust.rules.lookup(host) { return rules[entry.rule] }
+    return defaultRule
+  }
+
   /// The list in force for rule `index`, nil for a rule without `dynamicPins`.
-  public func dynamicPins(forRule index: Int) -> DynamicPinRequirement? { pinStores[index]?.requirement().0 }
+  public func dynamicPins(forRule index: Int) -> DynamicPinRequirement? {
+    guard rules.indices.contains(index) else { return nil }
+    return rules[index].pinStore?.requirement().0
+  }
+
+  /// The pin list stores of the rules with `dynamicPins`, in rule order.
+  var pinStores: [DynamicPinStore] { rules.compactMap(\.pinStore) }
 
   /// Where to actually connect for `host:port` (curl's --connect-to
   /// semantics), and whether a `connectTo` mapping chose it.
@@ -178,10 +187,17 @@ public final class RuntimeSnapshot: Sendable {
     guard errors.isEmpty else { throw ConfigErrors(errors: errors) }
     // Only a configuration that compiled touches the stores.
     let now = Date()
-    let pinStores = specs.mapValues { pins.store(for: $0, at: now, warn: warn) }
+    // Without errors every rule has its policy and context, at its own index.
+    let rules = configuration.domains.indices.map { index in
+      CompiledRule(
+        domain: configuration.domains[index], policy: trust.domainPolicies[index], context: contexts[index],
+        pinStore: specs[index].map { pins.store(for: $0, at: now, warn: warn) },
+        reportURIs: reportURIs[index] ?? [], logs: trust.transparency)
+    }
     return RuntimeSnapshot(
-      configuration: configuration, trust: trust, ruleContexts: contexts, defaultContext: defaultContext,
-      interception: interception, pinStores: pinStores, pins: pins, reportURIs: reportURIs)
+      configuration: configuration, trust: trust, rules: rules,
+      defaultRule: trust.defaultPolicy.map { CompiledRule(defaults: $0, context: defaultContext) },
+      interception: interception, pins: pins)
   }
 
   /// The embedded default: one forward listener on 127.0.0.1:3128, system

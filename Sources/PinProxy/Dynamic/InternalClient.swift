@@ -89,9 +89,9 @@ final class InternalExchange: UpstreamDelegate, @unchecked Sendable {
       switch result {
       case .failure(let failure):
         finish(.failure(failure))
-      case .success(let channel):
-        guard case .dialing = state else { return channel.close() }
-        let upstream = UpstreamConnection(key: key, channel: channel, limits: limits)
+      case .success(let dialed):
+        guard case .dialing = state else { return dialed.close() }
+        let upstream = UpstreamConnection(key: key, dialed: dialed, limits: limits)
         upstream.delegate = self
         state = .waiting(upstream, head: nil, body: [])
         send(on: upstream)

@@ -23,12 +23,9 @@ public enum PinListMaintenance {
   /// The rules with `dynamicPins` and their lists in force (stored, fallback
   /// or none), as JSON.
   public static func show(_ snapshot: RuntimeSnapshot, now: Date = Date()) -> String {
-    let rules = snapshot.pinStores.sorted { $0.key < $1.key }.map { index, store in
-      [
-        "rule": snapshot.configuration.domains[index].domain.description,
-        "dynamicPins": PolicyReport.dynamicPins(store, now: now),
-      ]
-        as [String: Any]
+    let rules = snapshot.rules.compactMap { rule -> [String: Any]? in
+      guard let store = rule.pinStore else { return nil }
+      return ["rule": rule.name, "dynamicPins": PolicyReport.dynamicPins(store, now: now)]
     }
     let data =
       (try? JSONSerialization.data(
@@ -44,8 +41,9 @@ public enum PinListMaintenance {
       snapshot: snapshot, trustEngine: TrustEngine(), sessions: TLSSessionCache(), metrics: ProxyMetrics(),
       reporter: nil)
     var results: [UpdateResult] = []
-    for (index, store) in snapshot.pinStores.sorted(by: { $0.key < $1.key }) {
-      let rule = snapshot.configuration.domains[index].domain.description
+    for compiled in snapshot.rules {
+      guard let store = compiled.pinStore else { continue }
+      let rule = compiled.name
       let outcome = Locked<Result<PinListUpdate.Outcome, PinListFetch.Failure>?>(nil)
       let done = DispatchSemaphore(value: 0)
       PinListFetch.run(store, dialer: dialer, on: group.loops[0]) { result in

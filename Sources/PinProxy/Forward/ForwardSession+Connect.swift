@@ -81,7 +81,7 @@ extension ForwardSession {
         connection, engine: pending.engine, host: target.host, target: "\(target.host):\(target.port)",
         logger: context.logger, owner: self, early: bytes, timeout: snapshot.timeouts.tlsHandshake
       ) { [weak self] channel in
-        guard let self, channel.applicationProtocol == "h2" else { return }
+        guard let self, channel.negotiatedProtocol == .http2 else { return }
         self.startHTTP2(on: channel, tunnel: target)
       }
     } else {

@@ -116,13 +116,13 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
         upstreamSockets: context.budget.openSockets, upstreamSocketLimit: context.budget.socketLimit,
         generation: context.snapshot.generation,
         draining: context.isDraining, droppedLogLines: context.logger.droppedLines,
-        pinStores: Array(context.snapshot.pinStores.values),
-        pinExpiries: zip(context.snapshot.trust.domainConfigs, context.snapshot.trust.domainPolicies)
-          .compactMap {
-            domain, compiled in
-            guard compiled.policy.hasStaticPins, let expires = compiled.policy.pinsExpire else { return nil }
-            return (domain.domain.description, expires)
-          })
+        pinStores: context.snapshot.pinStores,
+        pinExpiries: context.snapshot.rules.compactMap { rule in
+          guard rule.policy.policy.hasStaticPins, let expires = rule.policy.policy.pinsExpire else {
+            return nil
+          }
+          return (rule.name, expires)
+        })
       respond(status: 200, type: "text/plain; version=0.0.4", body: context.metrics.render(gauges))
     case "/policies":
       respond(status: 200, type: "application/json", body: PolicyReport.json(context.snapshot))
@@ -180,9 +180,9 @@ enum PolicyReport {
 
   static func json(_ snapshot: RuntimeSnapshot) -> String {
     var rules: [[String: Any]] = []
-    for (index, domain) in snapshot.configuration.domains.enumerated()
-    where index < snapshot.trust.domainPolicies.count {
-      let policy = snapshot.trust.domainPolicies[index].policy
+    for compiled in snapshot.rules {
+      guard let domain = compiled.domain else { continue }
+      let policy = compiled.policy.policy
       var rule: [String: Any] = [
         "domain": domain.domain.description, "includesSubdomains": domain.includesSubdomains,
         "anchors": domain.anchors,
@@ -216,7 +216,7 @@ enum PolicyReport {
         rule["pinsExpireSeconds"] = Int(expires.timeIntervalSince(now).rounded(.down))
       }
       rule["requiresCertificateTransparency"] = domain.requiresCertificateTransparency
-      if let store = snapshot.pinStores[index] { rule["dynamicPins"] = dynamicPins(store, now: Date()) }
+      if let store = compiled.pinStore { rule["dynamicPins"] = dynamicPins(store, now: Date()) }
       if let report = domain.report {
         rule["report"] = ["enforce": report.enforce, "uris": report.uris.map(\.uri)]
       }

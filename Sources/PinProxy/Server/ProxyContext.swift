@@ -65,7 +65,7 @@ final class ProxyContext: Sendable {
           snapshot: current.withLock { $0 }, trustEngine: engine, sessions: sessions, metrics: metrics,
           reporter: reporter)
       },
-      stores: { Array(current.withLock { $0 }.pinStores.values) },
+      stores: { current.withLock { $0 }.pinStores },
       // A rule's pin list was replaced: idle connections verified under the
       // old one are closed on every loop (busy ones are not pooled again).
       listChanged: {
@@ -96,7 +96,7 @@ final class ProxyContext: Sendable {
   func install(_ snapshot: RuntimeSnapshot) {
     current.withLock { $0 = snapshot }
     generation.store(snapshot.generation, ordering: .releasing)
-    snapshot.pins.keep(only: Set(snapshot.pinStores.values.map(\.spec.id)))
+    snapshot.pins.keep(only: Set(snapshot.pinStores.map(\.spec.id)))
     updater.configurationChanged()
     trustEngine.cache.removeAll()
     sessions.removeAll()

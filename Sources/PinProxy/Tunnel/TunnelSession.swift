@@ -94,7 +94,7 @@ final class TunnelSession: ChannelDelegate, DrainableSession, @unchecked Sendabl
   }
 
   private func execute(
-    _ action: TunnelMachine.Action, upstream: (any ByteChannel)? = nil, key: UpstreamKey? = nil
+    _ action: TunnelMachine.Action, upstream: DialedUpstream? = nil, key: UpstreamKey? = nil
   ) {
     loop.preconditionInLoop()
     switch action {

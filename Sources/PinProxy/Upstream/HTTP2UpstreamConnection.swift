@@ -47,10 +47,10 @@ final class HTTP2UpstreamConnection: ChannelDelegate, @unchecked Sendable {
   private var oversized: Set<Int32> = []
 
   /// - Parameter limits: the response header bounds, the same an HTTP/1.1 origin's responses get.
-  init(key: UpstreamKey, channel: any ByteChannel, limits: HTTPLimits, metrics: ProxyMetrics) throws {
+  init(key: UpstreamKey, dialed: DialedUpstream, limits: HTTPLimits, metrics: ProxyMetrics) throws {
     self.key = key
-    self.channel = channel
-    tls = UpstreamTLS(of: channel)
+    channel = dialed.channel
+    tls = dialed.tls
     self.metrics = metrics
     session = try HTTP2Session(
       role: .client, maxConcurrentStreams: 0, maxHeaderListSize: UInt32(clamping: limits.maxHeaderBytes),

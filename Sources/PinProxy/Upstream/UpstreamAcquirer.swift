@@ -83,18 +83,26 @@ struct UpstreamAcquirer {
     }
     let (pool, limits, metrics, idleTimeout) = (self.pool.http2, self.limits, self.metrics, self.idleTimeout)
     dialer.open(key, route: target.route, on: loop, http2: http2) { result in
-      if case .failure = result { charge.releaseAll() }
+      let dialed: DialedUpstream
       switch result {
-      case .success(let channel) where (channel as? TLSChannel)?.applicationProtocol == "h2":
+      case .failure(let failure):
+        charge.releaseAll()
+        if coalescing { pool.dialed(key, .failure(failure)) }
+        return completion(.failure(failure))
+      case .success(let success):
+        dialed = success
+      }
+      switch dialed.negotiated {
+      case .http2:
         // The origin chose h2: speaking HTTP/1.1 on it is never a fallback.
         // Shared by every client's streams: the socket counts in the total only.
         charge.releaseClient()
         guard
           let connection = try? HTTP2UpstreamConnection(
-            key: key, channel: channel, limits: limits, metrics: metrics)
+            key: key, dialed: dialed, limits: limits, metrics: metrics)
         else {
           charge.releaseAll()
-          channel.close()
+          dialed.close()
           let failure = ProxyFailure.unreachable("cannot start HTTP/2 with \(key)")
           if coalescing { pool.dialed(key, .failure(failure)) }
           return completion(.failure(failure))
@@ -110,14 +118,11 @@ struct UpstreamAcquirer {
         }
         if coalescing { pool.dialed(key, .success(connection)) }
         completion(.success((stream, false)))
-      case .success(let channel):
+      case .http1:
         metrics.upstreamConnections.increment([UpstreamProtocol.http1.rawValue])
         if coalescing { pool.dialed(key, .success(nil)) }
         completion(
-          .success((UpstreamConnection(key: key, channel: channel, limits: limits, charge: charge), false)))
-      case .failure(let failure):
-        if coalescing { pool.dialed(key, .failure(failure)) }
-        completion(.failure(failure))
+          .success((UpstreamConnection(key: key, dialed: dialed, limits: limits, charge: charge), false)))
       }
     }
   }

@@ -12,15 +12,6 @@ enum UpstreamTLS: String, Sendable {
   case full
   /// An abbreviated handshake resuming a cached session.
   case resumed
-
-  /// How `channel` began: plain, or its TLS handshake's kind.
-  init(of channel: any ByteChannel) {
-    guard let tls = channel as? TLSChannel else {
-      self = .none
-      return
-    }
-    self = tls.sessionResumed ? .resumed : .full
-  }
 }
 
 /// One HTTP/1.1 connection to an origin: a trusted channel from
@@ -31,8 +22,10 @@ enum UpstreamTLS: String, Sendable {
 /// session call or a channel delegate call on that queue.
 final class UpstreamConnection: UpstreamLink, ChannelDelegate, @unchecked Sendable {
   let key: UpstreamKey
-  let channel: any ByteChannel
-  let tls: UpstreamTLS
+  /// The dial's channel and what it learnt (TLS, session resumption).
+  private let dialed: DialedUpstream
+  var channel: any ByteChannel { dialed.channel }
+  var tls: UpstreamTLS { dialed.tls }
   let protocolName = UpstreamProtocol.http1
   /// HTTP/1.1 has no way to say a request went unprocessed: only a pooled
   /// connection's close before any response byte is taken as a race.
@@ -47,11 +40,10 @@ final class UpstreamConnection: UpstreamLink, ChannelDelegate, @unchecked Sendab
   /// This socket's place in the upstream budget (nil for the daemon's own requests).
   let charge: UpstreamCharge?
 
-  init(key: UpstreamKey, channel: any ByteChannel, limits: HTTPLimits, charge: UpstreamCharge? = nil) {
+  init(key: UpstreamKey, dialed: DialedUpstream, limits: HTTPLimits, charge: UpstreamCharge? = nil) {
     self.key = key
-    self.channel = channel
+    self.dialed = dialed
     self.charge = charge
-    tls = UpstreamTLS(of: channel)
     parser = HTTP1Parser(role: .response, limits: limits, pausesBetweenMessages: true)
     channel.delegate = self
     channel.resumeReading()
@@ -117,7 +109,7 @@ final class UpstreamConnection: UpstreamLink, ChannelDelegate, @unchecked Sendab
   /// handshake, so this is called again once a response has been read.
   func rememberSession() {
     loop.preconditionInLoop()
-    (channel as? TLSChannel)?.rememberSession()
+    dialed.rememberSession()
   }
 
   func pauseReading() {
@@ -135,7 +127,7 @@ final class UpstreamConnection: UpstreamLink, ChannelDelegate, @unchecked Sendab
     guard !closed else { return }
     closed = true
     charge?.releaseAll()
-    channel.closeKeepingSession()
+    dialed.closeKeepingSession()
   }
 
   private func abort(_ failure: ProxyFailure) {

@@ -6,10 +6,12 @@ import PinTrust
 
 /// Opens a new upstream channel: connectTo mapping, name resolution off the
 /// loop, a bounded non-blocking connect, then (for a TLS key) the handshake
-/// and the trust decision (`UpstreamTrust`). What it hands out is a plain
-/// byte channel, already trusted: the forward path puts the HTTP codec on
-/// it (`UpstreamConnection`), a splice relays it raw. Failures come back as
-/// 502 or 504 with their code.
+/// and the trust decision (`UpstreamTrust`). What it hands out is a byte
+/// channel, already trusted, with what the dial learnt about it
+/// (`DialedUpstream`): the forward path puts the HTTP codec of the
+/// negotiated protocol on it (`UpstreamConnection`,
+/// `HTTP2UpstreamConnection`), a splice relays it raw. Failures come back
+/// as 502 or 504 with their code.
 struct UpstreamDialer {
   let snapshot: RuntimeSnapshot
   let trustEngine: TrustEngine
@@ -20,10 +22,10 @@ struct UpstreamDialer {
   var reporter: PinFailureReporter?
 
   /// - Parameter http2: offer `h2` in ALPN (the forward path, for a rule
-  ///   with `upstreamHTTP2`); what was chosen is the channel's to say.
+  ///   with `upstreamHTTP2`); what the origin chose is `negotiated`.
   func open(
     _ key: UpstreamKey, route: UpstreamRoute, on loop: EventLoop, http2: Bool = false,
-    _ completion: @escaping (Result<any ByteChannel, ProxyFailure>) -> Void
+    _ completion: @escaping (Result<DialedUpstream, ProxyFailure>) -> Void
   ) {
     loop.preconditionInLoop()
     let (target, mapped) = snapshot.connectAddress(host: key.host, port: key.port)
@@ -73,11 +75,11 @@ struct UpstreamDialer {
 
   private func handshake(
     fd: Int32, peer: String, key: UpstreamKey, route: UpstreamRoute, http2: Bool, loop: EventLoop,
-    _ completion: @escaping (Result<any ByteChannel, ProxyFailure>) -> Void
+    _ completion: @escaping (Result<DialedUpstream, ProxyFailure>) -> Void
   ) {
     let connection = Connection(fd: fd, peer: peer, loop: loop)
     // Plain: not read until its owner set itself as delegate and resumes it.
-    guard key.tls else { return completion(.success(connection)) }
+    guard key.tls else { return completion(.success(.plain(connection))) }
     guard let context = route.context else {
       connection.close()
       return completion(
@@ -108,9 +110,14 @@ struct UpstreamDialer {
     channel.start(timeout: snapshot.timeouts.tlsHandshake) { result in
       switch result {
       case .success:
-        metrics.upstreamHandshake(engine.sessionReused ? .resumed : .full)
+        let tls: UpstreamTLS = engine.sessionReused ? .resumed : .full
+        metrics.upstreamHandshake(tls)
         channel.rememberSession()
-        completion(.success(channel))
+        completion(
+          .success(
+            DialedUpstream(
+              channel: channel, tls: tls, negotiated: channel.negotiatedProtocol,
+              rememberSession: channel.rememberSession)))
       case .failure(let failure):
         completion(.failure(trust.failure(failure, tls: engine)))
       }

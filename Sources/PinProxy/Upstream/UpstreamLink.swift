@@ -67,10 +67,18 @@ extension UpstreamRelease {
   }
 }
 
-/// The protocol spoken to the origin, for the access log and metrics.
+/// The protocol spoken to the origin, for the access log and metrics; also
+/// what a client chose inside an intercepted CONNECT. The raw values are the
+/// ALPN identifiers (RFC 7301).
 enum UpstreamProtocol: String, Sendable {
   case http1 = "http/1.1"
   case http2 = "h2"
+
+  /// What ALPN's answer means for the HTTP spoken: no answer, or one other
+  /// than `h2`, is HTTP/1.1 (the only other protocol we offer or select).
+  init(alpn: String?) {
+    self = alpn == UpstreamProtocol.http2.rawValue ? .http2 : .http1
+  }
 }
 
 /// What an upstream link reports to the session using it (on its loop).

@@ -104,16 +104,22 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
     idle[connection.key] = list.isEmpty ? nil : list
   }
 
+  /// The idle connection that `link` is. The pool is the delegate of its
+  /// idle connections only, so a call from anything else finds none.
+  private func idleConnection(_ link: any UpstreamLink) -> UpstreamConnection? {
+    idle[link.key]?.first { $0.0 === link }?.0
+  }
+
   // An idle connection must stay silent; anything from it ends its use.
   func upstream(_ upstream: any UpstreamLink, didReceive events: [HTTP1Parser.Event]) {
     loop.preconditionInLoop()
-    guard let connection = upstream as? UpstreamConnection else { return upstream.close() }
+    guard let connection = idleConnection(upstream) else { return upstream.close() }
     drop(connection)
   }
   func upstreamDidDrain(_ upstream: any UpstreamLink) {}
   func upstreamDidClose(_ upstream: any UpstreamLink, failure: ProxyFailure?) {
     loop.preconditionInLoop()
-    if let connection = upstream as? UpstreamConnection { remove(connection) }
+    if let connection = idleConnection(upstream) { remove(connection) }
   }
 
   private func drop(_ upstream: UpstreamConnection) {
