@@ -14,7 +14,7 @@ extension TLSChannel {
   /// name would let one CONNECT reach a second host's policy.
   static func serve(
     _ connection: Connection, engine: TLSEngine, host: TrustHost, target: String, logger: ProxyLogger,
-    owner: any ChannelDelegate, early: [UInt8], timeout: Double,
+    listener: ListenerConfig, owner: any ChannelDelegate, early: [UInt8], timeout: Double,
     established: ((TLSChannel) -> Void)? = nil
   ) -> TLSChannel {
     let checks = Checks(beforeFlight: { engine in
@@ -26,7 +26,6 @@ extension TLSChannel {
     let channel = TLSChannel(connection: connection, engine: engine, checks: checks)
     channel.delegate = owner
     let peer = connection.peer
-    let listener = (owner as? ListenerSession)?.listener
     channel.start(early: early, timeout: timeout) { [unowned channel] result in
       // Before any application data is read: the owner may pick the
       // protocol ALPN settled on.
@@ -37,14 +36,14 @@ extension TLSChannel {
       case .tls(let error):
         reason = "client TLS handshake failed: \(error.description)"
         let code = HandshakeDiagnosis.code(for: error, engine: engine, requiresForwardSecrecy: false)
-        if let listener, code == .tlsVersion { note = versionNote(listener) }
+        if code == .tlsVersion { note = versionNote(listener) }
       case .timedOut(let seconds): reason = "client TLS handshake took longer than \(seconds) s"
       case .refused(let refusal): reason = refusal.reason
       // The client went away; nothing was refused.
       case .closedByPeer, .closed: return
       }
       // Named because its settings decide what a client may offer.
-      let name = listener?.name ?? "-"
+      let name = listener.name
       var refusal = Refusal(
         ProxyFailure(status: 502, code: .handshakeFailed, reason: reason), rule: "-", site: target)
       refusal.listener = name
@@ -60,12 +59,3 @@ extension TLSChannel {
       + " \"\(listener.downstream.minimumTLSVersion.rawValue)\"; lowering that key lets such clients in"
   }
 }
-
-/// A session that serves one listener's clients: its client TLS refusals
-/// name the listener and its settings.
-protocol ListenerSession: AnyObject {
-  var listener: ListenerConfig { get }
-}
-
-extension ForwardSession: ListenerSession {}
-extension TunnelSession: ListenerSession {}

@@ -72,7 +72,7 @@ final class TLSChannel: ByteChannel, ChannelDelegate, @unchecked Sendable {
   var isAboveHighWatermark: Bool { connection.isAboveHighWatermark }
   var hasBufferedInput: Bool { engine.hasBufferedInput }
   /// The HTTP version ALPN settled on: HTTP/1.1 unless `h2` was chosen.
-  var negotiatedProtocol: UpstreamProtocol { UpstreamProtocol(alpn: engine.selectedApplicationProtocol) }
+  var negotiatedProtocol: WireProtocol { WireProtocol(alpn: engine.selectedApplicationProtocol) }
   func hasUnreadInput() -> Bool {
     loop.preconditionInLoop()
     return connection.hasUnreadInput()

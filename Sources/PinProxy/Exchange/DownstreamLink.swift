@@ -11,7 +11,7 @@ protocol DownstreamLink {
   /// A 1xx response: relayed where the protocol carries it, else dropped.
   mutating func sendInterim(_ head: HTTPResponseHead)
   /// The final head. False when the client can no longer take a response.
-  mutating func sendHead(_ head: HTTPResponseHead, upstreamProtocol: UpstreamProtocol) -> Bool
+  mutating func sendHead(_ head: HTTPResponseHead, upstreamProtocol: WireProtocol) -> Bool
   mutating func sendBody(_ bytes: [UInt8])
   mutating func end(trailers: HTTPHeaders)
   /// Answers a refusal: status, `pinproxy-error`, and the plain-text reason
@@ -55,7 +55,7 @@ struct HTTP1Downstream: DownstreamLink {
     emit(HTTPSerializer.responseHead(HTTPResponseHead(status: head.status, reason: head.reason)))
   }
 
-  mutating func sendHead(_ head: HTTPResponseHead, upstreamProtocol: UpstreamProtocol) -> Bool {
+  mutating func sendHead(_ head: HTTPResponseHead, upstreamProtocol: WireProtocol) -> Bool {
     let (bytes, framing) = ForwardedHead.response(
       head, clientVersion: clientVersion, closing: closing, via: ForwardedRequest.via(upstreamProtocol))
     chunked = framing == .chunked

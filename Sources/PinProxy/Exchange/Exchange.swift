@@ -12,7 +12,7 @@ struct Exchange {
   let request: HTTPRequestHead
   let target: ForwardTarget
   /// What the client spoke: this hop's `Via` and the access line say it.
-  let clientProtocol: UpstreamProtocol
+  let clientProtocol: WireProtocol
   let started = DispatchTime.now().uptimeNanoseconds
   var requestComplete = false
   var requestBodyBytes = 0
@@ -23,9 +23,9 @@ struct Exchange {
   var retried = false
   var upstreamWasPooled = false
   var upstreamTLS = UpstreamTLS.none
-  var upstreamProtocol = UpstreamProtocol.http1
+  var upstreamProtocol = WireProtocol.http1
 
-  init(id: Int, request: HTTPRequestHead, target: ForwardTarget, clientProtocol: UpstreamProtocol) {
+  init(id: Int, request: HTTPRequestHead, target: ForwardTarget, clientProtocol: WireProtocol) {
     self.id = id
     self.request = request
     self.target = target

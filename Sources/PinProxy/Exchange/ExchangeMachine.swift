@@ -1,11 +1,5 @@
 import PinHTTP
 
-/// How the machines tell upstream handles apart (the sessions' are links
-/// compared by identity; tests use plain objects).
-protocol SameUpstream {
-  func isSame(as other: Self) -> Bool
-}
-
 /// What the exchange machine asks its session to do. Upstream actions go to
 /// the `UpstreamLink`; `respond…` actions to the client's `DownstreamLink`,
 /// which frames them in the client's protocol.
@@ -89,7 +83,7 @@ struct ExchangeMachine<Upstream: SameUpstream> {
 
   /// A connection for this exchange: `pooled` when taken from the pool.
   mutating func upstreamReady(
-    _ upstream: Upstream, pooled: Bool, tls: UpstreamTLS, protocol name: UpstreamProtocol,
+    _ upstream: Upstream, pooled: Bool, tls: UpstreamTLS, protocol name: WireProtocol,
     _ out: inout Actions
   ) {
     guard case .connecting = phase else { return out.append(.closeUpstream(upstream)) }

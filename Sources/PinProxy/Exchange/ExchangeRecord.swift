@@ -8,11 +8,11 @@ struct ExchangeRecord {
   let responseBytes: Int
 
   /// Counts the request and writes its access line (when the access log is on).
-  func report(to context: ProxyContext, client: String, listener: String) {
-    context.metrics.request(listener: listener, status: status)
-    guard context.logger.access else { return }
+  func report(to logger: ProxyLogger, _ metrics: ProxyMetrics, client: String, listener: String) {
+    metrics.request(listener: listener, status: status)
+    guard logger.access else { return }
     let elapsed = DispatchTime.now().uptimeNanoseconds &- exchange.started
-    context.logger.access(
+    logger.access(
       AccessLine(
         client: client, method: exchange.request.method, host: exchange.target.key.description,
         path: exchange.target.path.prefix(200), status: status, sent: exchange.requestBodyBytes,

@@ -20,7 +20,7 @@ struct HTTP2Downstream: DownstreamLink {
   /// Interim responses (1xx) are not relayed: the final one follows.
   mutating func sendInterim(_ head: HTTPResponseHead) {}
 
-  mutating func sendHead(_ head: HTTPResponseHead, upstreamProtocol: UpstreamProtocol) -> Bool {
+  mutating func sendHead(_ head: HTTPResponseHead, upstreamProtocol: WireProtocol) -> Bool {
     hasBody = head.framing != .none
     let block =
       HTTP2Mapping.responseBlock(head) + [HTTP2Header("via", ForwardedRequest.via(upstreamProtocol))]

@@ -68,10 +68,11 @@ struct Refusal {
   /// The event and the refusal counter; when it answered a request on
   /// `listener`, the request counter too.
   func report(
-    to context: ProxyContext, client: String, answering listener: String?, level: ProxyLogger.Level? = nil
+    to logger: ProxyLogger, _ metrics: ProxyMetrics, client: String, answering listener: String?,
+    level: ProxyLogger.Level? = nil
   ) {
-    log(to: context.logger, client: client, level: level)
-    context.metrics.refusal(failure, rule: rule)
-    if let listener { context.metrics.request(listener: listener, status: failure.status) }
+    log(to: logger, client: client, level: level)
+    metrics.refusal(failure, rule: rule)
+    if let listener { metrics.request(listener: listener, status: failure.status) }
   }
 }

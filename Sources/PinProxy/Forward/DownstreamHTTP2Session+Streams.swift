@@ -168,7 +168,7 @@ extension DownstreamHTTP2Session {
   func refuse(_ id: Int32, _ head: HTTPRequestHead?, _ failure: ProxyFailure, target: ForwardTarget? = nil) {
     var refusal = Refusal(failure, request: head, target: target, tunnel: tunnel)
     refusal.stream = id
-    refusal.report(to: context, client: client.peer, answering: listener.name)
+    refusal.report(to: context.logger, context.metrics, client: client.peer, answering: listener.name)
     var downstream = HTTP2Downstream(session: session, stream: id)
     downstream.refuse(refusal, at: Date())
   }

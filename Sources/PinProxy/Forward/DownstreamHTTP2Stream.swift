@@ -182,7 +182,9 @@ final class DownstreamHTTP2Stream: UpstreamDelegate, @unchecked Sendable {
     case .closeUpstream(let upstream):
       upstream.link.close()
     case .record(let record):
-      record.report(to: session.context, client: session.client.peer, listener: session.listener.name)
+      record.report(
+        to: session.context.logger, session.context.metrics, client: session.client.peer,
+        listener: session.listener.name)
     case .refuse(let failure):
       session.refuse(id, machine.exchange.request, failure, target: target)
     case .cutShort:

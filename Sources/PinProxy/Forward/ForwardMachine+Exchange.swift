@@ -8,7 +8,7 @@ extension ForwardMachine {
   /// A connection for exchange `id`: `pooled` when taken from the pool.
   mutating func upstreamReady(
     _ upstream: Upstream, exchange id: Int, pooled: Bool, tls: UpstreamTLS,
-    protocol name: UpstreamProtocol = .http1
+    protocol name: WireProtocol = .http1
   ) {
     guard case .exchanging(let exchange) = state, exchange.exchange.id == id else {
       return actions.append(.closeUpstream(upstream))

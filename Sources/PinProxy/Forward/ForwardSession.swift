@@ -214,7 +214,7 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
     case .closeUpstream(let upstream):
       upstream.link.close()
     case .record(let record):
-      record.report(to: context, client: client.peer, listener: listener.name)
+      record.report(to: context.logger, context.metrics, client: client.peer, listener: listener.name)
     case .refuse(let refusal):
       refuse(refusal)
     case .openPassthrough(let target):
@@ -234,7 +234,7 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
   }
 
   private func refuse(_ refusal: Refusal) {
-    refusal.report(to: context, client: client.peer, answering: listener.name)
+    refusal.report(to: context.logger, context.metrics, client: client.peer, answering: listener.name)
     var response = HTTP1Downstream(clientVersion: .http11, closing: true)
     response.refuse(refusal, at: Date())
     client.write(response.takeOutput())

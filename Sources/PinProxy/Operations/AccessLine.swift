@@ -170,4 +170,11 @@ struct AccessLine {
   private static func hexDigit(_ value: UInt8) -> UInt8 {
     value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") + value - 10
   }
+
+  /// `yyyy-MM-dd'T'HH:mm:ss'Z'` in UTC: the log lines' own format (`AccessLine.appendTime`).
+  static func dateTime(_ date: Date) -> String {
+    var out: [UInt8] = []
+    AccessLine.appendTime(time_t(date.timeIntervalSince1970.rounded(.down)), to: &out)
+    return String(decoding: out, as: UTF8.self)
+  }
 }

@@ -69,7 +69,7 @@ final class TunnelSession: ChannelDelegate, DrainableSession, @unchecked Sendabl
         // The client's handshake proceeds while the upstream connects.
         client = TLSChannel.serve(
           connection, engine: engine, host: host, target: host.description, logger: context.logger,
-          owner: self,
+          listener: listener, owner: self,
           early: [], timeout: snapshot.timeouts.tlsHandshake)
       } catch {
         return refuse(
@@ -125,7 +125,7 @@ final class TunnelSession: ChannelDelegate, DrainableSession, @unchecked Sendabl
   /// Refusals close the client connection; the reason goes to the log.
   private func refuse(_ failure: ProxyFailure, rule: String = "-") {
     Refusal(failure, rule: rule, site: target.description).report(
-      to: context, client: client.peer, answering: nil, level: .warning)
+      to: context.logger, context.metrics, client: client.peer, answering: nil, level: .warning)
     close()
   }
 

@@ -57,7 +57,7 @@ final class HTTP2UpstreamConnection: ChannelDelegate, @unchecked Sendable {
       limits: HTTP2Limits(headerLimits: limits))
     channel.delegate = self
     channel.resumeReading()
-    metrics.upstreamConnections.increment([UpstreamProtocol.http2.rawValue])
+    metrics.upstreamConnections.increment([WireProtocol.http2.rawValue])
     flush()
   }
 

@@ -25,7 +25,7 @@ final class HTTP2UpstreamStream: UpstreamLink {
   let connection: HTTP2UpstreamConnection
   var key: UpstreamKey { connection.key }
   var tls: UpstreamTLS { connection.tls }
-  let protocolName = UpstreamProtocol.http2
+  let protocolName = WireProtocol.http2
   let reusedFromPool: Bool
   private var wasRefusedUnprocessed = false
   var mayRetryAfterClose: Bool { wasRefusedUnprocessed }

@@ -20,19 +20,6 @@ struct UpstreamAcquirer {
   /// The admission key of the client the exchanges are for.
   let client: String
 
-  /// The acquirer of a session on `loop` deciding under `snapshot`, for the
-  /// client whose admission key (`ConnectionAdmission.address`) is `client`.
-  init(context: ProxyContext, snapshot: RuntimeSnapshot, loop: EventLoop, client: String) {
-    pool = context.pool(for: loop)
-    dialer = context.dialer(for: snapshot)
-    self.loop = loop
-    limits = snapshot.httpLimits
-    metrics = context.metrics
-    idleTimeout = snapshot.timeouts.upstreamIdle
-    budget = context.budget
-    self.client = client
-  }
-
   typealias Completion = (Result<(link: any UpstreamLink, pooled: Bool), ProxyFailure>) -> Void
 
   func acquire(_ target: ForwardTarget, poolAllowed: Bool, _ completion: @escaping Completion) {
@@ -119,7 +106,7 @@ struct UpstreamAcquirer {
         if coalescing { pool.dialed(key, .success(connection)) }
         completion(.success((stream, false)))
       case .http1:
-        metrics.upstreamConnections.increment([UpstreamProtocol.http1.rawValue])
+        metrics.upstreamConnections.increment([WireProtocol.http1.rawValue])
         if coalescing { pool.dialed(key, .success(nil)) }
         completion(
           .success((UpstreamConnection(key: key, dialed: dialed, limits: limits, charge: charge), false)))

@@ -4,16 +4,6 @@ import PinHTTP
 import PinTLS
 import PinTrust
 
-/// How an upstream connection's TLS began, for the access log and metrics.
-enum UpstreamTLS: String, Sendable {
-  /// Plain HTTP (a rule with `allowsInsecureHTTPLoads`).
-  case none
-  /// A full handshake.
-  case full
-  /// An abbreviated handshake resuming a cached session.
-  case resumed
-}
-
 /// One HTTP/1.1 connection to an origin: a trusted channel from
 /// `UpstreamDialer` (TCP, or TLS whose chain was already accepted) and the
 /// response parser. Reused through `UpstreamPool` only while clean.
@@ -26,7 +16,7 @@ final class UpstreamConnection: UpstreamLink, ChannelDelegate, @unchecked Sendab
   private let dialed: DialedUpstream
   var channel: any ByteChannel { dialed.channel }
   var tls: UpstreamTLS { dialed.tls }
-  let protocolName = UpstreamProtocol.http1
+  let protocolName = WireProtocol.http1
   /// HTTP/1.1 has no way to say a request went unprocessed: only a pooled
   /// connection's close before any response byte is taken as a race.
   var mayRetryAfterClose: Bool { reusedFromPool }

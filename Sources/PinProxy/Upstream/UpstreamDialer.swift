@@ -19,7 +19,7 @@ struct UpstreamDialer {
   let metrics: ProxyMetrics
   /// Told about refused chains and waived pin failures; nil for the
   /// reporter's own posts (a report never causes a report).
-  var reporter: PinFailureReporter?
+  var reporter: (any PinFailureReporting)?
 
   /// - Parameter http2: offer `h2` in ALPN (the forward path, for a rule
   ///   with `upstreamHTTP2`); what the origin chose is `negotiated`.

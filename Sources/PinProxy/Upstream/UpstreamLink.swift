@@ -10,7 +10,7 @@ import PinHTTP
 protocol UpstreamLink: AnyObject {
   var key: UpstreamKey { get }
   var tls: UpstreamTLS { get }
-  var protocolName: UpstreamProtocol { get }
+  var protocolName: WireProtocol { get }
   /// Came from the pool, or rode an HTTP/2 connection that was already open.
   var reusedFromPool: Bool { get }
   /// After a close without a response, whether the request may be sent
@@ -36,22 +36,6 @@ protocol UpstreamLink: AnyObject {
   func close()
 }
 
-/// The request an upstream link sends: the client's head, the origin-form
-/// target and the authority (Host or `:authority`).
-struct ForwardedRequest {
-  let head: HTTPRequestHead
-  let path: String
-  let authority: String
-  /// The `Via` entry this hop adds: the protocol it received the request in.
-  var via = ForwardedRequest.via(.http1)
-
-  /// RFC 9110 §7.6.3: `received-protocol` names the version the message
-  /// came in, so HTTP/2 is `2`.
-  static func via(_ received: UpstreamProtocol) -> String {
-    received == .http2 ? "2 pinproxy" : "1.1 pinproxy"
-  }
-}
-
 /// Where a finished HTTP/1.1 connection may go for reuse.
 struct UpstreamRelease {
   let pool: UpstreamPool
@@ -64,20 +48,6 @@ extension UpstreamRelease {
   init(pool: UpstreamPool, snapshot: RuntimeSnapshot) {
     self.init(
       pool: pool, idleTimeout: snapshot.timeouts.upstreamIdle, maxIdle: snapshot.limits.maxIdlePerUpstream)
-  }
-}
-
-/// The protocol spoken to the origin, for the access log and metrics; also
-/// what a client chose inside an intercepted CONNECT. The raw values are the
-/// ALPN identifiers (RFC 7301).
-enum UpstreamProtocol: String, Sendable {
-  case http1 = "http/1.1"
-  case http2 = "h2"
-
-  /// What ALPN's answer means for the HTTP spoken: no answer, or one other
-  /// than `h2`, is HTTP/1.1 (the only other protocol we offer or select).
-  init(alpn: String?) {
-    self = alpn == UpstreamProtocol.http2.rawValue ? .http2 : .http1
   }
 }
 

@@ -12,11 +12,19 @@ import PinTrust
 /// A rule with `dynamicPins` is evaluated under its list as it is at this
 /// moment, and the verdict is cached under that list's version, so a list
 /// update is in force for the very next handshake.
+/// Told about every refused chain and every pin failure a rule's
+/// `report.enforce: false` waived (the pin-failure reporter implements it;
+/// owned here so that the dial path does not depend on what reports).
+protocol PinFailureReporting: Sendable {
+  func refused(_ failure: TrustFailure, presented: [X509Certificate], key: UpstreamKey, route: UpstreamRoute)
+  func waived(_ failure: TrustFailure, presented: [X509Certificate], key: UpstreamKey, route: UpstreamRoute)
+}
+
 struct UpstreamTrust {
   let key: UpstreamKey
   let route: UpstreamRoute
   let engine: TrustEngine
-  let reporter: PinFailureReporter?
+  let reporter: (any PinFailureReporting)?
   static let maxPresentedCertificates = 32
 
   /// nil accepts the presented chain; otherwise the refusal the client gets.

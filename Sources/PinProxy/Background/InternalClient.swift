@@ -4,23 +4,6 @@ import PinHTTP
 import PinTLS
 import PinTrust
 
-/// One request of the daemon's own (a pin list fetch, a pin-failure report),
-/// sent through the same upstream machinery as client traffic: the domain
-/// rule that matches the URL's host (anchors, pins, dynamic pins,
-/// `connectTo`, insecure-load rules), a fresh connection, the strict
-/// response parser. Bounded in time (`deadline`) and in body size
-/// (`maximumBodyBytes`); runs on one event loop and never blocks it.
-struct InternalRequest: Sendable {
-  var method = "GET"
-  var url: InternalURL
-  var headers: [(String, String)] = []
-  var body: [UInt8] = []
-  var deadline: Double = 30
-  var maximumBodyBytes = InternalRequest.defaultMaximumBodyBytes
-  /// A pin list, fetched or read from a file, is at most this large.
-  static let defaultMaximumBodyBytes = 1 << 20
-}
-
 struct InternalResponse: Sendable {
   let status: Int
   let headers: HTTPHeaders

@@ -64,31 +64,5 @@ public struct ProxyFailure: Error, Sendable {
     }.joined(separator: " ")
   }
 
-  /// The response the client gets: plain text naming the code and reason,
-  /// or the HTML `page` for a client that asked for HTML; either way the
-  /// same status and the `Pinproxy-Error` header.
-  func response(closing: Bool = true, page: RefusalPage? = nil) -> [UInt8] {
-    let (body, type) = responseBody(page: page)
-    var headers = HTTPHeaders([
-      ("Content-Type", type), ("Content-Length", String(body.count)),
-      ("Pinproxy-Error", code.rawValue), ("Cache-Control", "no-store"),
-    ])
-    if closing { headers.add("Connection", "close") }
-    let head = HTTPResponseHead(status: status, reason: ProxyFailure.reasonPhrase(status), headers: headers)
-    return HTTPSerializer.responseHead(head) + body
-  }
-
-  /// The body of the refusal, in either protocol: the code and the escaped
-  /// reason as one line of text, or the page; and its content type.
-  func responseBody(page: RefusalPage?) -> (bytes: [UInt8], type: String) {
-    guard let page else {
-      return (
-        Array("pinproxy: \(code.rawValue): \(PrintableText.escaped(reason))\n".utf8),
-        "text/plain; charset=utf-8"
-      )
-    }
-    return (page.html(), "text/html; charset=utf-8")
-  }
-
   static func reasonPhrase(_ status: Int) -> String { HTTPStatus.reasonPhrase(status) }
 }

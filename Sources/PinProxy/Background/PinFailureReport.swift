@@ -67,7 +67,7 @@ struct PinFailureReport: Sendable {
       "app-platform-version": ProcessInfo.processInfo.operatingSystemVersionString,
       "app-vendor-id": vendorID,
       "trustkit-version": "pinproxy-\(ProxyVersion.current)",
-      "date-time": PinFailureReport.dateTime(time),
+      "date-time": AccessLine.dateTime(time),
       "hostname": host.description,
       "port": port,
       "noted-hostname": rule,
@@ -83,13 +83,6 @@ struct PinFailureReport: Sendable {
     let data =
       (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
     return Array(data)
-  }
-
-  /// `yyyy-MM-dd'T'HH:mm:ss'Z'` in UTC: the log lines' own format (`AccessLine.appendTime`).
-  static func dateTime(_ date: Date) -> String {
-    var out: [UInt8] = []
-    AccessLine.appendTime(time_t(date.timeIntervalSince1970.rounded(.down)), to: &out)
-    return String(decoding: out, as: UTF8.self)
   }
 }
 

@@ -11,7 +11,7 @@ struct DialedUpstream {
   let tls: UpstreamTLS
   /// `.http2` only when the origin chose `h2` in ALPN; speaking HTTP/1.1 on
   /// such a channel is never a fallback.
-  let negotiated: UpstreamProtocol
+  let negotiated: WireProtocol
   /// Stores the TLS session for resumption again; nothing for plain TCP or
   /// a rule that does not resume. TLS 1.3 tickets arrive after the
   /// handshake, so an owner calls this once a response has been read.

@@ -14,7 +14,7 @@ import PinTrust
 ///   `maximumRemembered` keys, forgetting the oldest first.
 /// Posts of reports go through a dialer without a reporter, so a failing
 /// report URI can never cause a report about itself.
-final class PinFailureReporter: Sendable {
+final class PinFailureReporter: PinFailureReporting {
   static let maximumQueued = 64
   static let maximumInFlight = 4
   static let maximumRemembered = 4096

@@ -1,0 +1,16 @@
+import PinEventLoop
+
+extension UpstreamAcquirer {
+  /// The acquirer of a session on `loop` deciding under `snapshot`, for the
+  /// client whose admission key (`ConnectionAdmission.address`) is `client`.
+  init(context: ProxyContext, snapshot: RuntimeSnapshot, loop: EventLoop, client: String) {
+    pool = context.pool(for: loop)
+    dialer = context.dialer(for: snapshot)
+    self.loop = loop
+    limits = snapshot.httpLimits
+    metrics = context.metrics
+    idleTimeout = snapshot.timeouts.upstreamIdle
+    budget = context.budget
+    self.client = client
+  }
+}

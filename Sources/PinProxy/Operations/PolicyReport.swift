@@ -1,0 +1,99 @@
+import Foundation
+import PinConfig
+import PinEventLoop
+import PinHTTP
+import PinTrust
+import Synchronization
+
+/// `/policies`: every domain rule with its effective settings and the SPKI
+/// pins it expects. No secrets: no keys, no passphrase files.
+enum PolicyReport {
+  /// A rule's list as `/policies` and `pinproxy pins show` print it.
+  static func dynamicPins(_ store: DynamicPinStore, now: Date) -> [String: Any] {
+    let state = store.snapshot
+    let spec = store.spec
+    var value: [String: Any] = [
+      "url": spec.url.description, "useChallenge": spec.useChallenge,
+      "expectedCommonNames": spec.expectedCommonNames, "source": state.list.source.rawValue,
+      "version": state.version, "file": spec.file,
+      "nextUpdate": AccessLine.dateTime(state.nextUpdate),
+      "entries": state.list.entries.map { entry in
+        [
+          "name": entry.name, "fingerprint": entry.fingerprint.base64,
+          "expires": AccessLine.dateTime(entry.expires), "expired": entry.isExpired(at: now),
+        ] as [String: Any]
+      },
+    ]
+    if let updated = state.lastSuccess { value["lastUpdate"] = AccessLine.dateTime(updated) }
+    if let failure = state.lastFailure { value["lastFailure"] = failure }
+    if let timestamp = state.list.timestamp { value["timestamp"] = timestamp }
+    if let domains = state.list.domainsConfig,
+      let data = try? JSONEncoder().encode(domains),
+      let object = try? JSONSerialization.jsonObject(with: data)
+    {
+      value["domainsConfig"] = object
+    }
+    return value
+  }
+
+  static func json(_ snapshot: RuntimeSnapshot) -> String {
+    var rules: [[String: Any]] = []
+    for compiled in snapshot.rules {
+      guard let domain = compiled.domain else { continue }
+      let policy = compiled.policy.policy
+      var rule: [String: Any] = [
+        "domain": domain.domain.description, "includesSubdomains": domain.includesSubdomains,
+        "anchors": domain.anchors,
+        "pinningMode": policy.pinningMode.rawValue, "validatesDomainName": policy.validatesDomainName,
+        "allowInvalidCertificates": policy.allowInvalidCertificates,
+        "minimumTLSVersion": domain.minimumTLSVersion.rawValue,
+        "requiresForwardSecrecy": domain.requiresForwardSecrecy,
+        "allowsInsecureHTTPLoads": domain.allowsInsecureHTTPLoads,
+        "pinnedCertificates": policy.pinnedCertificates.map { certificate in
+          [
+            "subject": certificate.subject, "spkiPin": certificate.spkiPin,
+            "sha256": certificate.fingerprint.base64,
+          ]
+        },
+        "pinnedPublicKeyHashes": policy.pinnedPublicKeyHashes.map { SPKIPin.format($0) },
+        "expectedPublicKeyPins": policy.pinningMode == .publicKey
+          ? policy.expectedPublicKeyPins.map { SPKIPin.format($0) } : [],
+      ]
+      if let identity = domain.clientIdentity { rule["clientIdentity"] = ["pkcs12": identity.pkcs12.path] }
+      if !policy.pinnedLeafPublicKeyHashes.isEmpty {
+        rule["pinnedLeafPublicKeyHashes"] = policy.pinnedLeafPublicKeyHashes.map { SPKIPin.format($0) }
+      }
+      if !policy.pinnedCAPublicKeyHashes.isEmpty {
+        rule["pinnedCAPublicKeyHashes"] = policy.pinnedCAPublicKeyHashes.map { SPKIPin.format($0) }
+      }
+      if let expires = policy.pinsExpire {
+        let now = Date()
+        rule["pinsExpire"] = expires.formatted(.iso8601)
+        // Expired pins are not enforced (fail open): said in so many words.
+        rule["pinsExpired"] = policy.hasStaticPins && expires <= now
+        rule["pinsExpireSeconds"] = Int(expires.timeIntervalSince(now).rounded(.down))
+      }
+      rule["requiresCertificateTransparency"] = domain.requiresCertificateTransparency
+      if let store = compiled.pinStore { rule["dynamicPins"] = dynamicPins(store, now: Date()) }
+      if let report = domain.report {
+        rule["report"] = ["enforce": report.enforce, "uris": report.uris.map(\.uri)]
+      }
+      rules.append(rule)
+    }
+    let defaults = snapshot.configuration.defaults
+    let report: [String: Any] = [
+      "generation": snapshot.generation, "domains": rules,
+      "defaults": [
+        "action": defaults.action.rawValue, "minimumTLSVersion": defaults.minimumTLSVersion.rawValue,
+        "requiresForwardSecrecy": defaults.requiresForwardSecrecy,
+      ],
+    ]
+    guard
+      let data = try? JSONSerialization.data(
+        withJSONObject: report, options: [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes])
+    else {
+      return "{}\n"
+    }
+    return String(decoding: data, as: UTF8.self) + "\n"
+  }
+}

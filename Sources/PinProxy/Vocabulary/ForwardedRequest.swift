@@ -1,0 +1,17 @@
+import PinHTTP
+
+/// The request an upstream link sends: the client's head, the origin-form
+/// target and the authority (Host or `:authority`).
+struct ForwardedRequest {
+  let head: HTTPRequestHead
+  let path: String
+  let authority: String
+  /// The `Via` entry this hop adds: the protocol it received the request in.
+  var via = ForwardedRequest.via(.http1)
+
+  /// RFC 9110 §7.6.3: `received-protocol` names the version the message
+  /// came in, so HTTP/2 is `2`.
+  static func via(_ received: WireProtocol) -> String {
+    received == .http2 ? "2 pinproxy" : "1.1 pinproxy"
+  }
+}
