@@ -2,7 +2,7 @@ import Foundation
 import PinTestSupport
 import XCTest
 
-/// Issue 28, items 4 and 5: a file that is not what its flag takes is a
+/// A file that is not what its flag takes is a
 /// usage error (exit 2) naming the flag, the file and what it should hold,
 /// never a verdict; configuration errors say what is wrong without empty
 /// fields, suggest the key meant, and put the cause before its consequence.

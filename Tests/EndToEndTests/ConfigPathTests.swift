@@ -2,7 +2,7 @@ import Foundation
 import PinTestSupport
 import XCTest
 
-/// Issue 28, item 1: every relative path in a config resolves against the
+/// Every relative path in a config resolves against the
 /// directory of the config file as `--config` names it, whatever the working
 /// directory. `scripts/quickstart.sh` (`--config config/quickstart.yaml`,
 /// `stateDirectory: ../.build/quickstart-state`) created its CA in

@@ -2,7 +2,7 @@ import Foundation
 import PinTestSupport
 import XCTest
 
-/// Issue 27's findings, each reproduced against the real binary: header
+/// Hostile HTTP/2 peers and the budgets, each case against the real binary: header
 /// limits on HTTP/2 enforced as blocks are decoded (both directions), the
 /// upstream socket and buffer budgets, timers on every h2 stream, prompt
 /// endings after a broken origin response. Hostile peers are

@@ -2,7 +2,7 @@ import Foundation
 import PinTestSupport
 import XCTest
 
-/// README.md's commands, run as written (issue 28): a README change that
+/// README.md's commands, run as written: a README change that
 /// breaks one fails here.
 ///
 /// Each ```sh block marked `<!-- runnable … -->` (see `ReadmeBlock.parse`)
@@ -60,8 +60,8 @@ final class ReadmeTests: XCTestCase {
     }
   }
 
-  /// Issue 28: the block installed config/pinproxy.yaml alone, and the
-  /// unit's `ExecStartPre=pinproxy check` failed on the example files it names.
+  /// Once, the block installed config/pinproxy.yaml alone, and the unit's
+  /// `ExecStartPre=pinproxy check` failed on the example files it names.
   func testTheSystemdBlockInstallsEverythingItsConfigNamesAndTheUnitsCheckPasses() throws {
     let block = try XCTUnwrap(try blocks().first { $0.section == "Installing under systemd" })
     XCTAssertFalse(block.runnable, "it needs root and systemd")

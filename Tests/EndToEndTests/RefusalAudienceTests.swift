@@ -2,7 +2,7 @@ import Foundation
 import PinTestSupport
 import XCTest
 
-/// Issue 28, items 5, 6 and 8: a refusal speaks to whoever reads it. HTML
+/// A refusal speaks to whoever reads it. HTML
 /// only for browsers and web views (Java's HttpURLConnection accepts
 /// `text/html` first and gets plain text), a page whose `pinproxy pin`
 /// command works for a host behind `connectTo`, and a client TLS refusal

@@ -2,7 +2,7 @@ import Foundation
 import PinTestSupport
 import XCTest
 
-/// A reload governs every decision made after it (issue 27): connections
+/// A reload governs every decision made after it: connections
 /// opened before it get the new policy on their next request or stream.
 /// And per-client accounting: one local client's slow connections cannot
 /// lock out the next local client.

@@ -2,7 +2,7 @@ import Foundation
 import PinTestSupport
 import XCTest
 
-/// Issue 28, items 3 and 7: `run --ready-file` for scripts that must not
+/// `run --ready-file` for scripts that must not
 /// race the start (the README's blocks wait for it), and `run --help`
 /// saying what an operator needs to know.
 final class RunReadinessTests: XCTestCase {
@@ -20,7 +20,7 @@ final class RunReadinessTests: XCTestCase {
   }
 
   /// A config with a forward and a tunnel listener and the admin endpoint on
-  /// the given ports, the CA to be created on first start (the slow start of the issue).
+  /// the given ports, the CA to be created on first start (the slowest start there is).
   func config(forward: Int, tunnel: Int, admin: Int) throws -> String {
     let file = directory + "/pinproxy.yaml"
     let text = """

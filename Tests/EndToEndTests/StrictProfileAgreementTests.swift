@@ -3,7 +3,7 @@ import PinTestSupport
 import PinTrust
 import XCTest
 
-/// Issue 10's cases through the real binary: `pinproxy evaluate` gives each
+/// The strict certificate profile's cases through the real binary: `pinproxy evaluate` gives each
 /// case its verdict, and the daemon, fetching through a real origin that
 /// serves each chain, refuses or accepts exactly as `evaluate` does.
 final class StrictProfileAgreementTests: ProxyTestCase {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """One client connection that sends a request, waits for a signal, and sends
 another on the same connection: for proving that a reload between the two
-governs the second (issue 27). HTTP/1.1 absolute-form to a forward listener,
+governs the second. HTTP/1.1 absolute-form to a forward listener,
 or (--h2) an HTTP/2 stream inside an intercepted CONNECT.
 
   keepalive_client.py --proxy PORT --host HOST --path /hello --go FILE [--h2 --ca CA.pem]

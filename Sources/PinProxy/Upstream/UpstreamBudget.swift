@@ -11,7 +11,7 @@ import Synchronization
 /// connection can ask for many upstream sockets (an h2 client opens a
 /// stream per request, and each stream to an HTTP/1.1 origin needs a
 /// connection of its own). Without a budget one client could spend every
-/// descriptor of the process and stop it accepting anyone else (issue 27).
+/// descriptor of the process and stop it accepting anyone else.
 /// The socket limits follow the descriptor limit (`RLIMIT_NOFILE`), so
 /// that client connections up to `limits.maxConnections` always keep
 /// their descriptors:

@@ -30,7 +30,7 @@ enum ProfileRules {
       return "RFC 5280 §4.1.2.1: a certificate with extensions must be version 3"
     }
     // §4.2.1.1: the keyIdentifier "MUST be included" when the extension is.
-    // Anchors included: the issue that asked for this names roots.
+    // Anchors included: a root without a keyIdentifier is as malformed as any other certificate.
     if profile.authorityKeyIdentifierHasKeyID == false {
       return "RFC 5280 §4.2.1.1: authorityKeyIdentifier without a keyIdentifier"
     }
