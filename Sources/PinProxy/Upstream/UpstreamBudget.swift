@@ -26,7 +26,7 @@ final class UpstreamBudget: Sendable {
   let perClientLimit: Int
   /// Response bytes all HTTP/2 client connections together may hold for
   /// readers that do not keep up; past it, every slow connection above
-  /// `HTTP2ClientSession.slowConnectionFloor` pauses its upstreams.
+  /// `DownstreamHTTP2Session.slowConnectionFloor` pauses its upstreams.
   static let bufferedBytesLimit = 64 << 20
   private let sockets = Locked(Counts())
   let bufferedBytes = Atomic<Int>(0)
