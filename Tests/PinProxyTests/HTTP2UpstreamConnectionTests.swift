@@ -31,7 +31,7 @@ final class HTTP2UpstreamConnectionTests: XCTestCase {
     client.onLoop {
       XCTAssertEqual(connection.state, .retiring, "GOAWAY retires the connection")
       XCTAssertNil(client.pool.stream(for: client.key), "the pool hands out no stream on it")
-      XCTAssertTrue(client.pool.heldConnections(for: client.key).isEmpty, "and no longer holds it")
+      XCTAssertTrue(client.pool.connections(for: client.key).isEmpty, "and no longer holds it")
     }
 
     origin.onLoop { origin.connection(0).respond(stream: 1, body: Array("one".utf8)) }

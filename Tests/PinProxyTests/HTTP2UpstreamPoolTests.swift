@@ -100,11 +100,11 @@ final class HTTP2UpstreamPoolTests: XCTestCase {
       stream.release(
         to: UpstreamRelease(pool: UpstreamPool.unused(on: client.loop), idleTimeout: 60, maxIdle: 1))
       XCTAssertEqual(connection.state, .open, "idle, not yet past the timeout")
-      XCTAssertEqual(client.pool.heldConnections(for: client.key).count, 1)
+      XCTAssertEqual(client.pool.connections(for: client.key).count, 1)
     }
     XCTAssertTrue(waitUntil(timeout: 5) { client.onLoop { connection.state == .closed } })
     client.onLoop {
-      XCTAssertTrue(client.pool.heldConnections(for: client.key).isEmpty, "removed from the pool")
+      XCTAssertTrue(client.pool.connections(for: client.key).isEmpty, "removed from the pool")
     }
     XCTAssertTrue(waitUntil { origin.onLoop { origin.connection(0).isClosed } }, "the socket is closed")
   }
@@ -128,6 +128,6 @@ final class HTTP2UpstreamPoolTests: XCTestCase {
     XCTAssertTrue(waitUntil(timeout: 10) { client.onLoop { connection.state == .closed } })
     XCTAssertLessThan(
       Date().timeIntervalSince(idleSince), idleTimeout - 0.5, "closed by the PING, not the timeout")
-    client.onLoop { XCTAssertTrue(client.pool.heldConnections(for: client.key).isEmpty) }
+    client.onLoop { XCTAssertTrue(client.pool.connections(for: client.key).isEmpty) }
   }
 }

@@ -61,15 +61,6 @@ extension ForwardedRequest {
   }
 }
 
-extension HTTP2UpstreamPool {
-  /// The connections the pool holds for `key`, read by reflection: the
-  /// pool exposes no count, and "removed from the pool" is what is tested.
-  func heldConnections(for key: UpstreamKey) -> [HTTP2UpstreamConnection] {
-    let stored = Mirror(reflecting: self).children.first { $0.label == "connections" }?.value
-    return (stored as? [UpstreamKey: [HTTP2UpstreamConnection]])?[key] ?? []
-  }
-}
-
 /// The proxy's side of a test that builds `HTTP2UpstreamConnection`
 /// directly: one loop, a pool on it, and connections over socket pairs
 /// whose other end an `InProcessH2Origin` serves.
@@ -95,7 +86,7 @@ final class DirectH2Client: @unchecked Sendable {
     return try onLoop {
       let channel = Connection(fd: fd, peer: "origin", loop: loop)
       let connection = try HTTP2UpstreamConnection(
-        key: key, channel: channel, limits: HTTPLimits(), metrics: metrics)
+        key: key, dialed: .plain(channel), limits: HTTPLimits(), metrics: metrics)
       pool.add(connection, idleTimeout: idleTimeout)
       return connection
     }

@@ -32,6 +32,12 @@ final class HTTP2UpstreamPool: @unchecked Sendable {
 
   init(loop: EventLoop) { self.loop = loop }
 
+  /// The open connections for `key` (what the pool would hand streams from).
+  func connections(for key: UpstreamKey) -> [HTTP2UpstreamConnection] {
+    loop.preconditionInLoop()
+    return connections[key] ?? []
+  }
+
   /// Whether a request for `key` should try HTTP/2 first.
   func mayOfferHTTP2(_ key: UpstreamKey) -> Bool { !http1Keys.contains(key) }
 
