@@ -119,7 +119,7 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
 
   // MARK: Client channel
 
-  func channel(_ channel: any ByteChannel, didRead bytes: [UInt8]) {
+  func channel(_ channel: any ByteChannel, didReadBuffer bytes: UnsafeRawBufferPointer) {
     if let pending = tunnelAwaitingFirstBytes {
       tunnelAwaitingFirstBytes = nil
       return startTunnel(pending, first: bytes)

@@ -107,7 +107,7 @@ final class HTTP2ClientSession: UpstreamDelegate, @unchecked Sendable {
 
   // MARK: Client bytes (from the owning session)
 
-  func clientRead(_ bytes: [UInt8]) {
+  func clientRead(_ bytes: UnsafeRawBufferPointer) {
     loop.preconditionInLoop()
     guard !closed else { return }
     lastActivity = DispatchTime.now().uptimeNanoseconds
