@@ -40,12 +40,16 @@ public struct HTTP1Parser: Sendable {
   /// response asked for is noticed: `hasBufferedInput`).
   public let pausesBetweenMessages: Bool
   var state: State = .head
-  /// Unconsumed input: `buffer[consumed...]`. Appended to in place, so a head
-  /// that arrives a byte at a time is neither copied nor re-scanned per byte.
+  /// Input kept between feeds, unconsumed from `consumed` on: only what could
+  /// not be parsed where it arrived (a partial head or line, a paused next
+  /// message, what follows a CONNECT). Appended to in place, so a head that
+  /// arrives a byte at a time is neither copied nor re-scanned per byte.
   var buffer: [UInt8] = []
+  /// Between feeds an index into `buffer`; while a read is parsed in place,
+  /// into that read.
   var consumed = 0
   /// Where the search for the end of a head or trailer section resumes
-  /// (an index into `buffer`; bytes before it were already scanned).
+  /// (indexing as `consumed` does; bytes before it were already scanned).
   var scanned = 0
   var paused = false
   /// The peer closed while parsing was paused; applied on `resume()`.
