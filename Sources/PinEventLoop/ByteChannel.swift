@@ -35,10 +35,10 @@ public protocol ByteChannel: AnyObject {
 
 /// What a channel tells its owner. Every call arrives on the channel's loop.
 public protocol ChannelDelegate: AnyObject {
-  func channel(_ channel: any ByteChannel, didRead bytes: [UInt8])
-  /// The same, in a buffer the loop reuses: valid only during the call.
-  /// What a socket delivers; a delegate that consumes bytes in place (TLS
-  /// feeding its engine) implements it and saves the copy into an array.
+  /// Bytes received, in a buffer the loop reuses (the socket's read buffer,
+  /// or the plaintext buffer TLS decrypts into): valid only during the call.
+  /// A delegate copies what it keeps, and only that — a parser keeps a
+  /// partial head, a splice nothing — so no read costs an array of its own.
   func channel(_ channel: any ByteChannel, didReadBuffer bytes: UnsafeRawBufferPointer)
   /// The peer finished sending (FIN, or close_notify over TLS); writing may go on.
   func channelDidReadEOF(_ channel: any ByteChannel)
@@ -47,10 +47,4 @@ public protocol ChannelDelegate: AnyObject {
   /// Closed, by either side or an error (a `SocketError`, or the TLS
   /// failure that broke the session). The last call.
   func channelDidClose(_ channel: any ByteChannel, error: (any Error)?)
-}
-
-extension ChannelDelegate {
-  public func channel(_ channel: any ByteChannel, didReadBuffer bytes: UnsafeRawBufferPointer) {
-    self.channel(channel, didRead: Array(bytes))
-  }
 }

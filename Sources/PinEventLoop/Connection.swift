@@ -56,8 +56,7 @@ public final class Connection: ByteChannel, ReadinessHandler, @unchecked Sendabl
   private var registered: Interest = []
   private var token: ReadinessToken?
   private var outputState = OutputState.open
-  private var output: [UInt8] = []
-  private var outputOffset = 0
+  private var output = OutputQueue()
   private var passedHighWatermark = false
   /// Writes are queued, not sent, until `uncork` (see `cork`).
   private var corked = false
@@ -75,7 +74,7 @@ public final class Connection: ByteChannel, ReadinessHandler, @unchecked Sendabl
   /// closed), so the fd only needs closing.
   deinit { if state == .open { _ = Glibc.close(fd) } }
 
-  public var pendingOutputBytes: Int { output.count - outputOffset }
+  public var pendingOutputBytes: Int { output.count }
   public var isOpen: Bool { state == .open }
   /// A socket keeps nothing it has read: the delegate has had every byte.
   public var hasBufferedInput: Bool { false }
@@ -83,26 +82,41 @@ public final class Connection: ByteChannel, ReadinessHandler, @unchecked Sendabl
 
   // MARK: Entry points (on the loop)
 
+  /// Writes at once what the socket takes; the rest is queued as this
+  /// array, not copied (see `OutputQueue`).
   public func write(_ bytes: [UInt8]) {
     loop.preconditionInLoop()
-    bytes.withUnsafeBytes { write($0) }
+    guard state == .open, outputState == .open, !bytes.isEmpty else { return }
+    let written = bytes.withUnsafeBytes { writeAtOnce($0) }
+    guard let written else { return }
+    output.append(bytes, from: written)
+    queued()
   }
 
   /// Writes at once what the socket takes; copies only the rest.
   public func write(_ bytes: UnsafeRawBufferPointer) {
     loop.preconditionInLoop()
     guard state == .open, outputState == .open, !bytes.isEmpty else { return }
-    if pendingOutputBytes == 0 && !corked {
-      let written = Glibc.write(fd, bytes.baseAddress, bytes.count)
-      if written == bytes.count { return }
-      if written < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR {
-        return fail(SocketError(operation: "write", code: errno))
-      }
-      output = Array(bytes[max(0, written)...])
-      outputOffset = 0
-    } else {
-      output.append(contentsOf: bytes)
+    guard let written = writeAtOnce(bytes) else { return }
+    output.append(UnsafeRawBufferPointer(rebasing: bytes[written...]))
+    queued()
+  }
+
+  /// Sends what the socket takes now when nothing waits before it (and not
+  /// corked); returns how much was sent, or nil when nothing is left to queue.
+  private func writeAtOnce(_ bytes: UnsafeRawBufferPointer) -> Int? {
+    guard pendingOutputBytes == 0 && !corked else { return 0 }
+    let written = Glibc.write(fd, bytes.baseAddress, bytes.count)
+    if written == bytes.count { return nil }
+    if written < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR {
+      fail(SocketError(operation: "write", code: errno))
+      return nil
     }
+    return max(0, written)
+  }
+
+  /// Bytes were queued: watermark, and writability unless corked.
+  private func queued() {
     if pendingOutputBytes > highWatermark { passedHighWatermark = true }
     if !corked { want(.write, true) }
   }
@@ -157,8 +171,7 @@ public final class Connection: ByteChannel, ReadinessHandler, @unchecked Sendabl
       self.token = nil
     }
     _ = Glibc.close(fd)
-    output = []
-    outputOffset = 0
+    output.removeAll()
     let hook = onClose
     onClose = nil
     hook?()
@@ -251,10 +264,7 @@ public final class Connection: ByteChannel, ReadinessHandler, @unchecked Sendabl
   private func handleWritable() {
     guard state == .open else { return }
     while pendingOutputBytes > 0 {
-      let remaining = pendingOutputBytes
-      let written = output.withUnsafeBytes { raw in
-        Glibc.write(fd, raw.baseAddress! + outputOffset, remaining)
-      }
+      let written = output.write(to: fd)
       if written < 0 {
         if errno == EINTR { continue }
         if errno != EAGAIN && errno != EWOULDBLOCK {
@@ -262,16 +272,8 @@ public final class Connection: ByteChannel, ReadinessHandler, @unchecked Sendabl
         }
         break
       }
-      outputOffset += written
-    }
-    if outputOffset == output.count {
-      // A small queue keeps its storage for the next response; a large one
-      // is given back (idle connections must stay small).
-      if output.capacity <= 4096 { output.removeAll(keepingCapacity: true) } else { output = [] }
-      outputOffset = 0
-    } else if outputOffset > 1 << 20 {
-      output.removeFirst(outputOffset)
-      outputOffset = 0
+      // Nothing taken (not expected of a socket): wait for writability, do not spin.
+      if written == 0 { break }
     }
     if pendingOutputBytes == 0 {
       want(.write, false)

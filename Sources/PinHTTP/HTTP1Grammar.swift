@@ -3,15 +3,15 @@ enum HTTP1Grammar {
   static let cr: UInt8 = 0x0d
   static let lf: UInt8 = 0x0a
 
-  /// Finds CRLFCRLF at or after `index` and returns the bytes before it,
-  /// moving `index` past it; nil when more input is needed. The scan starts
+  /// Finds CRLFCRLF at or after `index` and returns where the bytes before
+  /// it lie, moving `index` past it; nil when more input is needed. The scan starts
   /// at `resumeAt` (bytes before it were scanned by an earlier call, which
   /// stopped at least three bytes short of the end so a terminator split
   /// across reads is still seen). A bare LF, a bare CR or a NUL anywhere in
   /// the section is an error at once.
   static func section(
-    _ input: [UInt8], _ index: inout Int, resumeAt: Int, limit: Int, what: String
-  ) throws(HTTPParseError) -> ArraySlice<UInt8>? {
+    _ input: UnsafeRawBufferPointer, _ index: inout Int, resumeAt: Int, limit: Int, what: String
+  ) throws(HTTPParseError) -> Range<Int>? {
     let start = index
     var position = max(start, resumeAt)
     while position < input.count {
@@ -22,7 +22,7 @@ enum HTTP1Grammar {
         }
         if position - start >= 3 && input[position - 2] == lf && input[position - 3] == cr {
           index = position + 1
-          return input[start..<(position - 3)]
+          return start..<(position - 3)
         }
       } else if byte == cr {
         if position + 1 < input.count && input[position + 1] != lf {
@@ -43,7 +43,8 @@ enum HTTP1Grammar {
   }
 
   /// One CRLF-terminated line starting at `index`, without its CRLF.
-  static func line(_ input: [UInt8], _ index: inout Int, limit: Int, what: String) throws(HTTPParseError)
+  static func line(_ input: UnsafeRawBufferPointer, _ index: inout Int, limit: Int, what: String)
+    throws(HTTPParseError)
     -> [UInt8]?
   {
     var position = index

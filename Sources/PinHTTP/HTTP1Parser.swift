@@ -40,12 +40,16 @@ public struct HTTP1Parser: Sendable {
   /// response asked for is noticed: `hasBufferedInput`).
   public let pausesBetweenMessages: Bool
   var state: State = .head
-  /// Unconsumed input: `buffer[consumed...]`. Appended to in place, so a head
-  /// that arrives a byte at a time is neither copied nor re-scanned per byte.
+  /// Input kept between feeds, unconsumed from `consumed` on: only what could
+  /// not be parsed where it arrived (a partial head or line, a paused next
+  /// message, what follows a CONNECT). Appended to in place, so a head that
+  /// arrives a byte at a time is neither copied nor re-scanned per byte.
   var buffer: [UInt8] = []
+  /// Between feeds an index into `buffer`; while a read is parsed in place,
+  /// into that read.
   var consumed = 0
   /// Where the search for the end of a head or trailer section resumes
-  /// (an index into `buffer`; bytes before it were already scanned).
+  /// (indexing as `consumed` does; bytes before it were already scanned).
   var scanned = 0
   var paused = false
   /// The peer closed while parsing was paused; applied on `resume()`.
@@ -91,15 +95,52 @@ public struct HTTP1Parser: Sendable {
     return Array(buffer[consumed...])
   }
 
-  public mutating func feed(_ bytes: [UInt8]) throws(HTTPParseError) -> [Event] {
+  /// Parses straight from `input`, which need not outlive the call (a
+  /// socket's or TLS's reused read buffer): body events copy their bytes out
+  /// of it once, and only what cannot be parsed yet (a partial head or line,
+  /// the next message while paused, what follows a CONNECT) is kept.
+  public mutating func feed(_ input: UnsafeRawBufferPointer) throws(HTTPParseError) -> [Event] {
     guard state != .failed else { throw HTTPParseError(.badRequest, "connection already failed") }
-    if buffer.isEmpty {
-      buffer = bytes
-    } else {
-      buffer.append(contentsOf: bytes)
+    if paused || state == .upgraded {
+      buffer.append(contentsOf: input)
+      return []
     }
-    if paused || state == .upgraded { return [] }
-    return try parse()
+    var events: [Event] = []
+    do {
+      var offset = 0
+      // Kept bytes begin a head or a line that ends in this input. It is
+      // completed one line at a time, so the bytes after its end (a body)
+      // are not copied into `buffer` only to be copied out again.
+      while hasBufferedInput && !paused && offset < input.count {
+        let lineEnd = input[offset...].firstIndex(of: HTTP1Grammar.lf).map { $0 + 1 } ?? input.count
+        buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: input[offset..<lineEnd]))
+        offset = lineEnd
+        try parseBuffer(&events)
+      }
+      let rest = UnsafeRawBufferPointer(rebasing: input[offset...])
+      if hasBufferedInput || paused || state == .upgraded {
+        buffer.append(contentsOf: rest)
+      } else {
+        try parseInPlace(rest, &events)
+      }
+    } catch {
+      state = .failed
+      clearBuffer()
+      throw error
+    }
+    return events
+  }
+
+  /// The same for bytes already in an array (tests, fuzzers, a body held whole).
+  public mutating func feed(_ bytes: [UInt8]) throws(HTTPParseError) -> [Event] {
+    let result: Result<[Event], HTTPParseError> = bytes.withUnsafeBytes { input in
+      do throws(HTTPParseError) {
+        return .success(try feed(input))
+      } catch {
+        return .failure(error)
+      }
+    }
+    return try result.get()
   }
 
   /// After a pause between messages: parses what has arrived of the next one.
@@ -107,20 +148,50 @@ public struct HTTP1Parser: Sendable {
     guard state != .failed else { throw HTTPParseError(.badRequest, "connection already failed") }
     guard paused else { return [] }
     paused = false
-    var events = try parse()
-    if inputFinished && !paused { events += try finish() }
-    return events
-  }
-
-  private mutating func parse() throws(HTTPParseError) -> [Event] {
     var events: [Event] = []
     do {
-      while !paused, try step(&events) {}
+      try parseBuffer(&events)
     } catch {
       state = .failed
       clearBuffer()
       throw error
     }
+    if inputFinished && !paused { events += try finish() }
+    return events
+  }
+
+  /// Parses `input` where it lies, then keeps the part it could not use yet.
+  /// Only called with nothing kept, so `consumed` and `scanned` index `input`
+  /// here and `buffer` again afterwards.
+  private mutating func parseInPlace(_ input: UnsafeRawBufferPointer, _ events: inout [Event])
+    throws(HTTPParseError)
+  {
+    consumed = 0
+    scanned = 0
+    while !paused, try step(input, &events) {}
+    if consumed < input.count {
+      buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: input[consumed...]))
+      scanned = max(0, scanned - consumed)
+    } else {
+      scanned = 0
+    }
+    consumed = 0
+  }
+
+  /// Parses the kept bytes as far as they go.
+  private mutating func parseBuffer(_ events: inout [Event]) throws(HTTPParseError) {
+    // A second reference to the storage, not a copy: the steps read it while
+    // they change the rest of the parser (nothing appends to it meanwhile).
+    let kept = buffer
+    let result: Result<Void, HTTPParseError> = kept.withUnsafeBytes { input in
+      do throws(HTTPParseError) {
+        while !paused, try step(input, &events) {}
+        return .success(())
+      } catch {
+        return .failure(error)
+      }
+    }
+    try result.get()
     if consumed == buffer.count {
       clearBuffer()
     } else if consumed >= 64 * 1024 {
@@ -129,7 +200,6 @@ public struct HTTP1Parser: Sendable {
       scanned = max(0, scanned - consumed)
       consumed = 0
     }
-    return events
   }
 
   private mutating func clearBuffer() {
@@ -165,29 +235,32 @@ public struct HTTP1Parser: Sendable {
     if pausesBetweenMessages { paused = true }
   }
 
-  /// Advances by one state transition; false when it needs more input.
-  private mutating func step(_ events: inout [Event]) throws(HTTPParseError) -> Bool {
-    guard consumed < buffer.count else { return false }
+  /// Advances by one state transition over `input` (the kept buffer, or a
+  /// read parsed in place), from `consumed`; false when it needs more input.
+  private mutating func step(_ input: UnsafeRawBufferPointer, _ events: inout [Event]) throws(HTTPParseError)
+    -> Bool
+  {
+    guard consumed < input.count else { return false }
     switch state {
     case .head:
       // RFC 9112 §2.2: ignore empty lines before a request or status line.
-      while consumed + 1 < buffer.count && buffer[consumed] == 0x0d && buffer[consumed + 1] == 0x0a {
+      while consumed + 1 < input.count && input[consumed] == 0x0d && input[consumed + 1] == 0x0a {
         consumed += 2
       }
       let start = consumed
       guard
         let head = try HTTP1Grammar.section(
-          buffer, &consumed, resumeAt: max(scanned, start), limit: limits.maxHeaderBytes,
+          input, &consumed, resumeAt: max(scanned, start), limit: limits.maxHeaderBytes,
           what: "header section")
       else {
-        scanned = max(start, buffer.count - 3)
+        scanned = max(start, input.count - 3)
         return false
       }
-      try beginMessage(head, &events)
+      try beginMessage(Array(input[head])[...], &events)
       return true
     case .fixedBody(let remaining):
-      let count = min(remaining, buffer.count - consumed)
-      events.append(.body(Array(buffer[consumed..<consumed + count])))
+      let count = min(remaining, input.count - consumed)
+      events.append(.body(Array(input[consumed..<consumed + count])))
       consumed += count
       if count == remaining {
         endMessage(HTTPHeaders(), &events)
@@ -196,7 +269,7 @@ public struct HTTP1Parser: Sendable {
       }
       return true
     case .chunkSize:
-      guard let line = try HTTP1Grammar.line(buffer, &consumed, limit: 1024, what: "chunk size line") else {
+      guard let line = try HTTP1Grammar.line(input, &consumed, limit: 1024, what: "chunk size line") else {
         return false
       }
       let size = try HTTP1Grammar.chunkSize(line)
@@ -204,20 +277,20 @@ public struct HTTP1Parser: Sendable {
       scanned = consumed
       return true
     case .chunkData(let remaining):
-      let count = min(remaining, buffer.count - consumed)
-      events.append(.body(Array(buffer[consumed..<consumed + count])))
+      let count = min(remaining, input.count - consumed)
+      events.append(.body(Array(input[consumed..<consumed + count])))
       consumed += count
       state = count == remaining ? .chunkDataEnd : .chunkData(remaining: remaining - count)
       return true
     case .chunkDataEnd:
-      guard let line = try HTTP1Grammar.line(buffer, &consumed, limit: 2, what: "chunk terminator") else {
+      guard let line = try HTTP1Grammar.line(input, &consumed, limit: 2, what: "chunk terminator") else {
         return false
       }
       guard line.isEmpty else { throw HTTPParseError(.badRequest, "chunk data longer than its size") }
       state = .chunkSize
       return true
     case .trailers:
-      if buffer.count - consumed >= 2 && buffer[consumed] == 0x0d && buffer[consumed + 1] == 0x0a {
+      if input.count - consumed >= 2 && input[consumed] == 0x0d && input[consumed + 1] == 0x0a {
         consumed += 2
         endMessage(HTTPHeaders(), &events)
         return true
@@ -225,18 +298,18 @@ public struct HTTP1Parser: Sendable {
       let start = consumed
       guard
         let section = try HTTP1Grammar.section(
-          buffer, &consumed, resumeAt: max(scanned, start), limit: limits.maxHeaderBytes,
+          input, &consumed, resumeAt: max(scanned, start), limit: limits.maxHeaderBytes,
           what: "trailer section")
       else {
-        scanned = max(start, buffer.count - 3)
+        scanned = max(start, input.count - 3)
         return false
       }
-      let trailers = try HTTP1Grammar.fields(section, limits: limits)
+      let trailers = try HTTP1Grammar.fields(Array(input[section])[...], limits: limits)
       endMessage(trailers, &events)
       return true
     case .untilClose:
-      events.append(.body(Array(buffer[consumed...])))
-      consumed = buffer.count
+      events.append(.body(Array(input[consumed...])))
+      consumed = input.count
       return true
     case .upgraded, .failed:
       return false

@@ -38,9 +38,18 @@ public enum HTTPSerializer {
   }
 
   /// One chunk; empty input writes nothing (an empty chunk would end the body).
+  /// Built in one allocation of its final size: the body is copied once, not
+  /// once per concatenation.
   public static func chunk(_ bytes: [UInt8]) -> [UInt8] {
     guard !bytes.isEmpty else { return [] }
-    return Array((String(bytes.count, radix: 16) + "\r\n").utf8) + bytes + [0x0d, 0x0a]
+    let size = String(bytes.count, radix: 16).utf8
+    var framed: [UInt8] = []
+    framed.reserveCapacity(size.count + bytes.count + 4)
+    framed += size
+    framed += [0x0d, 0x0a]
+    framed += bytes
+    framed += [0x0d, 0x0a]
+    return framed
   }
 
   public static func lastChunk(trailers: HTTPHeaders = HTTPHeaders()) -> [UInt8] {

@@ -99,13 +99,28 @@ public final class HTTP2Session {
   /// Feeds bytes from the peer; returns what they meant. A protocol error
   /// (a bad preface, a malformed frame) throws; the connection is then
   /// finished (`pendingOutput` holds a GOAWAY for the peer).
-  public func receive(_ bytes: [UInt8]) throws(Failure) -> [HTTP2Event] {
-    let consumed = bytes.withUnsafeBufferPointer { buffer in
-      nghttp2_session_mem_recv(session, buffer.baseAddress, buffer.count)
-    }
+  ///
+  /// nghttp2 reads `bytes` only during the call (DATA is copied into the
+  /// events, partial frames into its own state), so a reused read buffer
+  /// can be passed as it is.
+  public func receive(_ bytes: UnsafeRawBufferPointer) throws(Failure) -> [HTTP2Event] {
+    let consumed = nghttp2_session_mem_recv(
+      session, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
     let events = state.takeEvents()
     guard consumed >= 0 else { throw Failure(code: Int32(consumed)) }
     return events
+  }
+
+  /// The same for bytes already in an array (tests, fuzzers).
+  public func receive(_ bytes: [UInt8]) throws(Failure) -> [HTTP2Event] {
+    let result: Result<[HTTP2Event], Failure> = bytes.withUnsafeBytes { buffer in
+      do throws(Failure) {
+        return .success(try receive(buffer))
+      } catch {
+        return .failure(error)
+      }
+    }
+    return try result.get()
   }
 
   /// Events that arose while frames were being sent rather than received:

@@ -17,7 +17,9 @@ final class Recorder: ChannelDelegate, @unchecked Sendable {
   var onRead: ((Connection, [UInt8]) -> Void)?
   var onEOF: ((Connection) -> Void)?
 
-  func channel(_ channel: any ByteChannel, didRead bytes: [UInt8]) {
+  /// Copies the read: the buffer is the loop's, reused by the next read.
+  func channel(_ channel: any ByteChannel, didReadBuffer buffer: UnsafeRawBufferPointer) {
+    let bytes = Array(buffer)
     lock.withLock { received += bytes }
     if let connection = channel as? Connection { onRead?(connection, bytes) }
   }

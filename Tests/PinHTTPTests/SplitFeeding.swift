@@ -3,7 +3,8 @@ import XCTest
 
 /// Feeds a message whole, split in two at every position, and byte by byte,
 /// and requires the same outcome each time. Body events are merged so that
-/// only the bytes, not how they were cut, are compared.
+/// only the bytes, not how they were cut, are compared. Each split is fed
+/// twice: as arrays, and through one reused buffer (as a socket delivers).
 enum SplitFeeding {
   enum Outcome: Equatable {
     case events([HTTP1Parser.Event])
@@ -11,20 +12,47 @@ enum SplitFeeding {
   }
 
   static func feed(
-    _ pieces: [[UInt8]], role: HTTP1Parser.Role, limits: HTTPLimits, method: String?, finish: Bool
+    _ pieces: [[UInt8]], role: HTTP1Parser.Role, limits: HTTPLimits, method: String?, finish: Bool,
+    throughReusedBuffer: Bool = false
   )
     -> Outcome
   {
     var parser = HTTP1Parser(role: role, limits: limits)
     if let method { parser.expectResponse(to: method) }
     var events: [HTTP1Parser.Event] = []
+    let reused = UnsafeMutableRawBufferPointer.allocate(
+      byteCount: max(1, pieces.map(\.count).max() ?? 0), alignment: 1)
+    defer { reused.deallocate() }
     do {
-      for piece in pieces { events += try parser.feed(piece) }
+      for piece in pieces {
+        guard throughReusedBuffer else {
+          events += try parser.feed(piece)
+          continue
+        }
+        piece.withUnsafeBytes { reused.copyMemory(from: $0) }
+        events += try parser.feed(UnsafeRawBufferPointer(rebasing: reused[..<piece.count]))
+        // The next read overwrites the buffer: a parser that kept a pointer
+        // into it instead of the bytes would now see this.
+        reused.initializeMemory(as: UInt8.self, repeating: 0xa5)
+      }
       if finish { events += try parser.finish() }
     } catch {
       return .failure(error.kind)
     }
     return .events(merge(events))
+  }
+
+  /// Array and reused-buffer feeding of the same pieces agree, and the outcome is returned.
+  static func agreed(
+    _ pieces: [[UInt8]], role: HTTP1Parser.Role, limits: HTTPLimits, method: String?, finish: Bool,
+    _ what: String, file: StaticString, line: UInt
+  ) -> Outcome {
+    let fromArrays = feed(pieces, role: role, limits: limits, method: method, finish: finish)
+    let fromBuffer = feed(
+      pieces, role: role, limits: limits, method: method, finish: finish, throughReusedBuffer: true)
+    XCTAssertEqual(
+      fromBuffer, fromArrays, "\(what): buffer feed differs from array feed", file: file, line: line)
+    return fromArrays
   }
 
   static func merge(_ events: [HTTP1Parser.Event]) -> [HTTP1Parser.Event] {
@@ -48,15 +76,19 @@ enum SplitFeeding {
     finish: Bool = false, file: StaticString = #filePath, line: UInt = #line
   ) -> Outcome {
     let bytes = Array(text.utf8)
-    let whole = feed([bytes], role: role, limits: limits, method: method, finish: finish)
+    let whole = agreed(
+      [bytes], role: role, limits: limits, method: method, finish: finish, "whole", file: file, line: line)
     for cut in 0...bytes.count {
-      let split = feed(
+      let split = agreed(
         [Array(bytes[..<cut]), Array(bytes[cut...])], role: role, limits: limits, method: method,
-        finish: finish)
+        finish: finish, "split at \(cut)", file: file, line: line)
       XCTAssertEqual(split, whole, "split at \(cut)", file: file, line: line)
       if split != whole { break }
     }
-    let single = feed(bytes.map { [$0] }, role: role, limits: limits, method: method, finish: finish)
+    let single = agreed(
+      bytes.map { [$0] }, role: role, limits: limits, method: method, finish: finish, "byte by byte",
+      file: file,
+      line: line)
     XCTAssertEqual(single, whole, "byte by byte", file: file, line: line)
     return whole
   }

@@ -277,3 +277,11 @@ final class ForwardMachineTests: XCTestCase {
     XCTAssertFalse(out.contains { if case .openPassthrough = $0 { true } else { false } })
   }
 }
+
+extension ForwardMachine {
+  /// The session hands the machine its channel's reused read buffer; these
+  /// tests hold their requests as arrays.
+  mutating func clientRead(_ bytes: [UInt8]) {
+    bytes.withUnsafeBytes { clientRead($0) }
+  }
+}

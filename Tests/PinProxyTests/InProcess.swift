@@ -68,7 +68,7 @@ final class ScriptedOrigin: @unchecked Sendable {
       self.script = script
     }
 
-    func channel(_ channel: any ByteChannel, didRead bytes: [UInt8]) {
+    func channel(_ channel: any ByteChannel, didReadBuffer bytes: UnsafeRawBufferPointer) {
       buffer += bytes
       let end = Array("\r\n\r\n".utf8)
       while let range = buffer.firstRange(of: end) {

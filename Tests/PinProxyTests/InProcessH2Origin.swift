@@ -173,7 +173,7 @@ final class OriginH2Connection: ChannelDelegate, @unchecked Sendable {
     channel.write(bytes)
   }
 
-  func channel(_ channel: any ByteChannel, didRead bytes: [UInt8]) {
+  func channel(_ channel: any ByteChannel, didReadBuffer bytes: UnsafeRawBufferPointer) {
     guard !deaf else { return }
     guard let events = try? session.receive(bytes) else {
       flush()

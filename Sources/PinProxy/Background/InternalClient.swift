@@ -110,6 +110,11 @@ final class InternalExchange: UpstreamDelegate, @unchecked Sendable {
   func upstream(_ upstream: any UpstreamLink, didReceive events: [HTTP1Parser.Event]) {
     loop.preconditionInLoop()
     guard case .waiting(let connection, var head, var body) = state, connection === upstream else { return }
+    // The state lets go of the body while it grows: were it still held
+    // there, the first append of every read would copy the whole body so far
+    // (copy-on-write), quadratic in the number of reads. `finish` still sees
+    // the connection in the state, to close it.
+    state = .waiting(connection, head: head, body: [])
     for event in events {
       switch event {
       case .request: break

@@ -54,10 +54,6 @@ final class LingeringClose: ChannelDelegate, @unchecked Sendable {
     if force { channel.close() } else { channel.closeAfterFlush() }
   }
 
-  func channel(_ channel: any ByteChannel, didRead bytes: [UInt8]) {
-    discard(bytes.count)
-  }
-
   func channel(_ channel: any ByteChannel, didReadBuffer bytes: UnsafeRawBufferPointer) {
     discard(bytes.count)
   }

@@ -73,10 +73,6 @@ final class Splice: ChannelDelegate, @unchecked Sendable {
 
   // MARK: ChannelDelegate (both sides)
 
-  func channel(_ channel: any ByteChannel, didRead bytes: [UInt8]) {
-    bytes.withUnsafeBytes { self.channel(channel, didReadBuffer: $0) }
-  }
-
   /// Bytes go from the loop's read buffer straight to the other side: a
   /// socket writes them at once (copying only what it could not send), TLS
   /// encrypts them; no array in between.

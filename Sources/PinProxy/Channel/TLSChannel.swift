@@ -90,7 +90,7 @@ final class TLSChannel: ByteChannel, ChannelDelegate, @unchecked Sendable {
     connection.resumeReading()
     // A client speaks first: its first flight goes out now.
     step()
-    if !early.isEmpty { channel(connection, didRead: early) }
+    if !early.isEmpty { early.withUnsafeBytes { channel(connection, didReadBuffer: $0) } }
   }
 
   func rememberSession() {
@@ -206,10 +206,6 @@ final class TLSChannel: ByteChannel, ChannelDelegate, @unchecked Sendable {
   }
 
   // MARK: ChannelDelegate (the socket)
-
-  func channel(_ channel: any ByteChannel, didRead bytes: [UInt8]) {
-    bytes.withUnsafeBytes { self.channel(channel, didReadBuffer: $0) }
-  }
 
   /// Ciphertext from the socket's read buffer goes into the engine; the
   /// plaintext is decrypted into the loop's plaintext buffer and handed to

@@ -122,7 +122,7 @@ final class DownstreamHTTP2Session: ChannelDelegate, DrainableSession, @unchecke
 
   // MARK: ChannelDelegate
 
-  func channel(_ channel: any ByteChannel, didRead bytes: [UInt8]) {
+  func channel(_ channel: any ByteChannel, didReadBuffer bytes: UnsafeRawBufferPointer) {
     loop.preconditionInLoop()
     guard !isClosed else { return }
     lastActivity = DispatchTime.now().uptimeNanoseconds

@@ -108,7 +108,7 @@ struct ForwardMachine<Upstream: SameUpstream> {
 
   mutating func start() { awaitRequest() }
 
-  mutating func clientRead(_ bytes: [UInt8]) {
+  mutating func clientRead(_ bytes: UnsafeRawBufferPointer) {
     switch state {
     case .closing, .spliced: return
     default: break

@@ -67,19 +67,19 @@ extension ForwardSession {
     if early.isEmpty {
       mode = .awaitingTunnelBytes(pending)
     } else {
-      startTunnel(pending, first: early)
+      early.withUnsafeBytes { startTunnel(pending, first: $0) }
     }
   }
 
   /// Decides what the client speaks in the tunnel from its first byte: 0x16
   /// opens a TLS handshake record (RFC 8446 §5.1, and every TLS before it);
   /// anything else is taken as plain HTTP, which the parser then judges.
-  func startTunnel(_ pending: PendingTunnel, first bytes: [UInt8]) {
+  func startTunnel(_ pending: PendingTunnel, first bytes: UnsafeRawBufferPointer) {
     if bytes.first == 0x16 {
       let target = pending.target
       client = TLSChannel.serve(
         connection, engine: pending.engine, host: target.host, target: "\(target.host):\(target.port)",
-        logger: context.logger, listener: listener, owner: self, early: bytes,
+        logger: context.logger, listener: listener, owner: self, early: Array(bytes),
         timeout: snapshot.timeouts.tlsHandshake
       ) { [weak self] channel in
         guard let self, channel.negotiatedProtocol == .http2 else { return }

@@ -128,7 +128,7 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
 
   // MARK: Client channel
 
-  func channel(_ channel: any ByteChannel, didRead bytes: [UInt8]) {
+  func channel(_ channel: any ByteChannel, didReadBuffer bytes: UnsafeRawBufferPointer) {
     if case .awaitingTunnelBytes(let pending) = mode {
       mode = .serving
       return startTunnel(pending, first: bytes)

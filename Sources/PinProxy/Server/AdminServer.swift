@@ -72,7 +72,7 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
     connection.resumeReading()
   }
 
-  func channel(_ channel: any ByteChannel, didRead bytes: [UInt8]) {
+  func channel(_ channel: any ByteChannel, didReadBuffer bytes: UnsafeRawBufferPointer) {
     connection.loop.preconditionInLoop()
     guard !answered else { return }
     do {

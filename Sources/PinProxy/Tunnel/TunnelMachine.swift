@@ -28,12 +28,21 @@ struct TunnelMachine {
   /// The client sent a byte: it may no longer be cut for silence or under overload.
   private(set) var clientSpoke = false
 
-  mutating func clientRead(_ bytes: [UInt8]) -> Action? {
+  /// Keeps `bytes` (valid only during the call) for the splice.
+  mutating func clientRead(_ bytes: UnsafeRawBufferPointer) -> Action? {
     clientSpoke = true
     guard case .connecting(var early, let finished) = state else { return nil }
-    early += bytes
+    // The state lets go of the buffer while it grows: were it still held
+    // there, each append would copy everything kept so far (copy-on-write),
+    // quadratic in the number of reads.
+    state = .connecting(early: [], clientFinished: finished)
+    early.append(contentsOf: bytes)
     state = .connecting(early: early, clientFinished: finished)
     return early.count > TunnelMachine.earlyLimit ? .pauseClient : nil
+  }
+
+  mutating func clientRead(_ bytes: [UInt8]) -> Action? {
+    bytes.withUnsafeBytes { clientRead($0) }
   }
 
   mutating func clientEOF() {

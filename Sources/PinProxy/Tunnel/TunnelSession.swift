@@ -142,7 +142,7 @@ final class TunnelSession: ChannelDelegate, DrainableSession, @unchecked Sendabl
 
   // MARK: Client channel, until the splice takes it over
 
-  func channel(_ channel: any ByteChannel, didRead bytes: [UInt8]) {
+  func channel(_ channel: any ByteChannel, didReadBuffer bytes: UnsafeRawBufferPointer) {
     loop.preconditionInLoop()
     firstByteTimer?.cancel()
     if let action = machine.clientRead(bytes) { execute(action) }

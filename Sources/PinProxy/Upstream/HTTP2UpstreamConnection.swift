@@ -162,7 +162,7 @@ final class HTTP2UpstreamConnection: ChannelDelegate, @unchecked Sendable {
 
   // MARK: ChannelDelegate
 
-  func channel(_ channel: any ByteChannel, didRead bytes: [UInt8]) {
+  func channel(_ channel: any ByteChannel, didReadBuffer bytes: UnsafeRawBufferPointer) {
     loop.preconditionInLoop()
     let events: [HTTP2Event]
     do {

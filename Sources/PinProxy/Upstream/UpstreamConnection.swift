@@ -128,7 +128,9 @@ final class UpstreamConnection: UpstreamLink, ChannelDelegate, @unchecked Sendab
 
   // MARK: ChannelDelegate
 
-  func channel(_ channel: any ByteChannel, didRead bytes: [UInt8]) {
+  /// The response is parsed where the channel read it: body events copy
+  /// their bytes out once, a partial head or chunk line is all the parser keeps.
+  func channel(_ channel: any ByteChannel, didReadBuffer bytes: UnsafeRawBufferPointer) {
     loop.preconditionInLoop()
     guard isOpen else { return }
     do {
