@@ -70,7 +70,7 @@ let package = Package(
       dependencies: ["PinTLS", "PinTrust", "PinConfig", "PinProxy", "PinTestSupport"]),
     .testTarget(
       name: "PinProxyTests",
-      dependencies: ["PinConfig", "PinHTTP", "PinProxy", "PinTLS", "PinTrust", "PinTestSupport"]),
+      dependencies: ["PinConfig", "PinHTTP", "PinHTTP2", "PinProxy", "PinTLS", "PinTrust", "PinTestSupport"]),
     .testTarget(name: "EndToEndTests", dependencies: ["PinTLS", "PinTrust", "PinTestSupport"]),
   ],
   swiftLanguageModes: [.v6]
