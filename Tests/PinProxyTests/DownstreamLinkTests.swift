@@ -22,7 +22,7 @@ final class DownstreamLinkTests: XCTestCase {
   /// Hands an origin's response to `link` as the exchange machine does:
   /// 1xx as interim, then head, body and end.
   func relay<Link: DownstreamLink>(
-    _ text: String, to method: String = "GET", into link: inout Link, from upstream: UpstreamProtocol = .http1
+    _ text: String, to method: String = "GET", into link: inout Link, from upstream: WireProtocol = .http1
   ) throws {
     var parser = HTTP1Parser(role: .response, limits: HTTPLimits())
     parser.expectResponse(to: method)

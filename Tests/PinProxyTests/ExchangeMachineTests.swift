@@ -25,7 +25,7 @@ final class ExchangeMachineTests: XCTestCase {
 
   /// A machine for `request` (HTTP/1.1 text, absolute-form), routed as the
   /// forward listener routes it.
-  func makeMachine(_ request: String, client: UpstreamProtocol = .http1) throws -> Machine {
+  func makeMachine(_ request: String, client: WireProtocol = .http1) throws -> Machine {
     let configuration = try ConfigurationParser.parse(Self.config, file: "test.yaml")
     let snapshot = try RuntimeSnapshot.compile(configuration, generation: 1)
     var router = ForwardRouter(snapshot: snapshot, listener: configuration.listeners[0])
@@ -50,7 +50,7 @@ final class ExchangeMachineTests: XCTestCase {
 
   /// Starts the exchange and gives it `upstream`; returns the actions of the `upstreamReady`.
   @discardableResult
-  func connect(_ machine: inout Machine, _ upstream: FakeUpstream, client: UpstreamProtocol = .http1)
+  func connect(_ machine: inout Machine, _ upstream: FakeUpstream, client: WireProtocol = .http1)
     -> [Action]
   {
     if machine.isWaiting { _ = run(&machine) { $0.start(&$1) } }
@@ -69,7 +69,6 @@ final class ExchangeMachineTests: XCTestCase {
     actions.map { action in
       switch action {
       case .acquireUpstream(let poolAllowed): return poolAllowed ? "acquire" : "acquire-fresh"
-      case .adoptUpstream: return "adopt"
       case .sendHead: return "sendHead"
       case .sendBody(_, let bytes): return "sendBody:" + String(decoding: bytes, as: UTF8.self)
       case .endBody(_, let trailers): return trailers.count == 0 ? "endBody" : "endBody+trailers"
@@ -98,12 +97,12 @@ final class ExchangeMachineTests: XCTestCase {
   // MARK: Request
 
   func testReadySendsTheHeadWithTheViaOfTheClientsProtocol() throws {
-    for (client, via) in [(UpstreamProtocol.http1, "1.1 pinproxy"), (.http2, "2 pinproxy")] {
+    for (client, via) in [(WireProtocol.http1, "1.1 pinproxy"), (.http2, "2 pinproxy")] {
       var machine = try makeMachine(Self.get, client: client)
       XCTAssertEqual(describe(run(&machine) { $0.start(&$1) }), ["acquire"])
       let upstream = FakeUpstream()
       let out = run(&machine) { $0.upstreamReady(upstream, pooled: true, tls: .none, protocol: .http2, &$1) }
-      XCTAssertEqual(describe(out), ["adopt", "sendHead", "armTimer"], "a GET has no body to end")
+      XCTAssertEqual(describe(out), ["sendHead", "armTimer"], "a GET has no body to end")
       guard
         case .sendHead(let to, let request)? = out.first(where: {
           if case .sendHead = $0 { true } else { false }
@@ -133,7 +132,7 @@ final class ExchangeMachineTests: XCTestCase {
     }
     XCTAssertEqual(
       describe(out),
-      ["adopt", "sendHead", "sendBody:abc", "sendBody:de", "sendBody:f", "endBody", "armTimer"])
+      ["sendHead", "sendBody:abc", "sendBody:de", "sendBody:f", "endBody", "armTimer"])
     XCTAssertEqual(machine.exchange.requestBodyBytes, 6)
   }
 
@@ -146,13 +145,13 @@ final class ExchangeMachineTests: XCTestCase {
     let out = run(&machine) {
       $0.upstreamReady(FakeUpstream(), pooled: false, tls: .none, protocol: .http2, &$1)
     }
-    XCTAssertEqual(describe(out), ["adopt", "sendHead", "sendBody:xy", "endBody+trailers", "armTimer"])
+    XCTAssertEqual(describe(out), ["sendHead", "sendBody:xy", "endBody+trailers", "armTimer"])
   }
 
   func testBodyAfterReadyGoesStraightUpstreamAndItsEndOnce() throws {
     var machine = try makeMachine(Self.post)
     let upstream = FakeUpstream()
-    XCTAssertEqual(describe(connect(&machine, upstream)), ["adopt", "sendHead", "armTimer"])
+    XCTAssertEqual(describe(connect(&machine, upstream)), ["sendHead", "armTimer"])
     XCTAssertEqual(describe(run(&machine) { $0.requestBody(Array("abcdef".utf8), &$1) }), ["sendBody:abcdef"])
     XCTAssertEqual(describe(run(&machine) { $0.requestEnd(HTTPHeaders(), &$1) }), ["endBody"])
     XCTAssertTrue(run(&machine) { $0.requestEnd(HTTPHeaders(), &$1) }.isEmpty, "a second end is ignored")
@@ -230,7 +229,7 @@ final class ExchangeMachineTests: XCTestCase {
       describe(run(&machine) { $0.upstreamClosed(pooled, failure: nil, mayRetry: true, &$1) }),
       ["cancelTimer", "acquire-fresh"])
     let fresh = FakeUpstream()
-    XCTAssertEqual(describe(connect(&machine, fresh)), ["adopt", "sendHead", "armTimer"])
+    XCTAssertEqual(describe(connect(&machine, fresh)), ["sendHead", "armTimer"])
     // The retry closing too is the origin's answer, even if it may be retried.
     let out = run(&machine) { $0.upstreamClosed(fresh, failure: nil, mayRetry: true, &$1) }
     XCTAssertEqual(describe(out), ["cancelTimer", "refuse:502 upstream-unreachable"])
