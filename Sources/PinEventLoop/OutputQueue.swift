@@ -31,6 +31,12 @@ struct OutputQueue {
   private var lastIsOwn = false
   /// Bytes not yet written.
   private(set) var count = 0
+  /// The queue's last own piece, emptied once written and kept for the next
+  /// one: a keep-alive connection's corked responses reuse one buffer
+  /// instead of allocating one each.
+  private var spare: [UInt8] = []
+  /// A larger own piece is released once written rather than kept.
+  static let spareLimit = 16 * 1024
 
   var isEmpty: Bool { count == 0 }
 
@@ -54,7 +60,8 @@ struct OutputQueue {
       pieces[pieces.count - 1].append(contentsOf: bytes)
     } else {
       var piece: [UInt8] = []
-      piece.reserveCapacity(max(bytes.count, 4096))
+      swap(&piece, &spare)
+      if piece.capacity < bytes.count { piece.reserveCapacity(max(bytes.count, 4096)) }
       piece.append(contentsOf: bytes)
       pieces.append(piece)
       lastIsOwn = true
@@ -76,6 +83,7 @@ struct OutputQueue {
   /// Drops everything queued (the socket closed).
   mutating func removeAll() {
     pieces = []
+    spare = []
     first = 0
     offset = 0
     lastIsOwn = false
@@ -108,7 +116,14 @@ struct OutputQueue {
         return
       }
       left -= unwritten
-      pieces[first] = []
+      var written: [UInt8] = []
+      swap(&written, &pieces[first])
+      if lastIsOwn && first == pieces.count - 1 && written.capacity <= Self.spareLimit && spare.capacity == 0
+      {
+        // The only reference now: emptied in place, its storage kept.
+        written.removeAll(keepingCapacity: true)
+        spare = written
+      }
       first += 1
       offset = 0
     }

@@ -10,18 +10,20 @@ extension ForwardMachine {
     _ upstream: Upstream, exchange id: Int, pooled: Bool, tls: UpstreamTLS,
     protocol name: WireProtocol = .http1
   ) {
-    guard case .exchanging(let exchange) = state, exchange.exchange.id == id else {
+    guard case .exchanging = state, exchange?.exchange.id == id else {
       return actions.append(.closeUpstream(upstream))
     }
-    withExchange { $0.upstreamReady(upstream, pooled: pooled, tls: tls, protocol: name, &$1) }
+    exchange!.upstreamReady(upstream, pooled: pooled, tls: tls, protocol: name, &exchangeActions)
+    runExchangeActions()
     process()
   }
 
   /// The dial for exchange `id` (or for the passthrough tunnel) failed.
   mutating func dialFailed(_ failure: ProxyFailure, exchange id: Int?) {
     switch state {
-    case .exchanging(let exchange) where exchange.exchange.id == id:
-      withExchange { $0.dialFailed(failure, &$1) }
+    case .exchanging where exchange?.exchange.id == id:
+      exchange!.dialFailed(failure, &exchangeActions)
+      runExchangeActions()
     case .openingTunnel(let head, let target?) where id == nil:
       fail(failure, request: head, target: target)
     default:
@@ -30,61 +32,57 @@ extension ForwardMachine {
   }
 
   mutating func responseTimerFired(exchange id: Int, after seconds: Double) {
-    guard case .exchanging(let exchange) = state, exchange.exchange.id == id else { return }
-    withExchange { $0.responseTimerFired(after: seconds, &$1) }
+    guard case .exchanging = state, exchange?.exchange.id == id else { return }
+    exchange!.responseTimerFired(after: seconds, &exchangeActions)
+    runExchangeActions()
   }
 
   /// Response events from `upstream`; `draining` says the proxy is shutting down.
   mutating func upstreamEvents(_ events: [HTTP1Parser.Event], from upstream: Upstream, draining: Bool) {
-    guard case .exchanging = state else { return actions.append(.closeUpstream(upstream)) }
+    guard case .exchanging = state, exchange != nil else { return actions.append(.closeUpstream(upstream)) }
     self.draining = self.draining || draining
-    withExchange { $0.upstreamEvents(events, from: upstream, &$1) }
+    exchange!.upstreamEvents(events, from: upstream, &exchangeActions)
+    runExchangeActions()
   }
 
   mutating func upstreamDrained(_ upstream: Upstream) {
-    guard case .exchanging(let exchange) = state, exchange.isServed(by: upstream) else { return }
+    guard case .exchanging = state, exchange?.isServed(by: upstream) == true else { return }
     process()
   }
 
   /// `upstream` closed; the exchange decides between retrying, refusing and
   /// cutting the response short.
   mutating func upstreamClosed(_ upstream: Upstream, failure: ProxyFailure?, mayRetry: Bool) {
-    guard case .exchanging = state else { return }
-    withExchange { $0.upstreamClosed(upstream, failure: failure, mayRetry: mayRetry, &$1) }
+    guard case .exchanging = state, exchange != nil else { return }
+    exchange!.upstreamClosed(upstream, failure: failure, mayRetry: mayRetry, &exchangeActions)
+    runExchangeActions()
   }
 
-  /// Runs `event` on the current exchange, then turns what it asked into
-  /// this connection's actions. The exchange is moved out of `state` while
-  /// it runs, so that nothing it holds is copied.
-  mutating func withExchange(
-    _ event: (inout ExchangeMachine<Upstream>, inout ExchangeMachine<Upstream>.Actions) -> Void
-  ) {
-    guard case .exchanging(var exchange) = state else { return }
-    state = .closing
-    event(&exchange, &exchangeActions)
-    state = .exchanging(exchange)
+  /// Turns what the current exchange asked into this connection's actions.
+  mutating func runExchangeActions() {
     while let action = exchangeActions.popFirst() {
-      guard case .exchanging(let current) = state else {
+      guard case .exchanging = state, exchange != nil else {
         // Refused or cut short: what remains are its upstream's clean-up actions.
         relay(action)
         continue
       }
-      translate(action, current.exchange)
+      translate(action)
     }
   }
 
-  private mutating func translate(_ action: ExchangeAction<Upstream>, _ exchange: Exchange) {
+  private mutating func translate(_ action: ExchangeAction<Upstream>) {
     switch action {
     case .acquireUpstream(let poolAllowed):
-      actions.append(.acquireUpstream(exchange: exchange.id, exchange.target, poolAllowed: poolAllowed))
+      let current = exchange!.exchange
+      actions.append(.acquireUpstream(exchange: current.id, current.target, poolAllowed: poolAllowed))
     case .armResponseTimer:
-      actions.append(.armResponseTimer(exchange: exchange.id))
+      actions.append(.armResponseTimer(exchange: exchange!.exchange.id))
     case .respondInterim(let head):
       response.sendInterim(head)
       writeResponse(pausing: nil)
     case .respondHead(let head, _):
       if draining { response.closing = true }
-      _ = response.sendHead(head, upstreamProtocol: exchange.upstreamProtocol)
+      _ = response.sendHead(head, upstreamProtocol: exchange!.exchange.upstreamProtocol)
       writeResponse(pausing: nil)
     case .respondBody(let bytes, let upstream):
       response.sendBody(bytes)
@@ -93,15 +91,18 @@ extension ForwardMachine {
       response.end(trailers: trailers)
       writeResponse(pausing: upstream)
     case .refuse(let failure):
-      fail(failure, request: exchange.request, target: exchange.target)
+      let refused = exchange!.exchange
+      fail(failure, request: refused.request, target: refused.target)
     case .cutShort:
       // Part of the response was sent: only closing tells the client it is cut short.
       closeNow()
     case .finished:
       servedRequests += 1
+      let requestComplete = exchange!.exchange.requestComplete
+      exchange = nil
       // A response that ended before the request body did leaves the client's
       // stream mid-message: the connection cannot carry another request.
-      if response.closing || response.endsWithConnection || !exchange.requestComplete || draining {
+      if response.closing || response.endsWithConnection || !requestComplete || draining {
         state = .closing
         return actions.append(.closeAfterFlush)
       }

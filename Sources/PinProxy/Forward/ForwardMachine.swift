@@ -16,8 +16,8 @@ struct ForwardMachine<Upstream: SameUpstream> {
   enum State {
     /// Between requests: idle, or part of a head has arrived.
     case awaitingRequest
-    /// A request head was accepted; the exchange owns its upstream.
-    case exchanging(ExchangeMachine<Upstream>)
+    /// A request head was accepted; `exchange` serves it and owns its upstream.
+    case exchanging
     /// A CONNECT is being set up (passthrough dial, interception): nothing is read.
     case openingTunnel(HTTPRequestHead, ForwardTarget?)
     /// Raw bytes both ways; a `Splice` owns both channels now.
@@ -75,6 +75,10 @@ struct ForwardMachine<Upstream: SameUpstream> {
   /// Parsed but not yet handled (body while connecting, pipelined requests).
   var pending = RingBuffer<HTTP1Parser.Event>()
   var actions = RingBuffer<Action>(capacity: 16)
+  /// The request being served while `state` is `.exchanging`: kept beside
+  /// the state, not in it, so that it is changed in place, never copied out
+  /// and back.
+  var exchange: ExchangeMachine<Upstream>?
   /// What the current exchange asked, before it becomes `actions`.
   var exchangeActions = ExchangeMachine<Upstream>.Actions(capacity: 16)
   /// The current response, framed for this client.
@@ -138,7 +142,7 @@ struct ForwardMachine<Upstream: SameUpstream> {
   }
 
   mutating func clientDrained() {
-    if case .exchanging(let exchange) = state, let upstream = exchange.upstream {
+    if case .exchanging = state, let upstream = exchange?.upstream {
       actions.append(.resumeUpstream(upstream))
     }
   }
@@ -179,19 +183,23 @@ struct ForwardMachine<Upstream: SameUpstream> {
       case (.awaitingRequest, .request(let head)):
         _ = pending.popFirst()
         begin(head)
-      case (.exchanging(let exchange), .body(let bytes)) where exchange.upstream != nil:
+      case (.exchanging, .body(let bytes)) where exchange?.upstream != nil:
         _ = pending.popFirst()
-        withExchange { $0.requestBody(bytes, &$1) }
-      case (.exchanging(let exchange), .end(let trailers))
-      where exchange.upstream != nil && !exchange.exchange.requestComplete:
+        exchange!.requestBody(bytes, &exchangeActions)
+        runExchangeActions()
+      case (.exchanging, .end(let trailers))
+      where exchange?.upstream != nil && exchange?.exchange.requestComplete == false:
         _ = pending.popFirst()
-        withExchange { $0.requestEnd(trailers, &$1) }
-      case (.exchanging(let exchange), .end)
-      where exchange.isConnecting && !exchange.exchange.hasBody && !exchange.exchange.requestComplete:
+        exchange!.requestEnd(trailers, &exchangeActions)
+        runExchangeActions()
+      case (.exchanging, .end)
+      where exchange?.isConnecting == true && exchange?.exchange.hasBody == false
+        && exchange?.exchange.requestComplete == false:
         // A request without a body is complete at its head: no need to stop
         // reading (a pause and resume per request cost two epoll_ctl calls).
         _ = pending.popFirst()
-        withExchange { $0.requestEnd(HTTPHeaders(), &$1) }
+        exchange!.requestEnd(HTTPHeaders(), &exchangeActions)
+        runExchangeActions()
       default:
         // Wait: the upstream is not ready, or a pipelined request waits its turn.
         return actions.append(.pauseClient)
@@ -207,8 +215,8 @@ struct ForwardMachine<Upstream: SameUpstream> {
     if (parser.isPaused && parser.hasBufferedInput) || parser.isUpgraded {
       return actions.append(.pauseClient)
     }
-    if case .exchanging(let exchange) = state {
-      actions.append(.resumeClient(unlessBackedUp: exchange.upstream))
+    if case .exchanging = state {
+      actions.append(.resumeClient(unlessBackedUp: exchange?.upstream))
     } else {
       actions.append(.resumeClient(unlessBackedUp: nil))
     }
@@ -223,9 +231,11 @@ struct ForwardMachine<Upstream: SameUpstream> {
       nextExchange += 1
       response = HTTP1Downstream(
         clientVersion: head.version, closing: !head.keepAlive || clientFinishedSending)
-      state = .exchanging(
-        ExchangeMachine(Exchange(id: nextExchange, request: head, target: target, clientProtocol: .http1)))
-      withExchange { $0.start(&$1) }
+      state = .exchanging
+      exchange = ExchangeMachine(
+        Exchange(id: nextExchange, request: head, target: target, clientProtocol: .http1))
+      exchange!.start(&exchangeActions)
+      runExchangeActions()
     case .passthrough(let target):
       // Bytes after the CONNECT head wait in the parser for the tunnel.
       state = .openingTunnel(head, target)
@@ -266,9 +276,11 @@ struct ForwardMachine<Upstream: SameUpstream> {
   // MARK: Endings
 
   private mutating func refuseMalformed(_ error: HTTPParseError) {
-    if case .exchanging(let exchange) = state, exchange.upstream != nil, !exchange.exchange.requestComplete {
+    if case .exchanging = state, let current = exchange, current.upstream != nil,
+      !current.exchange.requestComplete
+    {
       // A body that breaks framing mid-stream: the upstream must not get the rest.
-      if exchange.exchange.responseStarted { return closeNow() }
+      if current.exchange.responseStarted { return closeNow() }
       abandonExchange()
     }
     fail(ProxyFailure(status: error.status, code: .badRequest, reason: error.reason))
@@ -286,9 +298,9 @@ struct ForwardMachine<Upstream: SameUpstream> {
   /// is unknown, so it is never pooled. Every path that leaves such a state
   /// calls this before changing `state`.
   private mutating func abandonExchange() {
-    guard case .exchanging(var exchange) = state else { return }
-    exchange.abandon(&exchangeActions)
-    state = .exchanging(exchange)
+    guard case .exchanging = state, exchange != nil else { return }
+    exchange!.abandon(&exchangeActions)
+    exchange = nil
     // Only upstream actions come of it: no exchange outcome to translate.
     while let action = exchangeActions.popFirst() { relay(action) }
   }
