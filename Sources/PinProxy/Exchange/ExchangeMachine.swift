@@ -68,6 +68,15 @@ struct ExchangeMachine<Upstream: SameUpstream> {
   var isWaiting: Bool { if case .waiting = phase { true } else { false } }
   var isConnecting: Bool { if case .connecting = phase { true } else { false } }
   var upstream: Upstream? { if case .exchanging(let upstream) = phase { upstream } else { nil } }
+  /// Acquiring or holding an upstream. A pattern without a binding: asked
+  /// for every stream of a connection, it must not retain each upstream.
+  var usesUpstream: Bool {
+    switch phase {
+    case .connecting, .exchanging: true
+    case .waiting, .done: false
+    }
+  }
+  var hasUpstream: Bool { if case .exchanging = phase { true } else { false } }
 
   /// Whether `upstream` is the one serving this exchange.
   func isServed(by upstream: Upstream) -> Bool { self.upstream?.isSame(as: upstream) ?? false }

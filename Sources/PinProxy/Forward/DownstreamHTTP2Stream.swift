@@ -51,7 +51,7 @@ final class DownstreamHTTP2Stream: UpstreamDelegate, @unchecked Sendable {
   var target: ForwardTarget { machine.exchange.target }
 
   /// Holds an upstream, or is acquiring one.
-  var usesUpstreamSlot: Bool { machine.isConnecting || machine.upstream != nil }
+  var usesUpstreamSlot: Bool { machine.usesUpstream }
 
   /// Hands one event to the machine and carries out what it asks, in order.
   /// An action that answers at once (a pooled upstream) feeds the machine

@@ -183,12 +183,12 @@ struct ForwardMachine<Upstream: SameUpstream> {
       case (.awaitingRequest, .request(let head)):
         _ = pending.popFirst()
         begin(head)
-      case (.exchanging, .body(let bytes)) where exchange?.upstream != nil:
+      case (.exchanging, .body(let bytes)) where exchange?.hasUpstream == true:
         _ = pending.popFirst()
         exchange!.requestBody(bytes, &exchangeActions)
         runExchangeActions()
       case (.exchanging, .end(let trailers))
-      where exchange?.upstream != nil && exchange?.exchange.requestComplete == false:
+      where exchange?.hasUpstream == true && exchange?.exchange.requestComplete == false:
         _ = pending.popFirst()
         exchange!.requestEnd(trailers, &exchangeActions)
         runExchangeActions()
@@ -276,7 +276,7 @@ struct ForwardMachine<Upstream: SameUpstream> {
   // MARK: Endings
 
   private mutating func refuseMalformed(_ error: HTTPParseError) {
-    if case .exchanging = state, let current = exchange, current.upstream != nil,
+    if case .exchanging = state, let current = exchange, current.hasUpstream,
       !current.exchange.requestComplete
     {
       // A body that breaks framing mid-stream: the upstream must not get the rest.
