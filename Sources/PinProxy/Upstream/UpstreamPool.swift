@@ -9,7 +9,12 @@ import PinTrust
 /// dropped.
 final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
   let loop: EventLoop
+  /// Idle connections per key, oldest first. A key's list stays when it
+  /// empties (a keep-alive load empties and refills it constantly, and each
+  /// new list is an allocation); empty lists are dropped past
+  /// `maxEmptyLists` and on retirement.
   private var idle: [UpstreamKey: [(UpstreamConnection, LoopTimer)]] = [:]
+  static let maxEmptyLists = 256
   /// The idle count across all loops' pools, for /metrics.
   private let idleGauge: SharedCount
   /// Whether a key's pin list version is still the one in force.
@@ -27,24 +32,26 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
     http2 = HTTP2UpstreamPool(loop: loop)
   }
 
-  func hasIdle(_ key: UpstreamKey) -> Bool { idle[key] != nil }
+  func hasIdle(_ key: UpstreamKey) -> Bool { idle[key]?.isEmpty == false }
 
   /// Closes the idle connection that waited longest, to make room under the
   /// upstream socket limit; false when none is idle.
   func closeOneIdle() -> Bool {
     loop.preconditionInLoop()
-    guard let (key, list) = idle.first, let (connection, timer) = list.first else { return false }
+    guard let key = idle.first(where: { !$0.value.isEmpty })?.key,
+      let (connection, timer) = idle[key]?.removeFirst()
+    else { return false }
     timer.cancel()
     idleGauge.add(-1)
-    idle[key] = list.count > 1 ? Array(list.dropFirst()) : nil
     connection.close()
     return true
   }
 
   func take(_ key: UpstreamKey) -> UpstreamConnection? {
     loop.preconditionInLoop()
-    while var list = idle[key], let (connection, timer) = list.popLast() {
-      idle[key] = list.isEmpty ? nil : list
+    // Popped in place: a copy of the list taken out and put back would
+    // copy it (and release every entry of the old one) on each request.
+    while let (connection, timer) = idle[key]?.popLast() {
       timer.cancel()
       idleGauge.add(-1)
       if connection.isReusable && connection.hasNoUnreadInput {
@@ -74,6 +81,9 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
       self.remove(connection)
       connection.close()
     }
+    if idle[connection.key] == nil && idle.count >= Self.maxEmptyLists {
+      idle = idle.filter { !$0.value.isEmpty }
+    }
     idle[connection.key, default: []].append((connection, timer))
     idleGauge.add(1)
   }
@@ -95,13 +105,9 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
   }
 
   private func remove(_ connection: UpstreamConnection) {
-    guard var list = idle[connection.key], list.contains(where: { $0.0 === connection }) else { return }
+    guard let index = idle[connection.key]?.firstIndex(where: { $0.0 === connection }) else { return }
     idleGauge.add(-1)
-    list.removeAll { entry in
-      if entry.0 === connection { entry.1.cancel() }
-      return entry.0 === connection
-    }
-    idle[connection.key] = list.isEmpty ? nil : list
+    idle[connection.key]?.remove(at: index).1.cancel()
   }
 
   /// The idle connection that `link` is. The pool is the delegate of its
