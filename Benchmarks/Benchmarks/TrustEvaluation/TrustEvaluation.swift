@@ -29,7 +29,7 @@ let benchmarks: @Sendable () -> Void = {
   let compiled: CompiledPolicy
   do {
     compiled = try CompiledPolicy(
-      policy: policy, identity: PolicyIdentity(generation: 1, rule: 0), registry: registry)
+      policy: policy, identity: PolicyIdentity(generation: 1, rule: .domain(0)), registry: registry)
   } catch {
     fatalError("\(error)")
   }
@@ -64,7 +64,8 @@ let benchmarks: @Sendable () -> Void = {
   let cache = FingerprintCache(capacity: 8192)
   let keys = (0..<1024).map { index in
     FingerprintCache.Key(
-      policy: PolicyIdentity(generation: 1, rule: index % 8), host: TrustHost("host\(index).example")!,
+      policy: PolicyIdentity(generation: 1, rule: .domain(index % 8)),
+      host: TrustHost("host\(index).example")!,
       chain: chain)
   }
   let acceptance = Acceptance(basis: .validChain, validUntil: .distantFuture)
