@@ -58,10 +58,11 @@ let package = Package(
       ]
     ),
     // Fixture loading and policy helpers shared by the test targets (never shipped).
-    .target(name: "PinTestSupport", dependencies: ["PinTLS", "PinTrust"], path: "Tests/PinTestSupport"),
+    .target(
+      name: "PinTestSupport", dependencies: ["PinTLS", "PinTrust", "PinHTTP2"], path: "Tests/PinTestSupport"),
     .testTarget(name: "PinTrustTests", dependencies: ["PinTrust"]),
     .testTarget(name: "PinHTTPTests", dependencies: ["PinHTTP"]),
-    .testTarget(name: "PinHTTP2Tests", dependencies: ["PinHTTP2"]),
+    .testTarget(name: "PinHTTP2Tests", dependencies: ["PinHTTP2", "PinTestSupport"]),
     .testTarget(name: "PinEventLoopTests", dependencies: ["PinEventLoop"]),
     .testTarget(name: "PinConfigTests", dependencies: ["PinConfig"]),
     .testTarget(name: "PinTLSTests", dependencies: ["PinTLS", "PinTrust", "PinTestSupport"]),

@@ -1,3 +1,4 @@
+import PinTestSupport
 import XCTest
 
 @testable import PinHTTP2
@@ -5,44 +6,35 @@ import XCTest
 /// The codec back to back: a client session and a server session (both the
 /// real nghttp2) joined in memory, bytes pumped both ways until quiet.
 final class HTTP2SessionTests: XCTestCase {
-  var client: HTTP2Session!
-  var server: HTTP2Session!
-  var clientEvents: [HTTP2Event] = []
-  var serverEvents: [HTTP2Event] = []
+  var pair: HTTP2Pair!
+  var client: HTTP2Session {
+    get { pair.client }
+    set { pair.client = newValue }
+  }
+  var server: HTTP2Session {
+    get { pair.server }
+    set { pair.server = newValue }
+  }
+  var clientEvents: [HTTP2Event] {
+    get { pair.clientEvents }
+    set { pair.clientEvents = newValue }
+  }
+  var serverEvents: [HTTP2Event] {
+    get { pair.serverEvents }
+    set { pair.serverEvents = newValue }
+  }
+  var unreadByServer: Set<Int32> {
+    get { pair.unreadByServer }
+    set { pair.unreadByServer = newValue }
+  }
 
   override func setUpWithError() throws {
-    client = try HTTP2Session(role: .client)
-    server = try HTTP2Session(role: .server, maxConcurrentStreams: 10)
+    pair = HTTP2Pair(
+      client: try HTTP2Session(role: .client),
+      server: try HTTP2Session(role: .server, maxConcurrentStreams: 10))
   }
 
-  /// Streams whose DATA the server side leaves unread (no window updates).
-  var unreadByServer: Set<Int32> = []
-
-  /// Moves bytes both ways until neither side has anything to send. Each
-  /// side takes the DATA it receives at once (its window reopens), except
-  /// the server on `unreadByServer` streams.
-  func pump(limit: Int = 10_000) throws {
-    for _ in 0..<limit {
-      let toServer = try client.pendingOutput()
-      clientEvents += client.takeEvents()
-      if !toServer.isEmpty {
-        let events = try server.receive(toServer)
-        for case .data(let stream, let bytes) in events where !unreadByServer.contains(stream) {
-          server.consume(stream: stream, bytes.count)
-        }
-        serverEvents += events
-      }
-      let toClient = try server.pendingOutput()
-      serverEvents += server.takeEvents()
-      if !toClient.isEmpty {
-        let events = try client.receive(toClient)
-        for case .data(let stream, let bytes) in events { client.consume(stream: stream, bytes.count) }
-        clientEvents += events
-      }
-      if toServer.isEmpty && toClient.isEmpty { return }
-    }
-    XCTFail("the sessions never went quiet")
-  }
+  func pump(limit: Int = 10_000) throws { try pair.pump(limit: limit) }
 
   static func request(_ path: String = "/", method: String = "GET") -> [HTTP2Header] {
     [

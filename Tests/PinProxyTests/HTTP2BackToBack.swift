@@ -1,5 +1,6 @@
 import PinHTTP
 import PinHTTP2
+import PinTestSupport
 import XCTest
 
 /// A real nghttp2 server session (the proxy's side of an h2 client
@@ -7,37 +8,18 @@ import XCTest
 /// bytes are pumped both ways until neither has anything to send, so a
 /// `DownstreamLink` can be checked by what an h2 client actually receives.
 final class HTTP2BackToBack {
-  let client: HTTP2Session
-  let server: HTTP2Session
-  private(set) var clientEvents: [HTTP2Event] = []
-  private(set) var serverEvents: [HTTP2Event] = []
+  let pair: HTTP2Pair
+  var client: HTTP2Session { pair.client }
+  var server: HTTP2Session { pair.server }
+  var clientEvents: [HTTP2Event] { pair.clientEvents }
+  var serverEvents: [HTTP2Event] { pair.serverEvents }
 
   init() throws {
-    client = try HTTP2Session(role: .client)
-    server = try HTTP2Session(role: .server)
+    pair = HTTP2Pair(client: try HTTP2Session(role: .client), server: try HTTP2Session(role: .server))
   }
 
-  /// Moves bytes both ways until quiet; each side takes the DATA it gets at
-  /// once (its window reopens).
   func pump(file: StaticString = #filePath, line: UInt = #line) throws {
-    for _ in 0..<10_000 {
-      let toServer = try client.pendingOutput()
-      clientEvents += client.takeEvents()
-      if !toServer.isEmpty {
-        let events = try server.receive(toServer)
-        for case .data(let stream, let bytes) in events { server.consume(stream: stream, bytes.count) }
-        serverEvents += events
-      }
-      let toClient = try server.pendingOutput()
-      serverEvents += server.takeEvents()
-      if !toClient.isEmpty {
-        let events = try client.receive(toClient)
-        for case .data(let stream, let bytes) in events { client.consume(stream: stream, bytes.count) }
-        clientEvents += events
-      }
-      if toServer.isEmpty && toClient.isEmpty { return }
-    }
-    XCTFail("the sessions never went quiet", file: file, line: line)
+    try pair.pump(file: file, line: line)
   }
 
   /// Sends a request from the client and returns its stream, delivered to the server.

@@ -39,6 +39,9 @@ final class InProcessH2Origin: @unchecked Sendable {
   private let respond: Responder
   private let lock = NSLock()
   private var accepted: [OriginH2Connection] = []
+  /// Connections the origin could not set up (no TLS engine or nghttp2
+  /// session): closed, so the client under test sees the failure.
+  private(set) var setupFailures: [String] = []
   private var listener: Listener?
 
   init(maxConcurrentStreams: UInt32 = 100, respond: @escaping Responder) {
@@ -58,7 +61,7 @@ final class InProcessH2Origin: @unchecked Sendable {
   func connection(_ index: Int) -> OriginH2Connection { lock.withLock { accepted[index] } }
 
   /// Runs `work` on the origin's loop and waits for it.
-  func onLoop<T>(_ work: () -> T) -> T { loop.queue.sync(execute: work) }
+  func onLoop<T>(_ work: () throws -> T) rethrows -> T { try loop.queue.sync(execute: work) }
 
   /// Listens on 127.0.0.1 (a kernel-picked port) with TLS and ALPN `h2`; returns the port.
   func listenTLS() throws -> Int {
@@ -69,9 +72,16 @@ final class InProcessH2Origin: @unchecked Sendable {
       [unowned self] fd, peer, loop in
       loop.execute {
         let connection = Connection(fd: fd, peer: peer, loop: loop)
-        guard let engine = try? context.makeEngine(presenting: leaves) else { return connection.close() }
-        let channel = TLSChannel(connection: connection, engine: engine)
-        let origin = self.adopt(channel)
+        let channel: TLSChannel
+        let origin: OriginH2Connection
+        do {
+          channel = TLSChannel(connection: connection, engine: try context.makeEngine(presenting: leaves))
+          origin = try self.adopt(channel)
+        } catch {
+          // The acquisition under test then fails and says so; recorded for the test's message.
+          self.lock.withLock { self.setupFailures.append("\(error)") }
+          return connection.close()
+        }
         channel.start(timeout: 10) { result in
           if case .success = result { origin.flush() }
         }
@@ -84,16 +94,16 @@ final class InProcessH2Origin: @unchecked Sendable {
   /// Serves plain h2 on one end of a new socket pair; returns the other end's descriptor.
   func servePair() throws -> Int32 {
     let (originEnd, clientEnd) = try SocketPair.makeNonBlocking()
-    onLoop {
+    try onLoop {
       let connection = Connection(fd: originEnd, peer: "pair", loop: loop)
-      adopt(connection).flush()
+      try adopt(connection).flush()
       connection.resumeReading()
     }
     return clientEnd
   }
 
-  private func adopt(_ channel: any ByteChannel) -> OriginH2Connection {
-    let session = try! HTTP2Session(role: .server, maxConcurrentStreams: maxConcurrentStreams)
+  private func adopt(_ channel: any ByteChannel) throws -> OriginH2Connection {
+    let session = try HTTP2Session(role: .server, maxConcurrentStreams: maxConcurrentStreams)
     let connection = OriginH2Connection(channel: channel, session: session, respond: respond)
     lock.withLock { accepted.append(connection) }
     return connection
