@@ -30,6 +30,8 @@ let package = Package(
     ),
     .target(name: "PinTrust"),
     .target(name: "PinTLS", dependencies: ["COpenSSL", "PinTrust"]),
+    // libxcrypt, for the htpasswd hashes of proxy authentication.
+    .systemLibrary(name: "CCrypt", providers: [.apt(["libcrypt-dev"])]),
     .target(name: "PinHTTP"),
     .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
     // HTTP/2 framing over nghttp2, memory-driven (no sockets): a codec that
@@ -44,7 +46,7 @@ let package = Package(
     .target(
       name: "PinProxy",
       dependencies: [
-        "PinTrust", "PinTLS", "PinHTTP", "PinHTTP2", "PinEventLoop", "PinConfig",
+        "PinTrust", "PinTLS", "PinHTTP", "PinHTTP2", "PinEventLoop", "PinConfig", "CCrypt",
         .product(name: "Logging", package: "swift-log"),
       ]
     ),

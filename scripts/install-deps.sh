@@ -2,7 +2,7 @@
 # Installs the Debian packages pinproxy needs to build and test, if missing.
 # Idempotent: does nothing (and needs no network) when all are present.
 set -euo pipefail
-packages=(libssl-dev libnghttp2-dev openssl curl pkg-config ca-certificates)
+packages=(libssl-dev libnghttp2-dev libcrypt-dev openssl curl pkg-config ca-certificates)
 # The end-to-end tests' origin is a Python script (standard library only).
 command -v python3 >/dev/null || packages+=(python3)
 # Clients the end-to-end tests drive as people run them: Java's HttpClient
@@ -12,6 +12,9 @@ packages+=(chromium fonts-liberation wget)
 # HTTP/2 end to end: nginx as an h2 origin (stub_status counts connections),
 # nghttp2's client, server and h2load.
 packages+=(nginx nghttp2-client nghttp2-server)
+# Who may use the proxy: htpasswd (bcrypt files for proxyAuth) and ip (the
+# network-namespace test of a listener on a non-loopback address).
+packages+=(apache2-utils iproute2)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

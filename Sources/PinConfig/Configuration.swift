@@ -142,6 +142,23 @@ public struct ListenerConfig: Sendable {
   /// Ports a client may reach through this listener, by CONNECT or by an
   /// absolute-form URL alike (the URL's port, before any `connectTo`).
   public var allowedConnectPorts: [Int] = [443, 80]
+  /// `allowedClients` as written; nil when the listener names none.
+  public var allowedClients: ClientAddressRules?
+  public var allowedClientsLocation: Location?
+  /// Forward listeners: HTTP Basic proxy authentication.
+  public var proxyAuth: ProxyAuthConfig?
+  /// Tunnel listeners with `downstreamTLS`: a client certificate from this CA is required.
+  public var downstreamClientCA: ConfigPath?
+  /// With `downstreamClientCA`: the names a client certificate must carry.
+  public var allowedClientNames: ClientNamesConfig?
+
+  /// Who may connect: the listener's `allowedClients`; without them
+  /// loopback on a loopback address, and anyone on another address (which
+  /// the parser allows only when the listener authenticates its clients
+  /// with `proxyAuth` or `downstreamClientCA`).
+  public var effectiveAllowedClients: ClientAddressRules {
+    allowedClients ?? (address.isLoopback ? .loopback : .everyone)
+  }
 
   /// Whether this listener terminates client TLS (and so needs the local CA):
   /// an intercepting forward listener, or a tunnel with `downstreamTLS`.
@@ -163,6 +180,23 @@ public struct DownstreamTLSConfig: Sendable {
 
 public struct AdminConfig: Sendable {
   public var address: HostPort
+  /// Who may connect; nil: loopback on a loopback address, else anyone
+  /// with the token (the parser requires one of the two off loopback).
+  public var allowedClients: ClientAddressRules?
+  /// A file holding the bearer token every request must carry
+  /// (`Authorization: Bearer …`), except `/metrics` and `/healthz` from
+  /// `metricsClients`.
+  public var tokenFile: ConfigPath?
+  /// Scrapers that may read `/metrics` and `/healthz` without the token.
+  public var metricsClients: ClientAddressRules?
+
+  public init(address: HostPort) { self.address = address }
+
+  /// Who may connect at all: `allowedClients` (else the default above), and the scrapers.
+  public var connectingClients: ClientAddressRules {
+    let base = allowedClients ?? (address.isLoopback || tokenFile == nil ? .loopback : .everyone)
+    return ClientAddressRules(base.blocks + (metricsClients?.blocks ?? []))
+  }
 }
 
 /// `HOST:PORT:ADDR:PORT`, as curl's `--connect-to`.

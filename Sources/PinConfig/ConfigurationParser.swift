@@ -139,18 +139,14 @@ public enum ConfigurationParser {
     guard let mapping = root.mapping(allowed: rootKeys) else { return }
     let file = configuration.file
     if let listeners = mapping["listeners"]?.sequence {
-      configuration.listeners = listeners.compactMap(parseListener)
+      configuration.listeners = listeners.compactMap { parseListener($0, file: file) }
       var seen = Set<String>()
       for (node, listener) in zip(listeners, configuration.listeners)
       where !seen.insert(listener.name).inserted {
         node.error("listener name \"\(listener.name)\" is used twice")
       }
     }
-    if let admin = mapping["admin"]?.mapping(allowed: ["address"]),
-      let address = admin.required("address").flatMap(parseAddress)
-    {
-      configuration.admin = AdminConfig(address: address)
-    }
+    if let admin = mapping["admin"] { configuration.admin = parseAdmin(admin, file: file) }
     if let state = mapping["stateDirectory"]?.string {
       configuration.stateDirectory = ConfigValues.resolve(state, relativeTo: file)
     }
@@ -204,10 +200,10 @@ public enum ConfigurationParser {
 
   static let listenerKeys: Set = [
     "name", "address", "mode", "intercept", "passthrough", "downstream", "upstream", "downstreamTLS",
-    "allowedConnectPorts",
+    "allowedConnectPorts", "allowedClients", "proxyAuth", "downstreamClientCA", "allowedClientNames",
   ]
 
-  static func parseListener(_ node: ConfigNode) -> ListenerConfig? {
+  static func parseListener(_ node: ConfigNode, file: String) -> ListenerConfig? {
     guard let mapping = node.mapping(allowed: listenerKeys) else { return nil }
     let name = mapping.required("name")?.string
     let address = mapping.required("address").flatMap(parseAddress)
@@ -243,6 +239,10 @@ public enum ConfigurationParser {
     } else if mode == .tunnel {
       _ = mapping.required("upstream")
     }
+    if let node = mapping["allowedClients"] {
+      listener.allowedClientsLocation = Location(line: node.line, column: node.column, key: node.path)
+    }
+    parseListenerAccess(mapping, into: &listener, file: file)
     return listener
   }
 

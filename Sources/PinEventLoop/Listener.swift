@@ -20,6 +20,9 @@ public final class Listener: ReadinessHandler, @unchecked Sendable {
   private let group: EventLoopGroup
   private let onAccept: @Sendable (Int32, String, EventLoop) -> Void
   private let onExhausted: @Sendable (String) -> Void
+  /// Decides, before anything is read or handed to a loop, whether a
+  /// client address may connect at all; a refused socket is closed at once.
+  private let admits: @Sendable (SocketAddress) -> Bool
   private var state = State.listening
   private var token: ReadinessToken?
   /// Accepting stopped because the process or system ran out of file
@@ -40,8 +43,10 @@ public final class Listener: ReadinessHandler, @unchecked Sendable {
   public init(
     address: SocketAddress, group: EventLoopGroup,
     onExhausted: @escaping @Sendable (String) -> Void = { _ in },
+    admits: @escaping @Sendable (SocketAddress) -> Bool = { _ in true },
     onAccept: @escaping @Sendable (Int32, String, EventLoop) -> Void
   ) throws(SocketError) {
+    self.admits = admits
     fd = try Socket.listen(on: address)
     self.address = Socket.localAddress(fd) ?? address
     self.group = group
@@ -133,8 +138,13 @@ public final class Listener: ReadinessHandler, @unchecked Sendable {
         }
         return
       }
+      let address = SocketAddress(storage: storage, length: length)
+      guard admits(address) else {
+        _ = Glibc.close(client)
+        continue
+      }
       Socket.setNoDelay(client)
-      let peer = SocketAddress(storage: storage, length: length).description
+      let peer = address.description
       let target = group.next()
       if target === loop {
         onAccept(client, peer, target)

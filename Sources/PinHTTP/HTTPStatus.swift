@@ -21,6 +21,7 @@ public enum HTTPStatus {
     case 403: "Forbidden"
     case 404: "Not Found"
     case 405: "Method Not Allowed"
+    case 407: "Proxy Authentication Required"
     case 408: "Request Timeout"
     case 409: "Conflict"
     case 410: "Gone"

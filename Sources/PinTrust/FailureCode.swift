@@ -25,4 +25,11 @@ public enum FailureCode: String, Sendable, CaseIterable {
   /// or in all, a connection's upstream exchanges): the newest work is
   /// refused, what runs goes on (503).
   case overCapacity = "over-capacity"
+  /// A forward listener with `proxyAuth` got no valid credential (407), or
+  /// too many wrong ones from the client's address (429).
+  case proxyAuthRequired = "proxy-auth-required"
+  /// The client may not use the listener: its address is outside
+  /// `allowedClients` (closed at accept), or its certificate is not one the
+  /// listener allows (a TLS alert). Logged only; no HTTP answer.
+  case clientNotAllowed = "client-not-allowed"
 }

@@ -30,6 +30,10 @@ struct CheckCommand: ParsableCommand {
       let place = notice.location.map { "\(config):\($0.line):\($0.column): \($0.key): " } ?? "\(config): "
       printError("\(place)warning: \(notice.message(at: now))")
     }
+    for notice in AccessNotice.notices(for: configuration) {
+      let place = notice.location.map { "\(config):\($0.line):\($0.column): \($0.key): " } ?? "\(config): "
+      printError("\(place)warning: \(notice.message)")
+    }
     print(
       "\(config): ok (\(configuration.listeners.count) listeners, \(configuration.domains.count) domain rules,"
         + " defaults: \(configuration.defaults.action.rawValue))")

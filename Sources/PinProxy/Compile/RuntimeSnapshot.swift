@@ -30,13 +30,23 @@ public final class RuntimeSnapshot: Sendable {
   let internalAddresses: InternalAddresses
   /// Every list store of the process (shared by all snapshots).
   public let pins: DynamicPinRegistry
+  /// Who may use each listener (by name): client networks, proxy authentication.
+  let access: [String: ListenerAccess]
+  /// Who may use the admin endpoint; nil without one.
+  let adminAccess: AdminAccess?
+  /// Proxy authentication's cache and failure buckets (shared by all snapshots).
+  let authState: ProxyAuthState
 
   init(
     configuration: Configuration, trust: TrustSnapshot, rules: [CompiledRule], defaultRule: CompiledRule?,
-    interception: [String: InterceptionContext], pins: DynamicPinRegistry
+    interception: [String: InterceptionContext], pins: DynamicPinRegistry, access: [String: ListenerAccess],
+    adminAccess: AdminAccess?, authState: ProxyAuthState
   ) {
     self.interception = interception
     self.pins = pins
+    self.access = access
+    self.adminAccess = adminAccess
+    self.authState = authState
     var passthrough: [String: PassthroughList] = [:]
     for listener in configuration.listeners {
       passthrough[listener.name] = PassthroughList(listener.passthrough)
@@ -105,8 +115,10 @@ public final class RuntimeSnapshot: Sendable {
   ///   - warn: told about stored pin lists that were ignored.
   public static func compile(
     _ configuration: Configuration, generation: UInt64, systemOverride: [X509Certificate]? = nil,
-    ca: LocalCA? = nil, pins: DynamicPinRegistry = DynamicPinRegistry(), warn: (String) -> Void = { _ in }
+    ca: LocalCA? = nil, pins: DynamicPinRegistry = DynamicPinRegistry(), authState: ProxyAuthState? = nil,
+    warn: (String) -> Void = { _ in }
   ) throws(ConfigErrors) -> RuntimeSnapshot {
+    let authState = authState ?? ProxyAuthState()
     let trust = try TrustSnapshot.compile(
       configuration, generation: generation, systemOverride: systemOverride)
     var errors: [ConfigError] = []
@@ -184,6 +196,28 @@ public final class RuntimeSnapshot: Sendable {
         }
       }
     }
+    var access: [String: ListenerAccess] = [:]
+    for listener in configuration.listeners {
+      do {
+        access[listener.name] = try ListenerAccess(listener, authState: authState)
+      } catch {
+        let location = listener.proxyAuth?.htpasswd.location
+        errors.append(
+          location.map { ConfigError(file: configuration.file, at: $0, message: error.description) }
+            ?? ConfigError(
+              file: configuration.file, line: 0, column: 0, key: "listeners.\(listener.name)",
+              message: error.description))
+      }
+    }
+    var adminAccess: AdminAccess?
+    if let admin = configuration.admin {
+      do {
+        adminAccess = try AdminAccess(admin)
+      } catch {
+        let location = admin.tokenFile?.location ?? Location(line: 0, column: 0, key: "admin")
+        errors.append(ConfigError(file: configuration.file, at: location, message: error.description))
+      }
+    }
     guard errors.isEmpty else { throw ConfigErrors(errors: errors) }
     // Only a configuration that compiled touches the stores.
     let now = Date()
@@ -197,7 +231,7 @@ public final class RuntimeSnapshot: Sendable {
     return RuntimeSnapshot(
       configuration: configuration, trust: trust, rules: rules,
       defaultRule: trust.defaultPolicy.map { CompiledRule(defaults: $0, context: defaultContext) },
-      interception: interception, pins: pins)
+      interception: interception, pins: pins, access: access, adminAccess: adminAccess, authState: authState)
   }
 
   /// The embedded default: one forward listener on 127.0.0.1:3128, system

@@ -25,6 +25,8 @@ final class ProxyContext: Sendable {
   /// Set once on SIGTERM/SIGINT: responses say `Connection: close`, idle
   /// connections are closed, /healthz answers 503.
   let draining = Atomic<Bool>(false)
+  /// Rate-limits the log line of connections refused for their address.
+  let refusedClients = RefusedClientLog()
   /// Pin-failure reports and report-only logging.
   let reporter: PinFailureReporter
   /// Keeps the rules' dynamic pin lists fresh.

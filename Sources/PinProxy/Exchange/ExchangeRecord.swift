@@ -8,8 +8,13 @@ struct ExchangeRecord {
   let responseBytes: Int
 
   /// Counts the request and writes its access line (when the access log is on).
-  func report(to logger: ProxyLogger, _ metrics: ProxyMetrics, client: String, listener: String) {
+  /// `user`: the authenticated proxy user, given only where the listener's
+  /// `proxyAuth.logUser` allows it to be logged and counted.
+  func report(
+    to logger: ProxyLogger, _ metrics: ProxyMetrics, client: String, listener: String, user: String? = nil
+  ) {
     metrics.request(listener: listener, status: status)
+    if let user { metrics.userRequests.increment([listener, user]) }
     guard logger.access else { return }
     let elapsed = DispatchTime.now().uptimeNanoseconds &- exchange.started
     logger.access(
@@ -19,6 +24,6 @@ struct ExchangeRecord {
         received: responseBytes, upstreamMilliseconds: Int(elapsed / 1_000_000),
         upstreamConnection: exchange.upstreamWasPooled ? "pooled" : "new",
         upstreamTLS: exchange.upstreamTLS.rawValue, upstreamProtocol: exchange.upstreamProtocol.rawValue,
-        clientProtocol: exchange.clientProtocol.rawValue))
+        clientProtocol: exchange.clientProtocol.rawValue, user: user))
   }
 }

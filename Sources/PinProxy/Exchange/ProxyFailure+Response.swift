@@ -11,6 +11,7 @@ extension ProxyFailure {
       ("Content-Type", type), ("Content-Length", String(body.count)),
       ("Pinproxy-Error", code.rawValue), ("Cache-Control", "no-store"),
     ])
+    for field in self.headers { headers.add(field.name, field.value) }
     if closing { headers.add("Connection", "close") }
     let head = HTTPResponseHead(status: status, reason: ProxyFailure.reasonPhrase(status), headers: headers)
     return HTTPSerializer.responseHead(head) + body

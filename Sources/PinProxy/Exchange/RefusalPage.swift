@@ -54,6 +54,8 @@ struct RefusalPage {
     case .deniedByPolicy: return "This site is not allowed through this proxy"
     case .badRequest: return "The request could not be understood"
     case .overCapacity: return "The proxy is too busy to take this request now"
+    case .proxyAuthRequired: return "This proxy needs your user name and password"
+    case .clientNotAllowed: return "This computer may not use this proxy"
     }
   }
 
@@ -64,6 +66,8 @@ struct RefusalPage {
     case .upstreamUnreachable: return "The proxy could not connect to the site."
     case .badRequest: return "The proxy could not forward this request as it was sent."
     case .overCapacity: return "The proxy has no room for this request now; try again shortly."
+    case .proxyAuthRequired:
+      return "The request was not sent: the proxy did not get a valid user name and password."
     default: return "The proxy refused this request to keep the connection safe; it was not sent to the site."
     }
   }
@@ -84,6 +88,10 @@ struct RefusalPage {
     case .deniedByPolicy:
       return (
         "Add a domain rule for \(bare) to the configuration, then check it:", ["pinproxy check --config FILE"]
+      )
+    case .proxyAuthRequired, .clientNotAllowed:
+      return (
+        "Ask the proxy's operator for access; the proxy's log line (event \"refused\") names the reason.", []
       )
     case .upstreamUnreachable, .upstreamTimeout, .badRequest:
       return ("The proxy's log line for this request (event \"refused\") has the details.", [])

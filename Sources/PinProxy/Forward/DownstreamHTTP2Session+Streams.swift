@@ -80,6 +80,14 @@ extension DownstreamHTTP2Session {
     guard head.rawTarget.utf8.count <= maxURILength else {
       return refuse(id, nil, .badRequest("request target longer than \(maxURILength) bytes", status: 414))
     }
+    // The tunnel was opened with this credential: a reload that removed its
+    // user (or changed the password) ends the tunnel's service.
+    if let authenticator = router.authenticator {
+      guard let credential, authenticator.stillAccepts(credential) else {
+        return refuse(
+          id, head, authenticator.required("the credential this tunnel was opened with is no longer valid"))
+      }
+    }
     switch router.route(head, inside: tunnel) {
     case .forward(let target):
       let exchange = Exchange(id: nextExchangeID(), request: head, target: target, clientProtocol: .http2)

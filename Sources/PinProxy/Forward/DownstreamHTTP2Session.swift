@@ -49,6 +49,9 @@ final class DownstreamHTTP2Session: ChannelDelegate, DrainableSession, @unchecke
   var snapshot: RuntimeSnapshot
   let listener: ListenerConfig
   let tunnel: ConnectTarget
+  /// The proxy credential the CONNECT carried (listeners with `proxyAuth`):
+  /// every stream inherits it while the file in force still accepts it.
+  let credential: VerifiedCredential?
   var router: ForwardRouter
   let pool: UpstreamPool
   /// The connection's place in the admission counts, handed over by the forward session.
@@ -80,8 +83,10 @@ final class DownstreamHTTP2Session: ChannelDelegate, DrainableSession, @unchecke
 
   init(
     client: any ByteChannel, context: ProxyContext, snapshot: RuntimeSnapshot, listener: ListenerConfig,
-    tunnel: ConnectTarget, pool: UpstreamPool, admission: AdmissionTicket
+    tunnel: ConnectTarget, pool: UpstreamPool, admission: AdmissionTicket,
+    credential: VerifiedCredential? = nil
   ) throws {
+    self.credential = credential
     self.client = client
     loop = client.loop
     self.context = context
@@ -114,6 +119,12 @@ final class DownstreamHTTP2Session: ChannelDelegate, DrainableSession, @unchecke
   }
 
   var upstreamRelease: UpstreamRelease { UpstreamRelease(pool: pool, snapshot: snapshot) }
+
+  /// The verified proxy user, where `proxyAuth.logUser` lets it be logged.
+  var loggedUser: String? {
+    guard let credential, router.authenticator?.logUser == true else { return nil }
+    return credential.user
+  }
 
   func nextExchangeID() -> Int {
     nextExchange += 1

@@ -184,7 +184,7 @@ final class DownstreamHTTP2Stream: UpstreamDelegate, @unchecked Sendable {
     case .record(let record):
       record.report(
         to: session.context.logger, session.context.metrics, client: session.client.peer,
-        listener: session.listener.name)
+        listener: session.listener.name, user: session.loggedUser)
     case .refuse(let failure):
       session.refuse(id, machine.exchange.request, failure, target: target)
     case .cutShort:

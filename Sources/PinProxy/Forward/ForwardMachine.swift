@@ -16,6 +16,9 @@ struct ForwardMachine<Upstream: SameUpstream> {
   enum State {
     /// Between requests: idle, or part of a head has arrived.
     case awaitingRequest
+    /// The request's proxy credential is being hashed (`verifyCredential`);
+    /// nothing more is read until `credentialChecked`.
+    case authenticating(HTTPRequestHead)
     /// A request head was accepted; `exchange` serves it and owns its upstream.
     case exchanging
     /// A CONNECT is being set up (passthrough dial, interception): nothing is read.
@@ -63,6 +66,8 @@ struct ForwardMachine<Upstream: SameUpstream> {
     case openPassthrough(ForwardTarget)
     /// Mint a leaf and make a TLS engine; answer `interceptionReady` or `interceptionFailed`.
     indirect case intercept(ConnectTarget, InterceptionContext)
+    /// Hash a proxy credential off the loop; answer `credentialChecked`.
+    indirect case verifyCredential(PendingCredential, ProxyAuthenticator)
     case closeAfterFlush
     case close
   }
@@ -85,6 +90,11 @@ struct ForwardMachine<Upstream: SameUpstream> {
   var response = HTTP1Downstream(clientVersion: .http11, closing: false)
   /// Set inside an intercepted CONNECT: requests go to this host over TLS.
   var tunnel: ConnectTarget?
+  /// The proxy credential last verified on this connection: a CONNECT's
+  /// holds for every request inside its tunnel (while the file in force
+  /// still has that user with that hash); an absolute-form request's names
+  /// the user for its access line only (each such request carries its own).
+  var credential: VerifiedCredential?
   private var headTimerIsIdle = false
   var servedRequests = 0
   var clientFinishedSending = false
@@ -206,7 +216,7 @@ struct ForwardMachine<Upstream: SameUpstream> {
       }
     }
     switch state {
-    case .closing, .spliced, .openingTunnel: return
+    case .closing, .spliced, .openingTunnel, .authenticating: return
     default: break
     }
     // The next request waits unparsed until this exchange is done: stop
@@ -224,6 +234,62 @@ struct ForwardMachine<Upstream: SameUpstream> {
 
   private mutating func begin(_ head: HTTPRequestHead) {
     actions.append(.cancelHeadTimer)
+    if let authenticator = router.authenticator {
+      guard authorize(head, authenticator) else { return }
+    }
+    dispatch(head)
+  }
+
+  /// Proxy authentication (`proxyAuth`), before anything is routed or
+  /// dialled: true when the request may go on now. A request outside a
+  /// tunnel must carry a credential; one inside an intercepted CONNECT
+  /// inherits the CONNECT's, re-checked against the file in force so that a
+  /// reload removing the user ends the tunnel's service. Fail closed: the
+  /// only way on without a verified credential is a listener without `proxyAuth`.
+  private mutating func authorize(_ head: HTTPRequestHead, _ authenticator: ProxyAuthenticator) -> Bool {
+    if tunnel != nil {
+      guard let credential, authenticator.stillAccepts(credential) else {
+        fail(
+          authenticator.required("the credential this tunnel was opened with is no longer valid"),
+          request: head)
+        return false
+      }
+      return true
+    }
+    switch authenticator.check(head.headers.first("Proxy-Authorization"), client: router.client) {
+    case .allowed(let verified):
+      credential = verified
+      return true
+    case .refused(let failure):
+      fail(failure, request: head)
+      return false
+    case .verify(let pending):
+      state = .authenticating(head)
+      actions.append(.pauseClient)
+      actions.append(.verifyCredential(pending, authenticator))
+      return false
+    }
+  }
+
+  /// The hashed credential's verdict: the request goes on, or is refused.
+  mutating func credentialChecked(_ decision: ProxyAuthenticator.Decision) {
+    guard case .authenticating(let head) = state else { return }
+    switch decision {
+    case .allowed(let verified):
+      credential = verified
+      state = .awaitingRequest
+      dispatch(head)
+      process()
+    case .refused(let failure):
+      fail(failure, request: head)
+    case .verify:
+      fail(
+        ProxyFailure(status: 500, code: .proxyAuthRequired, reason: "credential check did not conclude"),
+        request: head)
+    }
+  }
+
+  private mutating func dispatch(_ head: HTTPRequestHead) {
     switch router.route(head, inside: tunnel) {
     case .refuse(let failure):
       fail(failure, request: head)

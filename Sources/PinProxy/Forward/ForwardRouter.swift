@@ -20,6 +20,8 @@ enum RoutingDecision {
 struct ForwardRouter {
   let snapshot: RuntimeSnapshot
   let listener: ListenerConfig
+  /// The client's admission key: proxy authentication's failure buckets are per client.
+  let client: String
   /// The last forward decision, by what it was decided from. A keep-alive
   /// client names the same host request after request; host parsing and the
   /// rule lookup are then done once per connection, not once per request.
@@ -34,10 +36,14 @@ struct ForwardRouter {
     var insideTunnel: Bool
   }
 
-  init(snapshot: RuntimeSnapshot, listener: ListenerConfig) {
+  init(snapshot: RuntimeSnapshot, listener: ListenerConfig, client: String = "-") {
     self.snapshot = snapshot
     self.listener = listener
+    self.client = client
   }
+
+  /// The listener's proxy authentication under this snapshot; nil when it has none.
+  var authenticator: ProxyAuthenticator? { snapshot.access[listener.name]?.authenticator }
 
   /// - Parameter tunnel: set inside an intercepted CONNECT, whose host is
   ///   authoritative for every request in it.

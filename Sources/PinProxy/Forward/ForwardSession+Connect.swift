@@ -109,7 +109,7 @@ extension ForwardSession {
     do {
       http2 = try DownstreamHTTP2Session(
         client: channel, context: context, snapshot: snapshot, listener: listener, tunnel: tunnel,
-        pool: pool, admission: admission)
+        pool: pool, admission: admission, credential: machine.credential)
     } catch {
       Refusal(
         ProxyFailure(status: 502, code: .handshakeFailed, reason: "HTTP/2 setup failed: \(error)"),

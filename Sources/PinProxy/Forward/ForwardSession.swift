@@ -77,7 +77,9 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
     self.context = context
     snapshot = context.snapshot
     machine = ForwardMachine(
-      router: ForwardRouter(snapshot: snapshot, listener: listener), limits: snapshot.httpLimits)
+      router: ForwardRouter(
+        snapshot: snapshot, listener: listener, client: ConnectionAdmission.address(of: connection.peer)),
+      limits: snapshot.httpLimits)
     connection.delegate = self
   }
 
@@ -123,7 +125,7 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
   /// dialled or taken from the pool, under the new snapshot only.
   private func adoptCurrentSnapshot() {
     snapshot = context.snapshot
-    machine.router = ForwardRouter(snapshot: snapshot, listener: listener)
+    machine.router = ForwardRouter(snapshot: snapshot, listener: listener, client: clientKey)
   }
 
   // MARK: Client channel
@@ -214,18 +216,33 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
     case .closeUpstream(let upstream):
       upstream.link.close()
     case .record(let record):
-      record.report(to: context.logger, context.metrics, client: client.peer, listener: listener.name)
+      record.report(
+        to: context.logger, context.metrics, client: client.peer, listener: listener.name, user: loggedUser)
     case .refuse(let refusal):
       refuse(refusal)
     case .openPassthrough(let target):
       openPassthrough(target)
     case .intercept(let target, let interception):
       intercept(target, interception)
+    case .verifyCredential(let pending, let authenticator):
+      let loop = self.loop
+      authenticator.verify(pending) { [weak self] decision in
+        guard let session = self else { return }
+        loop.execute { session.run { $0.credentialChecked(decision) } }
+      }
     case .closeAfterFlush:
       client.closeAfterFlush()
     case .close:
       if case .spliced(let splice) = mode { splice.close() } else { client.close() }
     }
+  }
+
+  /// The verified proxy user, where `proxyAuth.logUser` lets it be logged.
+  var loggedUser: String? {
+    guard let credential = machine.credential, machine.router.authenticator?.logUser == true else {
+      return nil
+    }
+    return credential.user
   }
 
   private func armHeadTimer(seconds: Double) {

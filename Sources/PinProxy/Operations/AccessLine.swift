@@ -24,6 +24,8 @@ struct AccessLine {
   /// `http/1.1` or `h2`, on each side.
   var upstreamProtocol = "http/1.1"
   var clientProtocol = "http/1.1"
+  /// The authenticated proxy user, on listeners with `proxyAuth.logUser` only.
+  var user: String?
 
   func formatted(_ format: LoggingConfig.Format, now: time_t = time(nil)) -> [UInt8] {
     var out: [UInt8] = []
@@ -51,10 +53,11 @@ struct AccessLine {
       field("upstream_ms", .number(upstreamMilliseconds))
       field("upstream_protocol", .text(upstreamProtocol))
       field("upstream_tls", .text(upstreamTLS))
+      if let user { field("user", .text(user)) }
     case .json:
       // Keys sorted as `JSONSerialization(.sortedKeys)` sorts them: event,
       // level and time fall between the fields.
-      let all: [(String, Value)] = [
+      var all: [(String, Value)] = [
         ("client", .text(client)), ("client_protocol", .text(clientProtocol)), ("event", .text("request")),
         ("host", .text(host)),
         ("level", .text("info")), ("method", .text(method)), ("path", .text(String(path))),
@@ -63,6 +66,7 @@ struct AccessLine {
         ("upstream_ms", .number(upstreamMilliseconds)), ("upstream_protocol", .text(upstreamProtocol)),
         ("upstream_tls", .text(upstreamTLS)),
       ]
+      if let user { all.append(("user", .text(user))) }
       out.append(UInt8(ascii: "{"))
       for (index, (key, value)) in all.enumerated() {
         if index > 0 { out.append(UInt8(ascii: ",")) }

@@ -45,6 +45,18 @@ final class ProxyMetrics: Sendable {
     "pinproxy_http2_events_total",
     "HTTP/2 GOAWAYs and stream resets received, malformed messages refused and floods stopped, by side.",
     labels: ["side", "event"])
+  /// Connections refused because of who the client is: its address
+  /// outside `allowedClients` (at accept), or its certificate.
+  let clientsRefused = LabeledCounter(
+    "pinproxy_clients_refused_total",
+    "Client connections refused for their address (allowedClients) or their certificate, by listener.",
+    labels: ["listener", "reason"])
+  /// Requests per authenticated user. Only verified user names become
+  /// labels, so the series are bounded by the htpasswd file.
+  let userRequests = LabeledCounter(
+    "pinproxy_user_requests_total",
+    "Requests answered per authenticated user (listeners with proxyAuth.logUser only).",
+    labels: ["listener", "user"])
   /// Streams open on HTTP/2 connections, both sides.
   let http2StreamsInFlight = SharedCount()
   let idlePooledConnections = SharedCount()
@@ -55,7 +67,7 @@ final class ProxyMetrics: Sendable {
   private var labeled: [LabeledCounter] {
     [
       reloads, refusals, requests, upstreamHandshakes, pinFailuresWaived, pinReports, pinListFailures,
-      upstreamConnections, http2Events,
+      upstreamConnections, http2Events, clientsRefused, userRequests,
     ].sorted {
       $0.name < $1.name
     }

@@ -29,7 +29,8 @@ final class AdminServer: Sendable {
     do {
       listener = try Listener(
         address: socketAddress, group: group,
-        onExhausted: ProxyServer.exhaustionLogger(context.logger, "admin")
+        onExhausted: ProxyServer.exhaustionLogger(context.logger, "admin"),
+        admits: { context.admitsAdmin($0) }
       ) { fd, peer, loop in
         let connection = Connection(fd: fd, peer: peer, loop: loop)
         guard open.adding(1) <= AdminServer.maximumConnections else {
@@ -101,6 +102,7 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
       return respond(status: 404, type: "text/plain", body: "not found\n")
     }
     let path = target.split(separator: "?", maxSplits: 1).first.map(String.init) ?? target
+    if let refusal = accessRefusal(head, path: path) { return refusal() }
     switch path {
     case "/healthz":
       if context.isDraining {
@@ -131,16 +133,39 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
     }
   }
 
+  /// Who may ask, under the snapshot in force: a scraper in
+  /// `metricsClients` reads `/metrics` and `/healthz` without the token;
+  /// every other request needs an address in the admin's clients and, when
+  /// `tokenFile` is set, `Authorization: Bearer TOKEN`. Fail closed: no
+  /// admin access compiled means loopback without a token, as the default.
+  private func accessRefusal(_ head: HTTPRequestHead, path: String) -> (() -> Void)? {
+    guard let access = context.snapshot.adminAccess else { return nil }
+    let address = peerAddressBytes(connection.peer) ?? []
+    if (path == "/metrics" || path == "/healthz") && access.metricsClients.allows(address) { return nil }
+    guard access.allowedClients.allows(address) else {
+      return { self.respond(status: 403, type: "text/plain", body: "forbidden\n") }
+    }
+    guard access.tokenMatches(head.headers.first("Authorization")) else {
+      return {
+        self.respond(
+          status: 401, type: "text/plain", body: "a bearer token is required (Authorization: Bearer …)\n",
+          extra: [("WWW-Authenticate", "Bearer realm=\"pinproxy-admin\"")])
+      }
+    }
+    return nil
+  }
+
   /// The reason phrase is the status's own (a 505 is never "Bad Request").
   /// A HEAD response has the GET's headers, Content-Length included, and no
   /// body (RFC 9110 §9.3.2, §8.6).
-  private func respond(status: Int, type: String, body: String) {
+  private func respond(status: Int, type: String, body: String, extra: [(String, String)] = []) {
     answered = true
     let bytes = Array(body.utf8)
-    let headers = HTTPHeaders([
-      ("Content-Type", type), ("Content-Length", String(bytes.count)), ("Cache-Control", "no-store"),
-      ("Connection", "close"),
-    ])
+    let headers = HTTPHeaders(
+      [
+        ("Content-Type", type), ("Content-Length", String(bytes.count)), ("Cache-Control", "no-store"),
+        ("Connection", "close"),
+      ] + extra)
     let head = HTTPResponseHead(status: status, reason: HTTPStatus.reasonPhrase(status), headers: headers)
     connection.write(HTTPSerializer.responseHead(head) + (isHead ? [] : bytes))
     connection.closeAfterFlush()

@@ -27,6 +27,10 @@ public enum ProxyBootstrap {
   /// A warning per rule whose pins expired (they fail open) or expire
   /// within 30 days; logged at start and on every reload.
   static func warnAboutPinExpiry(_ configuration: Configuration, logger: ProxyLogger, now: Date = Date()) {
+    // A listener opened to every address on purpose: said at start and on every reload.
+    for notice in AccessNotice.notices(for: configuration) {
+      logger.log(.warning, "open-to-everyone", ["reason": notice.message])
+    }
     for notice in PinExpiryNotice.notices(for: configuration, at: now) {
       logger.log(
         .warning, notice.state == .expired ? "pins-expired" : "pins-expire-soon",

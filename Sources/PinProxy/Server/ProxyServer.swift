@@ -37,7 +37,8 @@ public final class ProxyServer: Sendable {
       let context = self.context
       do {
         let listener = try Listener(
-          address: address, group: group, onExhausted: ProxyServer.exhaustionLogger(logger, config.name)
+          address: address, group: group, onExhausted: ProxyServer.exhaustionLogger(logger, config.name),
+          admits: { context.admits($0, listener: config.name) }
         ) { fd, peer, loop in
           ProxyServer.accept(fd: fd, peer: peer, loop: loop, config: config, context: context)
         }
@@ -99,6 +100,7 @@ public final class ProxyServer: Sendable {
       }
       next = try RuntimeSnapshot.compile(
         configuration, generation: running.generation + 1, ca: ca, pins: running.pins,
+        authState: running.authState,
         warn: ProxyBootstrap.storeWarning(logger))
     } catch {
       context.metrics.reloads.increment(["failed"])

@@ -14,13 +14,20 @@ public struct ProxyFailure: Error, Sendable {
   /// failed dial or handshake. Kept out of the response so that a client
   /// cannot use the proxy to tell closed ports from plain-text or TLS ones.
   public var detail: String?
+  /// Fields the answer needs beside the standard ones: the challenge of a
+  /// 407 (`Proxy-Authenticate`), the `Retry-After` of a 429.
+  public var headers: [(name: String, value: String)] = []
 
-  public init(status: Int, code: FailureCode, reason: String, chain: String? = nil, detail: String? = nil) {
+  public init(
+    status: Int, code: FailureCode, reason: String, chain: String? = nil, detail: String? = nil,
+    headers: [(name: String, value: String)] = []
+  ) {
     self.status = status
     self.code = code
     self.reason = reason
     self.chain = chain
     self.detail = detail
+    self.headers = headers
   }
 
   static func refused(_ failure: TrustFailure, presented: [X509Certificate]) -> ProxyFailure {

@@ -1,0 +1,69 @@
+import PinTLS
+
+/// An htpasswd file (`user:hash` per line, as Apache's `htpasswd -B`
+/// writes it), read whole at load and on every reload. Every entry is
+/// checked at load: a weak or plain-text entry makes the file, and so the
+/// configuration, an error naming the line, so a bad file never replaces
+/// the one in force.
+struct HtpasswdFile: Sendable {
+  /// User name → hash.
+  let entries: [String: PasswordHash]
+
+  /// A real file holds a few users; these bound what a reload may cost.
+  static let maximumBytes = 1 << 20
+  static let maximumEntries = 10_000
+
+  struct Failure: Error, CustomStringConvertible {
+    let description: String
+  }
+
+  init(path: String) throws(Failure) {
+    let bytes: [UInt8]
+    do {
+      bytes = try BoundedFile.read(path, limit: HtpasswdFile.maximumBytes)
+    } catch {
+      throw Failure(description: "htpasswd file \(path): \(error.description)")
+    }
+    guard let text = String(validating: bytes, as: UTF8.self) else {
+      throw Failure(description: "htpasswd file \(path) is not UTF-8 text")
+    }
+    try self.init(text: text, name: path)
+  }
+
+  init(text: String, name: String) throws(Failure) {
+    var entries: [String: PasswordHash] = [:]
+    var problems: [String] = []
+    for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+      let line = rawLine.hasSuffix("\r") ? rawLine.dropLast() : rawLine
+      if line.isEmpty || line.hasPrefix("#") { continue }
+      let place = "\(name) line \(index + 1)"
+      guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else {
+        problems.append("\(place): not user:hash")
+        continue
+      }
+      let user = String(line[..<colon])
+      let hash = String(line[line.index(after: colon)...])
+      guard entries[user] == nil else {
+        problems.append("\(place): user \(HtpasswdFile.quoted(user)) appears twice")
+        continue
+      }
+      do {
+        entries[user] = try PasswordHash(checking: hash)
+      } catch {
+        problems.append("\(place): user \(HtpasswdFile.quoted(user)): \(error.description)")
+      }
+      if entries.count > HtpasswdFile.maximumEntries {
+        throw Failure(description: "\(name) has more than \(HtpasswdFile.maximumEntries) users")
+      }
+    }
+    guard problems.isEmpty else { throw Failure(description: problems.prefix(5).joined(separator: "; ")) }
+    guard !entries.isEmpty else { throw Failure(description: "\(name) names no user") }
+    self.entries = entries
+  }
+
+  /// A user name as the operator wrote it, never with raw control characters.
+  static func quoted(_ user: String) -> String {
+    "\"" + String(user.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7f ? "?" : Character($0) })
+      + "\""
+  }
+}

@@ -1,0 +1,100 @@
+import Dispatch
+import PinConfig
+import PinTLS
+import PinTrust
+
+/// Who may use one proxy listener, compiled with each snapshot so that a
+/// reload governs it: the client networks (checked at accept, before a
+/// byte is read) and proxy authentication (checked per request).
+struct ListenerAccess: Sendable {
+  let allowedClients: ClientAddressRules
+  let authenticator: ProxyAuthenticator?
+
+  init(_ listener: ListenerConfig, authState: ProxyAuthState) throws(HtpasswdFile.Failure) {
+    allowedClients = listener.effectiveAllowedClients
+    authenticator = try listener.proxyAuth.map { config throws(HtpasswdFile.Failure) in
+      try ProxyAuthenticator(config: config, state: authState)
+    }
+  }
+}
+
+/// Who may use the admin endpoint: the networks that may connect, the
+/// bearer token (read from `admin.tokenFile` at load and reload), and the
+/// scrapers that may read `/metrics` and `/healthz` without it.
+struct AdminAccess: Sendable {
+  let connectingClients: ClientAddressRules
+  /// Whose requests are served (with the token, when one is set); a
+  /// scraper outside them may read only `/metrics` and `/healthz`.
+  let allowedClients: ClientAddressRules
+  let metricsClients: ClientAddressRules
+  let token: [UInt8]?
+
+  static let maximumTokenBytes = 4096
+  static let minimumTokenBytes = 16
+
+  struct Failure: Error, CustomStringConvertible {
+    let description: String
+  }
+
+  init(_ admin: AdminConfig) throws(Failure) {
+    connectingClients = admin.connectingClients
+    allowedClients =
+      admin.allowedClients ?? (admin.address.isLoopback || admin.tokenFile == nil ? .loopback : .everyone)
+    metricsClients = admin.metricsClients ?? ClientAddressRules([])
+    guard let file = admin.tokenFile else {
+      token = nil
+      return
+    }
+    let bytes: [UInt8]
+    do {
+      bytes = try BoundedFile.read(file.path, limit: AdminAccess.maximumTokenBytes)
+    } catch {
+      throw Failure(description: "token file \(file.path): \(error.description)")
+    }
+    // One line; surrounding white space (a trailing newline) is not part of it.
+    let trimmed = bytes.drop { $0 == 0x20 || $0 == 0x0a || $0 == 0x0d || $0 == 0x09 }
+      .reversed().drop { $0 == 0x20 || $0 == 0x0a || $0 == 0x0d || $0 == 0x09 }.reversed()
+    let value = Array(trimmed)
+    guard value.count >= AdminAccess.minimumTokenBytes, value.allSatisfy({ (0x21...0x7e).contains($0) })
+    else {
+      throw Failure(
+        description:
+          "token file \(file.path) must hold one token of at least \(AdminAccess.minimumTokenBytes)"
+          + " printable characters without spaces (e.g. openssl rand -hex 32)")
+    }
+    token = value
+  }
+
+  /// `Authorization: Bearer TOKEN` (RFC 6750 §2.1), compared in constant time.
+  func tokenMatches(_ field: String?) -> Bool {
+    guard let token else { return true }
+    guard let field else { return false }
+    let parts = field.split(separator: " ", omittingEmptySubsequences: true)
+    guard parts.count == 2, parts[0].lowercased() == "bearer" else { return false }
+    return PasswordHash.constantTimeEqual(Array(parts[1].utf8), token)
+  }
+}
+
+/// Logs connections refused for their address at most once per client
+/// address per minute (a scan or a misconfigured device would otherwise
+/// write a line per connection), and counts every one.
+final class RefusedClientLog: Sendable {
+  private let lastLogged = Locked<[String: UInt64]>([:])
+  static let interval: UInt64 = 60_000_000_000
+  static let maximumClients = 4096
+
+  /// Whether this refusal of `client` on `listener` should be logged now.
+  func shouldLog(listener: String, client: String, now: UInt64 = DispatchTime.now().uptimeNanoseconds) -> Bool
+  {
+    let key = listener + " " + client
+    return lastLogged.withLock { table in
+      if let last = table[key], now &- last < RefusedClientLog.interval { return false }
+      if table.count >= RefusedClientLog.maximumClients {
+        table = table.filter { now &- $0.value < RefusedClientLog.interval }
+        if table.count >= RefusedClientLog.maximumClients { table.removeAll() }
+      }
+      table[key] = now
+      return true
+    }
+  }
+}

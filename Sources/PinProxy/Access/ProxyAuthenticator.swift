@@ -1,0 +1,159 @@
+import Dispatch
+import PinConfig
+import PinTLS
+import PinTrust
+import Synchronization
+
+/// What proxy authentication keeps across reloads: the verified-credential
+/// cache and the per-client failure buckets (a reload must not hand a
+/// guesser a fresh bucket). One per process.
+public final class ProxyAuthState: Sendable {
+  /// Credentials verified once, by SHA-256 of `user:password`, with the
+  /// hash they matched. A hit counts only while the file in force still has
+  /// that user with that very hash, so a reload that removes a user or
+  /// changes a password takes effect at once.
+  let verified = Locked<[Digest256: VerifiedCredential]>([:])
+  let throttle = Locked(AuthThrottle())
+  /// Hashes being computed now, in all; past the bound a credential that
+  /// needs hashing is answered 503 rather than queued.
+  let hashing = Atomic<Int>(0)
+  static let maximumCached = 4096
+  static let maximumHashing = 8
+  /// bcrypt takes milliseconds by design: it runs here, never on a loop.
+  static let queue = DispatchQueue(label: "pinproxy.proxy-auth", attributes: .concurrent)
+
+  public init() {}
+}
+
+/// A user whose password was verified, and the hash it matched.
+struct VerifiedCredential: Sendable, Equatable {
+  let user: String
+  let hash: PasswordHash
+}
+
+/// A credential that must be hashed before it is known to be right.
+struct PendingCredential: Sendable {
+  let credentials: BasicCredentials
+  let cacheKey: Digest256
+  /// The user's hash; nil for an unknown user (then a real entry's hash is
+  /// computed anyway, so the time taken does not tell which users exist).
+  let hash: PasswordHash?
+  let client: String
+}
+
+/// `proxyAuth` of one forward listener, compiled with its snapshot: the
+/// htpasswd file as read at load (or reload), the realm, and the shared
+/// state. Checks run on the loop and take microseconds; only a credential
+/// not seen before is hashed, off the loop.
+final class ProxyAuthenticator: Sendable {
+  let file: HtpasswdFile
+  let realm: String
+  let logUser: Bool
+  let state: ProxyAuthState
+
+  enum Decision: Sendable {
+    case allowed(VerifiedCredential)
+    case refused(ProxyFailure)
+    /// Hash it (`verify`, off the loop), then `conclude`.
+    case verify(PendingCredential)
+  }
+
+  init(config: ProxyAuthConfig, state: ProxyAuthState) throws(HtpasswdFile.Failure) {
+    file = try HtpasswdFile(path: config.htpasswd.path)
+    realm = config.realm
+    logUser = config.logUser
+    self.state = state
+  }
+
+  /// Decides from the `Proxy-Authorization` field of a request as far as
+  /// it can without hashing. `client` is the admission key of its address.
+  func check(_ field: String?, client: String, now: UInt64 = DispatchTime.now().uptimeNanoseconds) -> Decision
+  {
+    guard let field else {
+      // The first request of a client that waits to be challenged (Java,
+      // browsers): not a failed attempt.
+      return .refused(required("this proxy requires a user name and password (Proxy-Authorization: Basic)"))
+    }
+    if let throttled = throttled(client, now: now) { return .refused(throttled) }
+    guard let credentials = BasicCredentials(field: field) else {
+      _ = state.throttle.withLock { $0.take(client, now: now) }
+      return .refused(required("the Proxy-Authorization field is not a Basic credential"))
+    }
+    var key = Array(credentials.user.utf8) + [UInt8(ascii: ":")] + credentials.password
+    let cacheKey = SHA256.digest(key)
+    key.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
+    if let known = state.verified.withLock({ $0[cacheKey] }), file.entries[known.user] == known.hash {
+      return .allowed(known)
+    }
+    guard state.throttle.withLock({ $0.take(client, now: now) }) else {
+      return .refused(throttled(client, now: now) ?? required("too many failed attempts"))
+    }
+    return .verify(
+      PendingCredential(
+        credentials: credentials, cacheKey: cacheKey, hash: file.entries[credentials.user], client: client))
+  }
+
+  /// Hashes the credential off the loop and answers on `loop`'s queue
+  /// with the final decision.
+  func verify(_ pending: PendingCredential, then answer: @escaping @Sendable (Decision) -> Void) {
+    guard state.hashing.add(1, ordering: .relaxed).newValue <= ProxyAuthState.maximumHashing else {
+      state.hashing.subtract(1, ordering: .relaxed)
+      state.throttle.withLock { $0.refund(pending.client, now: DispatchTime.now().uptimeNanoseconds) }
+      return answer(
+        .refused(
+          ProxyFailure(
+            status: 503, code: .overCapacity, reason: "too many proxy credentials are being checked at once",
+            headers: [("Retry-After", "1")])))
+    }
+    ProxyAuthState.queue.async { [self] in
+      let decision = conclude(pending, matched: matches(pending))
+      state.hashing.subtract(1, ordering: .relaxed)
+      answer(decision)
+    }
+  }
+
+  private func matches(_ pending: PendingCredential) -> Bool {
+    guard let hash = pending.hash else {
+      // Unknown user: spend the same time on a real entry, and refuse.
+      _ = file.entries.values.first?.verify(pending.credentials.password)
+      return false
+    }
+    return hash.verify(pending.credentials.password)
+  }
+
+  func conclude(_ pending: PendingCredential, matched: Bool) -> Decision {
+    let now = DispatchTime.now().uptimeNanoseconds
+    guard matched, let hash = pending.hash else {
+      return .refused(required("the user name or password is not right"))
+    }
+    let credential = VerifiedCredential(user: pending.credentials.user, hash: hash)
+    state.throttle.withLock { $0.refund(pending.client, now: now) }
+    state.verified.withLock { cache in
+      if cache.count >= ProxyAuthState.maximumCached { cache.removeAll(keepingCapacity: true) }
+      cache[pending.cacheKey] = credential
+    }
+    return .allowed(credential)
+  }
+
+  /// Whether a credential verified under an earlier file (a CONNECT tunnel
+  /// opened before a reload) is still good: same user, same hash.
+  func stillAccepts(_ credential: VerifiedCredential) -> Bool {
+    file.entries[credential.user] == credential.hash
+  }
+
+  /// `407` with the challenge (RFC 9110 §11.7.1).
+  func required(_ reason: String) -> ProxyFailure {
+    ProxyFailure(
+      status: 407, code: .proxyAuthRequired, reason: reason,
+      headers: [("Proxy-Authenticate", "Basic realm=\"\(realm)\", charset=\"UTF-8\"")])
+  }
+
+  private func throttled(_ client: String, now: UInt64) -> ProxyFailure? {
+    let wait = state.throttle.withLock { $0.secondsUntilToken(client, now: now) }
+    guard wait > 0 else { return nil }
+    return ProxyFailure(
+      status: 429, code: .proxyAuthRequired,
+      reason: "too many failed proxy credentials from this address; try again in \(wait) s",
+      headers: [("Retry-After", String(wait))])
+  }
+}

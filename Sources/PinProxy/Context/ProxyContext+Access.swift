@@ -1,0 +1,48 @@
+import PinConfig
+import PinEventLoop
+import PinTrust
+
+extension ProxyContext {
+  /// Whether a client at `address` may connect to `listener`, under the
+  /// snapshot in force (so a reload governs the next accept). Runs on the
+  /// accepting loop before the socket is read or handed on. A refusal is
+  /// counted every time and logged once a minute per client address.
+  func admits(_ address: SocketAddress, listener: String) -> Bool {
+    // A listener the snapshot does not know (it cannot happen: listeners are
+    // fixed at start) admits loopback only: fail closed.
+    admits(address, listener: listener, rules: snapshot.access[listener]?.allowedClients ?? .loopback)
+  }
+
+  /// The admin endpoint's accept check: its clients and its scrapers.
+  func admitsAdmin(_ address: SocketAddress) -> Bool {
+    admits(address, listener: "admin", rules: snapshot.adminAccess?.connectingClients ?? .loopback)
+  }
+
+  private func admits(_ address: SocketAddress, listener: String, rules: ClientAddressRules) -> Bool {
+    let bytes = address.addressBytes
+    if rules.allows(bytes) { return true }
+    metrics.clientsRefused.increment([listener, "address"])
+    let client = IPAddress(bytes: bytes)?.description ?? address.description
+    if refusedClients.shouldLog(listener: listener, client: client) {
+      logger.log(
+        .warning, "client-refused",
+        [
+          "listener": listener, "client": client, "code": FailureCode.clientNotAllowed.rawValue,
+          "reason": "address not in allowedClients; closed at accept (logged once a minute per address)",
+        ])
+    }
+    return false
+  }
+}
+
+/// The address part of a peer as `Connection.peer` writes it (`1.2.3.4:5`,
+/// `[::1]:5`), as 4 or 16 bytes.
+func peerAddressBytes(_ peer: String) -> [UInt8]? {
+  let host: Substring
+  if peer.hasPrefix("["), let close = peer.firstIndex(of: "]") {
+    host = peer[peer.index(after: peer.startIndex)..<close]
+  } else {
+    host = peer.lastIndex(of: ":").map { peer[..<$0] } ?? Substring(peer)
+  }
+  return IPAddress(String(host))?.bytes
+}
