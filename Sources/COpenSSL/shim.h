@@ -42,11 +42,12 @@ static inline GENERAL_NAMES *pp_X509_subject_alt_names(const X509 *cert) {
   return (GENERAL_NAMES *)X509_get_ext_d2i(cert, NID_subject_alt_name, NULL, NULL);
 }
 static inline int pp_GENERAL_NAME_type(const GENERAL_NAME *name) { return name->type; }
-/// The IA5String / OCTET STRING payload of a dNSName or iPAddress entry.
+/// The IA5String / OCTET STRING payload of a dNSName, iPAddress or URI entry.
 static inline const ASN1_STRING *pp_GENERAL_NAME_string(const GENERAL_NAME *name) {
   switch (name->type) {
   case GEN_DNS: return name->d.dNSName;
   case GEN_IPADD: return name->d.iPAddress;
+  case GEN_URI: return name->d.uniformResourceIdentifier;
   default: return NULL;
   }
 }
@@ -105,6 +106,13 @@ static int pp_verify_ignoring_dates(int ok, X509_STORE_CTX *context) {
 static inline void pp_X509_STORE_CTX_ignore_validity_dates(X509_STORE_CTX *context) {
   X509_STORE_CTX_set_verify_cb(context, pp_verify_ignoring_dates);
 }
+
+// MARK: Client certificates (tunnel listeners with downstreamClientCA)
+
+/// Slots for the listener's requirement (on the SSL_CTX) and each
+/// connection's report (on the SSL), read by the verify callback.
+static inline int pp_SSL_CTX_new_ex_index(void) { return SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL, NULL); }
+static inline int pp_SSL_new_ex_index(void) { return SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL); }
 
 // MARK: SSL / SSL_CTX control macros
 

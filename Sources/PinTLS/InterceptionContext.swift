@@ -12,6 +12,8 @@ import PinTrust
 public final class InterceptionContext: @unchecked Sendable {
   let context: OpaquePointer
   public let ca: LocalCA
+  /// Kept alive here: the `SSL_CTX` holds only an unretained pointer to it.
+  public let clientCertificates: ClientCertificateRequirement?
 
   public struct Failure: Error, CustomStringConvertible {
     public let description: String
@@ -19,9 +21,13 @@ public final class InterceptionContext: @unchecked Sendable {
 
   /// - Parameter offersHTTP2: select `h2` when the client offers it
   ///   (RFC 7301 §3.2: the server's preference), else `http/1.1`.
-  public init(ca: LocalCA, minimumVersion: TLSVersion, ciphers: String, offersHTTP2: Bool = false)
-    throws(Failure)
-  {
+  /// - Parameter clientCertificates: require a client certificate (tunnel
+  ///   listeners with `downstreamClientCA`).
+  public init(
+    ca: LocalCA, minimumVersion: TLSVersion, ciphers: String, offersHTTP2: Bool = false,
+    clientCertificates: ClientCertificateRequirement? = nil
+  ) throws(Failure) {
+    self.clientCertificates = clientCertificates
     OpenSSLErrorQueue.clear()
     guard let context = SSL_CTX_new(TLS_server_method()) else {
       throw Failure(description: OpenSSLErrorQueue.drain())
@@ -36,6 +42,7 @@ public final class InterceptionContext: @unchecked Sendable {
       throw Failure(description: "cipher string \"\(cipherString)\": \(OpenSSLErrorQueue.drain())")
     }
     pp_SSL_CTX_select_alpn(context, offersHTTP2 ? 1 : 0)
+    clientCertificates?.install(on: context)
   }
 
   deinit { SSL_CTX_free(context) }
@@ -46,6 +53,11 @@ public final class InterceptionContext: @unchecked Sendable {
   /// attach to the certificate set last).
   public func makeEngine(presenting leaves: LeafPair) throws(TLSEngine.Failure) -> TLSEngine {
     let engine = try TLSEngine(context: context, server: true)
+    if clientCertificates != nil {
+      let report = ClientCertificateReport()
+      engine.clientCertificateReport = report
+      _ = SSL_set_ex_data(engine.ssl, reportSlot, Unmanaged.passUnretained(report).toOpaque())
+    }
     for (leaf, key) in [(leaves.rsa, ca.rsaLeafKey), (leaves.ecdsa, ca.leafKey)] {
       guard SSL_use_certificate(engine.ssl, leaf.pointer) == 1,
         SSL_use_PrivateKey(engine.ssl, key.pointer) == 1

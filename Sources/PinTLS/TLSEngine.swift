@@ -8,6 +8,9 @@ public final class TLSEngine {
   let ssl: OpaquePointer
   private let networkIn: OpaquePointer
   private let networkOut: OpaquePointer
+  /// A server engine that requires a client certificate: what the verify
+  /// callback learnt of it (the `SSL` points at it without retaining it).
+  public internal(set) var clientCertificateReport: ClientCertificateReport?
 
   public enum Progress: Equatable {
     /// Done (handshake finished, or all plaintext written).

@@ -14,7 +14,8 @@ extension TLSChannel {
   /// name would let one CONNECT reach a second host's policy.
   static func serve(
     _ connection: Connection, engine: TLSEngine, host: TrustHost, target: String, logger: ProxyLogger,
-    listener: ListenerConfig, owner: any ChannelDelegate, early: [UInt8], timeout: Double,
+    metrics: ProxyMetrics, listener: ListenerConfig, owner: any ChannelDelegate, early: [UInt8],
+    timeout: Double,
     established: ((TLSChannel) -> Void)? = nil
   ) -> TLSChannel {
     let checks = Checks(beforeFlight: { engine in
@@ -32,11 +33,19 @@ extension TLSChannel {
       guard case .failure(let failure) = result else { return established?(channel) ?? () }
       let reason: String
       var note: String?
+      var code = FailureCode.handshakeFailed
+      var chain: String?
       switch failure {
       case .tls(let error):
+        if let report = engine.clientCertificateReport, let refused = report.refusalReason(for: error) {
+          // Who the client is decided it: its certificate, named in the log line.
+          (code, reason, chain) = (.clientNotAllowed, refused, report.certificate.map { "[\($0)]" })
+          metrics.clientsRefused.increment([listener.name, "certificate"])
+          break
+        }
         reason = "client TLS handshake failed: \(error.description)"
-        let code = HandshakeDiagnosis.code(for: error, engine: engine, requiresForwardSecrecy: false)
-        if code == .tlsVersion { note = versionNote(listener) }
+        let diagnosis = HandshakeDiagnosis.code(for: error, engine: engine, requiresForwardSecrecy: false)
+        if diagnosis == .tlsVersion { note = versionNote(listener) }
       case .timedOut(let seconds): reason = "client TLS handshake took longer than \(seconds) s"
       case .refused(let refusal): reason = refusal.reason
       // The client went away; nothing was refused.
@@ -45,7 +54,7 @@ extension TLSChannel {
       // Named because its settings decide what a client may offer.
       let name = listener.name
       var refusal = Refusal(
-        ProxyFailure(status: 502, code: .handshakeFailed, reason: reason), rule: "-", site: target)
+        ProxyFailure(status: 502, code: code, reason: reason, chain: chain), rule: "-", site: target)
       refusal.listener = name
       refusal.note = note
       refusal.log(to: logger, client: peer, level: .warning)

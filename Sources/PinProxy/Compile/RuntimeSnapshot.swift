@@ -178,6 +178,20 @@ public final class RuntimeSnapshot: Sendable {
             file: configuration.file, line: 0, column: 0, key: "defaults", message: error.description)
         ])
     }
+    // Client certificate requirements are read whether or not there is a
+    // CA, so that `check` reports a bad `downstreamClientCA` file too.
+    var clientCertificates: [String: ClientCertificateRequirement] = [:]
+    for listener in configuration.listeners {
+      guard let file = listener.downstreamClientCA else { continue }
+      do {
+        let names = listener.allowedClientNames ?? ClientNamesConfig()
+        clientCertificates[listener.name] = ClientCertificateRequirement(
+          anchors: try CertificateFile.load(file.path), commonNames: names.commonNames,
+          dnsNames: names.dnsNames, uris: names.uris)
+      } catch {
+        errors.append(ConfigError(file: configuration.file, at: file.location, message: error.description))
+      }
+    }
     var interception: [String: InterceptionContext] = [:]
     if let ca {
       for listener in configuration.listeners where listener.terminatesClientTLS {
@@ -187,7 +201,8 @@ public final class RuntimeSnapshot: Sendable {
             ciphers: listener.downstream.ciphers,
             // A tunnel listener relays bytes: what the client speaks inside
             // TLS must be what its upstream speaks, so it stays HTTP/1.1.
-            offersHTTP2: listener.mode == .forward && listener.downstream.http2)
+            offersHTTP2: listener.mode == .forward && listener.downstream.http2,
+            clientCertificates: clientCertificates[listener.name])
         } catch {
           errors.append(
             ConfigError(

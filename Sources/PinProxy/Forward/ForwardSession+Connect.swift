@@ -79,7 +79,8 @@ extension ForwardSession {
       let target = pending.target
       client = TLSChannel.serve(
         connection, engine: pending.engine, host: target.host, target: "\(target.host):\(target.port)",
-        logger: context.logger, listener: listener, owner: self, early: Array(bytes),
+        logger: context.logger, metrics: context.metrics, listener: listener, owner: self,
+        early: Array(bytes),
         timeout: snapshot.timeouts.tlsHandshake
       ) { [weak self] channel in
         guard let self, channel.negotiatedProtocol == .http2 else { return }

@@ -67,10 +67,16 @@ final class TunnelSession: ChannelDelegate, DrainableSession, @unchecked Sendabl
       do {
         let engine = try interception.makeEngine(presenting: try interception.ca.leaves(for: host))
         // The client's handshake proceeds while the upstream connects.
+        // A listener that requires client certificates dials only once the
+        // client's certificate was verified: a client that is refused
+        // costs no upstream connection and never reaches the upstream.
+        let verifiesClients = interception.clientCertificates != nil
         client = TLSChannel.serve(
           connection, engine: engine, host: host, target: host.description, logger: context.logger,
-          listener: listener, owner: self,
-          early: [], timeout: snapshot.timeouts.tlsHandshake)
+          metrics: context.metrics, listener: listener, owner: self,
+          early: [], timeout: snapshot.timeouts.tlsHandshake,
+          established: verifiesClients ? { [weak self] _ in self?.dial(host: host, route: route) } : nil)
+        if verifiesClients { return }
       } catch {
         return refuse(
           ProxyFailure(status: 502, code: .handshakeFailed, reason: "cannot serve TLS for \(host): \(error)"))
@@ -78,6 +84,12 @@ final class TunnelSession: ChannelDelegate, DrainableSession, @unchecked Sendabl
     } else {
       connection.resumeReading()
     }
+    dial(host: host, route: route)
+  }
+
+  /// Connects to the listener's upstream under its rule.
+  private func dial(host: TrustHost, route: UpstreamRoute) {
+    loop.preconditionInLoop()
     let key = UpstreamKey(host: host, port: target.port, tls: true, policy: route.identity)
     context.dialer(for: snapshot).open(key, route: route, on: loop) { [weak self] result in
       guard let self else {
