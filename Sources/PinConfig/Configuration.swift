@@ -110,6 +110,11 @@ public struct Location: Sendable, Equatable {
 public struct ConfigPath: Sendable, Equatable {
   public var path: String
   public var location: Location
+
+  public init(path: String, location: Location) {
+    self.path = path
+    self.location = location
+  }
 }
 
 public struct HostPort: Sendable, Equatable, CustomStringConvertible {

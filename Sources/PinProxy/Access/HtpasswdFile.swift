@@ -33,8 +33,11 @@ struct HtpasswdFile: Sendable {
   init(text: String, name: String) throws(Failure) {
     var entries: [String: PasswordHash] = [:]
     var problems: [String] = []
-    for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-      let line = rawLine.hasSuffix("\r") ? rawLine.dropLast() : rawLine
+    // "\r\n" is one Character in Swift: split on any line end, so a file
+    // written on Windows reads the same.
+    for (index, line) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline)
+      .enumerated()
+    {
       if line.isEmpty || line.hasPrefix("#") { continue }
       let place = "\(name) line \(index + 1)"
       guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else {
