@@ -5,9 +5,11 @@
 # an nginx TLS origin. The binaries alternate for ROUNDS rounds; medians and
 # the ratio to the first binary are printed. Installs nginx and wrk if missing.
 # A binary may carry ":loops=N" to run it with `eventLoops: N`, or
-# ":access" to run it with the access log on (written to a file), so the
-# same binary can be compared with itself.
-#   Benchmarks/cpu-per-request.sh [--seconds 8] [--rounds 3] BINARY[:loops=N|:access] [BINARY ...]
+# ":access" to run it with the access log on (written to a file), or
+# ":auth" to run it with proxyAuth (a bcrypt htpasswd file; every request
+# carries Proxy-Authorization, verified once and then from the cache), so
+# the same binary can be compared with itself.
+#   Benchmarks/cpu-per-request.sh [--seconds 8] [--rounds 3] BINARY[:loops=N|:access|:auth] [BINARY ...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=8 rounds=3
@@ -18,11 +20,15 @@ while [ $# -gt 0 ]; do
     *) break ;;
   esac
 done
-[ $# -gt 0 ] || { echo "usage: $0 [--seconds N] [--rounds N] BINARY[:loops=N|:access] [BINARY ...]" >&2; exit 2; }
+[ $# -gt 0 ] || { echo "usage: $0 [--seconds N] [--rounds N] BINARY[:loops=N|:access|:auth] [BINARY ...]" >&2; exit 2; }
 . Benchmarks/lib/tls-origin.sh
 work=$(mktemp -d)
 tls_origin "$work" 19444
 proxy_config "$work" 13310 19444 "" "stateDirectory: \"$work/state\""
+htpasswd -B -b -c "$work/users.htpasswd" bench 'bench password' 2>/dev/null
+{ cat "$work/absolute.lua"
+  printf 'wrk.headers["Proxy-Authorization"] = "Basic %s"\n' "$(printf 'bench:bench password' | base64)"
+} > "$work/auth.lua"
 nginx -c "$work/nginx.conf"
 trap 'nginx -c "$work/nginx.conf" -s stop >/dev/null 2>&1; rm -rf "$work"' EXIT
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
@@ -31,17 +37,21 @@ declare -A samples
 for round in $(seq "$rounds"); do
   for binary in "$@"; do
     cp "$work/proxy.yaml" "$work/run.yaml"
+    script=absolute.lua
     case "$binary" in
       *:loops=*) echo "eventLoops: ${binary##*:loops=}" >> "$work/run.yaml" ;;
       *:access) sed -i 's/^logging: {access: false}/logging: {access: true}/' "$work/run.yaml" ;;
+      *:auth)
+        sed -i "s|mode: forward}|mode: forward, proxyAuth: {htpasswd: \"$work/users.htpasswd\"}}|" "$work/run.yaml"
+        script=auth.lua ;;
     esac
-    program=${binary%%:loops=*}
-    "${program%:access}" run --config "$work/run.yaml" 2>"$work/proxy.log" &
+    program=${binary%%:*}
+    "$program" run --config "$work/run.yaml" 2>"$work/proxy.log" &
     proxy=$!
     sleep 1
-    wrk -t1 -c32 -d1s -s "$work/absolute.lua" http://127.0.0.1:13310 >/dev/null   # warm the pool
+    wrk -t1 -c32 -d1s -s "$work/$script" http://127.0.0.1:13310 >/dev/null   # warm the pool
     before=$(ticks $proxy)
-    out=$(wrk_checked -t1 -c32 -d"${seconds}s" -s "$work/absolute.lua" http://127.0.0.1:13310) || exit 1
+    out=$(wrk_checked -t1 -c32 -d"${seconds}s" -s "$work/$script" http://127.0.0.1:13310) || exit 1
     requests=$(echo "$out" | awk '/requests in/ {print $1}')
     after=$(ticks $proxy)
     kill $proxy; wait $proxy 2>/dev/null || true

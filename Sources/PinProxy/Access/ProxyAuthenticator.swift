@@ -53,7 +53,7 @@ final class ProxyAuthenticator: Sendable {
 
   enum Decision: Sendable {
     case allowed(VerifiedCredential)
-    case refused(ProxyFailure)
+    case refused(AuthRefusal)
     /// Hash it (`verify`, off the loop), then `conclude`.
     case verify(PendingCredential)
   }
@@ -101,8 +101,8 @@ final class ProxyAuthenticator: Sendable {
       state.throttle.withLock { $0.refund(pending.client, now: DispatchTime.now().uptimeNanoseconds) }
       return answer(
         .refused(
-          ProxyFailure(
-            status: 503, code: .overCapacity, reason: "too many proxy credentials are being checked at once",
+          AuthRefusal(
+            status: 503, reason: "too many proxy credentials are being checked at once",
             headers: [("Retry-After", "1")])))
     }
     ProxyAuthState.queue.async { [self] in
@@ -142,18 +142,27 @@ final class ProxyAuthenticator: Sendable {
   }
 
   /// `407` with the challenge (RFC 9110 §11.7.1).
-  func required(_ reason: String) -> ProxyFailure {
-    ProxyFailure(
-      status: 407, code: .proxyAuthRequired, reason: reason,
+  func required(_ reason: String) -> AuthRefusal {
+    AuthRefusal(
+      status: 407, reason: reason,
       headers: [("Proxy-Authenticate", "Basic realm=\"\(realm)\", charset=\"UTF-8\"")])
   }
 
-  private func throttled(_ client: String, now: UInt64) -> ProxyFailure? {
+  private func throttled(_ client: String, now: UInt64) -> AuthRefusal? {
     let wait = state.throttle.withLock { $0.secondsUntilToken(client, now: now) }
     guard wait > 0 else { return nil }
-    return ProxyFailure(
-      status: 429, code: .proxyAuthRequired,
+    return AuthRefusal(
+      status: 429,
       reason: "too many failed proxy credentials from this address; try again in \(wait) s",
       headers: [("Retry-After", String(wait))])
   }
+}
+
+/// A refusal of proxy authentication: `407` (no or a wrong credential, with
+/// the challenge), `429` (the client's attempts are spent), `503` (too many
+/// hashes at once). The session answers it as a `ProxyFailure`.
+struct AuthRefusal: Sendable {
+  let status: Int
+  let reason: String
+  let headers: [(name: String, value: String)]
 }

@@ -84,8 +84,8 @@ extension DownstreamHTTP2Session {
     // user (or changed the password) ends the tunnel's service.
     if let authenticator = router.authenticator {
       guard let credential, authenticator.stillAccepts(credential) else {
-        return refuse(
-          id, head, authenticator.required("the credential this tunnel was opened with is no longer valid"))
+        let refusal = authenticator.required("the credential this tunnel was opened with is no longer valid")
+        return refuse(id, head, ProxyFailure(refusal))
       }
     }
     switch router.route(head, inside: tunnel) {

@@ -250,7 +250,8 @@ struct ForwardMachine<Upstream: SameUpstream> {
     if tunnel != nil {
       guard let credential, authenticator.stillAccepts(credential) else {
         fail(
-          authenticator.required("the credential this tunnel was opened with is no longer valid"),
+          ProxyFailure(
+            authenticator.required("the credential this tunnel was opened with is no longer valid")),
           request: head)
         return false
       }
@@ -260,8 +261,8 @@ struct ForwardMachine<Upstream: SameUpstream> {
     case .allowed(let verified):
       credential = verified
       return true
-    case .refused(let failure):
-      fail(failure, request: head)
+    case .refused(let refusal):
+      fail(ProxyFailure(refusal), request: head)
       return false
     case .verify(let pending):
       state = .authenticating(head)
@@ -280,8 +281,8 @@ struct ForwardMachine<Upstream: SameUpstream> {
       state = .awaitingRequest
       dispatch(head)
       process()
-    case .refused(let failure):
-      fail(failure, request: head)
+    case .refused(let refusal):
+      fail(ProxyFailure(refusal), request: head)
     case .verify:
       fail(
         ProxyFailure(status: 500, code: .proxyAuthRequired, reason: "credential check did not conclude"),

@@ -40,10 +40,12 @@ struct ForwardRouter {
     self.snapshot = snapshot
     self.listener = listener
     self.client = client
+    authenticator = snapshot.access[listener.name]?.authenticator
   }
 
-  /// The listener's proxy authentication under this snapshot; nil when it has none.
-  var authenticator: ProxyAuthenticator? { snapshot.access[listener.name]?.authenticator }
+  /// The listener's proxy authentication under this snapshot; nil when it
+  /// has none (looked up once per router, not per request).
+  let authenticator: ProxyAuthenticator?
 
   /// - Parameter tunnel: set inside an intercepted CONNECT, whose host is
   ///   authoritative for every request in it.
