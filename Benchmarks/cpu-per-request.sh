@@ -46,9 +46,12 @@ for round in $(seq "$rounds"); do
         script=auth.lua ;;
     esac
     program=${binary%%:*}
-    "$program" run --config "$work/run.yaml" 2>"$work/proxy.log" &
+    rm -f "$work/ready"
+    "$program" run --config "$work/run.yaml" --ready-file "$work/ready" 2>"$work/proxy.log" &
     proxy=$!
-    sleep 1
+    # Measured only once it serves (a fixed sleep raced a slow start).
+    for _ in $(seq 100); do [ -e "$work/ready" ] && break; sleep 0.1; done
+    [ -e "$work/ready" ] || { echo "pinproxy did not start: $(cat "$work/proxy.log")" >&2; kill $proxy; exit 1; }
     wrk -t1 -c32 -d1s -s "$work/$script" http://127.0.0.1:13310 >/dev/null   # warm the pool
     before=$(ticks $proxy)
     out=$(wrk_checked -t1 -c32 -d"${seconds}s" -s "$work/$script" http://127.0.0.1:13310) || exit 1

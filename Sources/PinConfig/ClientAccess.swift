@@ -47,6 +47,11 @@ public struct AddressBlock: Sendable, Equatable, CustomStringConvertible {
     guard masked == address.bytes else {
       return .failure(.hostBitsSet(text, meant: "\(IPAddress(bytes: masked)!)/\(prefix)"))
     }
+    // `::ffff:10.0.0.0/104` is an IPv4 network written as IPv6: peers are
+    // judged as IPv4 (see `contains`), so the block is kept as IPv4 too.
+    if masked.count == 16, prefix >= 96, AddressBlock.unmapped(masked).count == 4 {
+      return .success(AddressBlock(network: AddressBlock.unmapped(masked), prefix: prefix - 96))
+    }
     return .success(AddressBlock(network: masked, prefix: prefix))
   }
 

@@ -132,6 +132,14 @@ public struct AccessNotice: Sendable, Equatable {
           message: "the admin endpoint allows every \(rules.openFamilies.joined(separator: " and ")) address"
             + " without a token"))
     }
+    if let admin = configuration.admin, let scrapers = admin.metricsClients, !scrapers.openFamilies.isEmpty {
+      notices.append(
+        AccessNotice(
+          location: nil,
+          message: "the admin endpoint lets every \(scrapers.openFamilies.joined(separator: " and ")) address"
+            + " read /metrics (metricsClients), with every rule name and, with proxyAuth.logUser, user names")
+      )
+    }
     return notices
   }
 }

@@ -22,8 +22,14 @@ public final class ClientCertificateRequirement: @unchecked Sendable {
   ) {
     self.anchors = anchors
     self.commonNames = Set(commonNames)
-    self.dnsNames = Set(dnsNames.map { $0.lowercased() })
+    self.dnsNames = Set(dnsNames.map(Self.asciiLowercased))
     self.uris = Set(uris)
+  }
+
+  /// DNS names compare without ASCII case only (RFC 4343): Unicode case
+  /// folding would let a name with U+212A KELVIN SIGN match one with `k`.
+  static func asciiLowercased(_ name: String) -> String {
+    String(decoding: name.utf8.map { (0x41...0x5a).contains($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
   }
 
   var restrictsNames: Bool { !commonNames.isEmpty || !dnsNames.isEmpty || !uris.isEmpty }
@@ -33,7 +39,7 @@ public final class ClientCertificateRequirement: @unchecked Sendable {
     guard restrictsNames else { return true }
     if let cn = leaf.commonName, commonNames.contains(cn) { return true }
     let names = leaf.subjectAlternativeNames()
-    if names.dns.contains(where: { dnsNames.contains($0.lowercased()) }) { return true }
+    if names.dns.contains(where: { dnsNames.contains(Self.asciiLowercased($0)) }) { return true }
     return leaf.uniformResourceIdentifiers().contains(where: uris.contains)
   }
 

@@ -56,6 +56,9 @@ public final class InterceptionContext: @unchecked Sendable {
     if clientCertificates != nil {
       let report = ClientCertificateReport()
       engine.clientCertificateReport = report
+      // The callback finds the requirement through the SSL_CTX, which the
+      // SSL keeps alive; the engine keeps the Swift object alive as long.
+      engine.clientCertificateRequirement = clientCertificates
       _ = SSL_set_ex_data(engine.ssl, reportSlot, Unmanaged.passUnretained(report).toOpaque())
     }
     for (leaf, key) in [(leaves.rsa, ca.rsaLeafKey), (leaves.ecdsa, ca.leafKey)] {

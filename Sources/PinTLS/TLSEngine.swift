@@ -11,6 +11,7 @@ public final class TLSEngine {
   /// A server engine that requires a client certificate: what the verify
   /// callback learnt of it (the `SSL` points at it without retaining it).
   public internal(set) var clientCertificateReport: ClientCertificateReport?
+  var clientCertificateRequirement: ClientCertificateRequirement?
 
   public enum Progress: Equatable {
     /// Done (handshake finished, or all plaintext written).

@@ -105,8 +105,13 @@ final class ClientAccessConfigTests: XCTestCase {
     let v6 = try XCTUnwrap(block("2001:db8::/32"))
     XCTAssertTrue(v6.contains([0x20, 0x01, 0x0d, 0xb8, 0xff] + Array(repeating: 1, count: 11)))
     XCTAssertFalse(v6.contains([0x20, 0x01, 0x0d, 0xb9] + Array(repeating: 0, count: 12)))
-    // A mapped address is not "inside" an IPv6 block that would hold it literally.
-    XCTAssertFalse(try XCTUnwrap(block("::ffff:0:0/96")).contains(mapped(1, 2, 3, 4)))
+    // An IPv4 network written as IPv4-mapped IPv6 is the IPv4 network: it
+    // holds the plain and the mapped form alike (peers are judged as IPv4).
+    let written = try XCTUnwrap(block("::ffff:10.0.0.0/104"))
+    XCTAssertEqual(written.description, "10.0.0.0/8")
+    XCTAssertTrue(written.contains([10, 1, 2, 3]))
+    XCTAssertTrue(written.contains(mapped(10, 1, 2, 3)))
+    XCTAssertFalse(written.contains([11, 1, 2, 3]))
     // The loopback default: 127.0.0.0/8 and ::1, nothing else.
     XCTAssertTrue(ClientAddressRules.loopback.allows([127, 1, 2, 3]))
     XCTAssertTrue(ClientAddressRules.loopback.allows(v6Loopback))

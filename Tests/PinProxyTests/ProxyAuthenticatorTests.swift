@@ -130,13 +130,18 @@ final class ProxyAuthenticatorTests: XCTestCase {
     XCTAssertTrue(throttle.take("a", now: start + oneToken), "a verified credential gives its token back")
   }
 
-  func testTheThrottleTableIsBounded() {
+  func testAFullTableOfDebtorsRefusesNewcomersAndForgetsOnlyRefilledBuckets() {
     var throttle = AuthThrottle()
-    for client in 0..<(AuthThrottle.maximumClients + 10) {
-      _ = throttle.take("client-\(client)", now: start + UInt64(client))
+    for client in 0..<AuthThrottle.maximumClients {
+      XCTAssertTrue(throttle.take("client-\(client)", now: start))
     }
-    // The oldest were forgotten: client-0 has a full bucket again.
-    for _ in 0..<Int(AuthThrottle.burst) { XCTAssertTrue(throttle.take("client-0", now: start + second)) }
+    // Every bucket owes a token: a new client cannot buy a fresh bucket.
+    XCTAssertFalse(throttle.take("newcomer", now: start))
+    XCTAssertGreaterThan(throttle.secondsUntilToken("newcomer", now: start), 0)
+    XCTAssertTrue(throttle.take("client-0", now: start), "a client in the table keeps its own bucket")
+    // Once the debts are repaid the old buckets can go, and the newcomer gets one.
+    let repaid = start + UInt64(2 / AuthThrottle.perSecond) * second + second
+    XCTAssertTrue(throttle.take("newcomer", now: repaid))
   }
 
   // MARK: Decisions

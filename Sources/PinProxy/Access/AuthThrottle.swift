@@ -1,10 +1,13 @@
-/// Slows password guessing: each client address (the admission key, so all
-/// of loopback or one IPv6 /64 is one client) has a bucket of `burst`
+/// Slows password guessing: each client (its admission key: an IPv4
+/// address, all of loopback, or one IPv6 /64) has a bucket of `burst`
 /// attempts that refills at `perSecond`. A credential that needs hashing
 /// takes a token first (a correct one gives it back); an empty bucket is
 /// answered 429 without looking at the credential at all, so a guess made
-/// then says nothing. The table is bounded: past `maximumClients` the
-/// client idle the longest is forgotten.
+/// then says nothing. The table is bounded: past `maximumClients` only
+/// buckets that have refilled completely (forgetting them changes nothing)
+/// are dropped; when every bucket still holds a debt, a client not in the
+/// table is refused as if its own bucket were empty, so that a guesser
+/// cannot buy fresh buckets by filling the table from many addresses.
 struct AuthThrottle {
   static let burst = 10.0
   static let perSecond = 0.5
@@ -24,19 +27,22 @@ struct AuthThrottle {
       return false
     }
     bucket.tokens -= 1
-    store(client, bucket)
-    return true
+    return store(client, bucket, now: now)
   }
 
   /// A verified credential: its token goes back.
   mutating func refund(_ client: String, now: UInt64) {
-    var bucket = refilled(client, now: now)
+    guard var bucket = buckets[client] else { return }
+    bucket = refilled(client, now: now)
     bucket.tokens = min(Self.burst, bucket.tokens + 1)
-    if bucket.tokens >= Self.burst { buckets[client] = nil } else { store(client, bucket) }
+    buckets[client] = bucket.tokens >= Self.burst ? nil : bucket
   }
 
   /// Seconds until `client` has a token again.
   func secondsUntilToken(_ client: String, now: UInt64) -> Int {
+    guard buckets[client] != nil || buckets.count < Self.maximumClients else {
+      return Int((1 / Self.perSecond).rounded(.up))
+    }
     let tokens = refilled(client, now: now).tokens
     return tokens >= 1 ? 0 : Int(((1 - tokens) / Self.perSecond).rounded(.up))
   }
@@ -48,12 +54,15 @@ struct AuthThrottle {
     return bucket
   }
 
-  private mutating func store(_ client: String, _ bucket: Bucket) {
-    if buckets[client] == nil, buckets.count >= Self.maximumClients,
-      let oldest = buckets.min(by: { $0.value.last < $1.value.last })?.key
-    {
-      buckets[oldest] = nil
+  /// Keeps `bucket`; false when the table is full of clients still in debt.
+  private mutating func store(_ client: String, _ bucket: Bucket, now: UInt64) -> Bool {
+    if buckets[client] == nil, buckets.count >= Self.maximumClients {
+      buckets = buckets.filter { _, old in
+        old.tokens + Double(now &- old.last) / 1e9 * Self.perSecond < Self.burst
+      }
+      guard buckets.count < Self.maximumClients else { return false }
     }
     buckets[client] = bucket
+    return true
   }
 }

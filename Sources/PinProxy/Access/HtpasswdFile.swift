@@ -8,6 +8,10 @@ import PinTLS
 struct HtpasswdFile: Sendable {
   /// User name → hash.
   let entries: [String: PasswordHash]
+  /// What an unknown user's password is hashed against, so that the time
+  /// taken does not tell which users exist: the entry of highest bcrypt cost
+  /// (`htpasswd -B -C`), else any.
+  let decoy: PasswordHash?
 
   /// A real file holds a few users; these bound what a reload may cost.
   static let maximumBytes = 1 << 20
@@ -62,6 +66,7 @@ struct HtpasswdFile: Sendable {
     guard problems.isEmpty else { throw Failure(description: problems.prefix(5).joined(separator: "; ")) }
     guard !entries.isEmpty else { throw Failure(description: "\(name) names no user") }
     self.entries = entries
+    decoy = entries.values.max { $0.bcryptCost < $1.bcryptCost }
   }
 
   /// A user name as the operator wrote it, never with raw control characters.

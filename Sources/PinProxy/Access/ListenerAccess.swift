@@ -7,14 +7,42 @@ import PinTrust
 /// reload governs it: the client networks (checked at accept, before a
 /// byte is read) and proxy authentication (checked per request).
 struct ListenerAccess: Sendable {
+  /// The listener as this snapshot's configuration has it: what the access
+  /// was compiled for.
+  let address: HostPort?
+  let mode: ListenerConfig.Mode?
   let allowedClients: ClientAddressRules
   let authenticator: ProxyAuthenticator?
+  /// Nobody may use the listener (see `closed`).
+  let isClosed: Bool
 
   init(_ listener: ListenerConfig, authState: ProxyAuthState) throws(HtpasswdFile.Failure) {
+    address = listener.address
+    mode = listener.mode
     allowedClients = listener.effectiveAllowedClients
     authenticator = try listener.proxyAuth.map { config throws(HtpasswdFile.Failure) in
       try ProxyAuthenticator(config: config, state: authState)
     }
+    isClosed = false
+  }
+
+  private init(closed: Void) {
+    (address, mode, allowedClients, authenticator, isClosed) = (nil, nil, ClientAddressRules([]), nil, true)
+  }
+
+  /// For a running listener that the snapshot in force does not have under
+  /// the same name, address and mode (a reload renamed, moved or changed
+  /// it; those take a restart): fail closed, nobody may use it, rather than
+  /// run it under rules written for another listener.
+  static let closed = ListenerAccess(closed: ())
+}
+
+extension RuntimeSnapshot {
+  /// Who may use the running `listener` under this snapshot.
+  func access(for listener: ListenerConfig) -> ListenerAccess {
+    guard let access = access[listener.name], access.address == listener.address, access.mode == listener.mode
+    else { return .closed }
+    return access
   }
 }
 
@@ -72,29 +100,5 @@ struct AdminAccess: Sendable {
     let parts = field.split(separator: " ", omittingEmptySubsequences: true)
     guard parts.count == 2, parts[0].lowercased() == "bearer" else { return false }
     return PasswordHash.constantTimeEqual(Array(parts[1].utf8), token)
-  }
-}
-
-/// Logs connections refused for their address at most once per client
-/// address per minute (a scan or a misconfigured device would otherwise
-/// write a line per connection), and counts every one.
-final class RefusedClientLog: Sendable {
-  private let lastLogged = Locked<[String: UInt64]>([:])
-  static let interval: UInt64 = 60_000_000_000
-  static let maximumClients = 4096
-
-  /// Whether this refusal of `client` on `listener` should be logged now.
-  func shouldLog(listener: String, client: String, now: UInt64 = DispatchTime.now().uptimeNanoseconds) -> Bool
-  {
-    let key = listener + " " + client
-    return lastLogged.withLock { table in
-      if let last = table[key], now &- last < RefusedClientLog.interval { return false }
-      if table.count >= RefusedClientLog.maximumClients {
-        table = table.filter { now &- $0.value < RefusedClientLog.interval }
-        if table.count >= RefusedClientLog.maximumClients { table.removeAll() }
-      }
-      table[key] = now
-      return true
-    }
   }
 }

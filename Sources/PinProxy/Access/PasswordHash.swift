@@ -24,6 +24,13 @@ struct PasswordHash: Sendable, Equatable {
     }
   }
 
+  /// The cost of a bcrypt hash (`$2y$NN$…`); 0 for other methods.
+  var bcryptCost: Int {
+    let parts = text.split(separator: "$", omittingEmptySubsequences: true)
+    guard text.hasPrefix("$2"), parts.count >= 2 else { return 0 }
+    return Int(parts[1]) ?? 0
+  }
+
   static let strongPrefixes = ["$2y$", "$2b$", "$2a$", "$6$", "$5$", "$y$", "$gy$", "$7$"]
 
   init(checking text: String) throws(Problem) {

@@ -21,8 +21,15 @@ public final class ProxyAuthState: Sendable {
   static let maximumHashing = 8
   /// bcrypt takes milliseconds by design: it runs here, never on a loop.
   static let queue = DispatchQueue(label: "pinproxy.proxy-auth", attributes: .concurrent)
+  /// Random per process and prefixed to what the cache key hashes: the
+  /// cache's keys in a memory dump cannot be attacked at SHA-256 speed
+  /// without it, nor matched across processes.
+  let cacheSalt: [UInt8]
 
-  public init() {}
+  public init() {
+    var generator = SystemRandomNumberGenerator()
+    cacheSalt = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
+  }
 }
 
 /// A user whose password was verified, and the hash it matched.
@@ -79,7 +86,7 @@ final class ProxyAuthenticator: Sendable {
       _ = state.throttle.withLock { $0.take(client, now: now) }
       return .refused(required("the Proxy-Authorization field is not a Basic credential"))
     }
-    var key = Array(credentials.user.utf8) + [UInt8(ascii: ":")] + credentials.password
+    var key = state.cacheSalt + Array(credentials.user.utf8) + [UInt8(ascii: ":")] + credentials.password
     let cacheKey = SHA256.digest(key)
     key.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
     if let known = state.verified.withLock({ $0[cacheKey] }), file.entries[known.user] == known.hash {
@@ -114,8 +121,8 @@ final class ProxyAuthenticator: Sendable {
 
   private func matches(_ pending: PendingCredential) -> Bool {
     guard let hash = pending.hash else {
-      // Unknown user: spend the same time on a real entry, and refuse.
-      _ = file.entries.values.first?.verify(pending.credentials.password)
+      // Unknown user: spend the time of the file's costliest entry, and refuse.
+      _ = file.decoy?.verify(pending.credentials.password)
       return false
     }
     return hash.verify(pending.credentials.password)

@@ -7,10 +7,8 @@ extension ProxyContext {
   /// snapshot in force (so a reload governs the next accept). Runs on the
   /// accepting loop before the socket is read or handed on. A refusal is
   /// counted every time and logged once a minute per client address.
-  func admits(_ address: SocketAddress, listener: String) -> Bool {
-    // A listener the snapshot does not know (it cannot happen: listeners are
-    // fixed at start) admits loopback only: fail closed.
-    admits(address, listener: listener, rules: snapshot.access[listener]?.allowedClients ?? .loopback)
+  func admits(_ address: SocketAddress, listener: ListenerConfig) -> Bool {
+    admits(address, listener: listener.name, rules: snapshot.access(for: listener).allowedClients)
   }
 
   /// The admin endpoint's accept check: its clients and its scrapers.
@@ -23,7 +21,11 @@ extension ProxyContext {
     if rules.allows(bytes) { return true }
     metrics.clientsRefused.increment([listener, "address"])
     let client = IPAddress(bytes: bytes)?.description ?? address.description
-    if refusedClients.shouldLog(listener: listener, client: client) {
+    // Keyed like admission (an IPv6 /64 is one client): a scan through one
+    // prefix is one line a minute, not one per address.
+    if refusedClients.shouldLog(
+      listener: listener, client: ConnectionAdmission.address(of: address.description))
+    {
       logger.log(
         .warning, "client-refused",
         [

@@ -55,7 +55,7 @@ extension DownstreamHTTP2Session {
     cancelIdleTimer()
     if !context.isCurrent(snapshot) {
       snapshot = context.snapshot
-      router = ForwardRouter(snapshot: snapshot, listener: listener)
+      router = ForwardRouter(snapshot: snapshot, listener: listener, peer: peerAddressBytes(client.peer))
     }
     guard isServing else {
       try? session.submitReset(stream: id, errorCode: HTTP2ErrorCode.refusedStream)
@@ -80,6 +80,7 @@ extension DownstreamHTTP2Session {
     guard head.rawTarget.utf8.count <= maxURILength else {
       return refuse(id, nil, .badRequest("request target longer than \(maxURILength) bytes", status: 414))
     }
+    if let refusal = router.refusal { return refuse(id, head, refusal) }
     // The tunnel was opened with this credential: a reload that removed its
     // user (or changed the password) ends the tunnel's service.
     if let authenticator = router.authenticator {

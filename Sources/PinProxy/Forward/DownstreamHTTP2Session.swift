@@ -95,7 +95,7 @@ final class DownstreamHTTP2Session: ChannelDelegate, DrainableSession, @unchecke
     self.tunnel = tunnel
     self.pool = pool
     self.admission = admission
-    router = ForwardRouter(snapshot: snapshot, listener: listener)
+    router = ForwardRouter(snapshot: snapshot, listener: listener, peer: peerAddressBytes(client.peer))
     let limits = snapshot.httpLimits
     session = try HTTP2Session(
       role: .server, maxConcurrentStreams: Self.maxConcurrentStreams,

@@ -234,6 +234,7 @@ struct ForwardMachine<Upstream: SameUpstream> {
 
   private mutating func begin(_ head: HTTPRequestHead) {
     actions.append(.cancelHeadTimer)
+    if let refusal = router.refusal { return fail(refusal, request: head) }
     if let authenticator = router.authenticator {
       guard authorize(head, authenticator) else { return }
     }
@@ -277,6 +278,12 @@ struct ForwardMachine<Upstream: SameUpstream> {
     guard case .authenticating(let head) = state else { return }
     switch decision {
     case .allowed(let verified):
+      // A reload while the hash was computed governs: the file now in force decides.
+      if let authenticator = router.authenticator, !authenticator.stillAccepts(verified) {
+        return fail(
+          ProxyFailure(authenticator.required("the user name or password is not right")), request: head)
+      }
+      if let refusal = router.refusal { return fail(refusal, request: head) }
       credential = verified
       state = .awaitingRequest
       dispatch(head)

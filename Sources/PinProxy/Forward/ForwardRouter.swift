@@ -36,16 +36,35 @@ struct ForwardRouter {
     var insideTunnel: Bool
   }
 
-  init(snapshot: RuntimeSnapshot, listener: ListenerConfig, client: String = "-") {
+  /// - Parameter peer: the client's address (4 or 16 bytes), checked again
+  ///   against `allowedClients` whenever a reload brings a new snapshot.
+  init(snapshot: RuntimeSnapshot, listener: ListenerConfig, client: String = "-", peer: [UInt8]? = nil) {
     self.snapshot = snapshot
     self.listener = listener
     self.client = client
-    authenticator = snapshot.access[listener.name]?.authenticator
+    let access = snapshot.access(for: listener)
+    authenticator = access.authenticator
+    if access.isClosed {
+      refusal = ProxyFailure(
+        status: 403, code: .clientNotAllowed,
+        reason: "listener \(listener.name) is not in the configuration in force as it was started;"
+          + " a renamed, moved or re-moded listener takes a restart")
+    } else if let peer, !access.allowedClients.allows(peer) {
+      refusal = ProxyFailure(
+        status: 403, code: .clientNotAllowed,
+        reason: "this address is no longer in the listener's allowedClients (reloaded)")
+    } else {
+      refusal = nil
+    }
   }
 
   /// The listener's proxy authentication under this snapshot; nil when it
   /// has none (looked up once per router, not per request).
   let authenticator: ProxyAuthenticator?
+  /// Set when nobody on this connection may be served under this snapshot:
+  /// the listener is closed (see `ListenerAccess.closed`) or a reload took
+  /// the client's address out of `allowedClients`. Every request is refused.
+  let refusal: ProxyFailure?
 
   /// - Parameter tunnel: set inside an intercepted CONNECT, whose host is
   ///   authoritative for every request in it.

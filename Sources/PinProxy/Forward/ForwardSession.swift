@@ -78,7 +78,8 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
     snapshot = context.snapshot
     machine = ForwardMachine(
       router: ForwardRouter(
-        snapshot: snapshot, listener: listener, client: ConnectionAdmission.address(of: connection.peer)),
+        snapshot: snapshot, listener: listener, client: ConnectionAdmission.address(of: connection.peer),
+        peer: peerAddressBytes(connection.peer)),
       limits: snapshot.httpLimits)
     connection.delegate = self
   }
@@ -125,7 +126,8 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
   /// dialled or taken from the pool, under the new snapshot only.
   private func adoptCurrentSnapshot() {
     snapshot = context.snapshot
-    machine.router = ForwardRouter(snapshot: snapshot, listener: listener, client: clientKey)
+    machine.router = ForwardRouter(
+      snapshot: snapshot, listener: listener, client: clientKey, peer: peerAddressBytes(connection.peer))
   }
 
   // MARK: Client channel
@@ -225,10 +227,11 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
     case .intercept(let target, let interception):
       intercept(target, interception)
     case .verifyCredential(let pending, let authenticator):
-      let loop = self.loop
-      authenticator.verify(pending) { [weak self] decision in
-        guard let session = self else { return }
-        loop.execute { session.run { $0.credentialChecked(decision) } }
+      // Held weakly until back on the loop: the session's last release
+      // (and its deinit) must happen there, never on the hashing queue.
+      let (loop, session) = (self.loop, WeakSession(self))
+      authenticator.verify(pending) { decision in
+        loop.execute { session.value?.run { $0.credentialChecked(decision) } }
       }
     case .closeAfterFlush:
       client.closeAfterFlush()
@@ -288,4 +291,11 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
   func drain() {
     run { $0.drain() }
   }
+}
+
+/// A session reference that crosses to another queue without keeping the
+/// session alive; read it only on the session's loop.
+final class WeakSession: @unchecked Sendable {
+  weak var value: ForwardSession?
+  init(_ value: ForwardSession) { self.value = value }
 }

@@ -139,7 +139,11 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
   /// `tokenFile` is set, `Authorization: Bearer TOKEN`. Fail closed: no
   /// admin access compiled means loopback without a token, as the default.
   private func accessRefusal(_ head: HTTPRequestHead, path: String) -> (() -> Void)? {
-    guard let access = context.snapshot.adminAccess else { return nil }
+    guard let access = context.snapshot.adminAccess else {
+      // A reload removed `admin`; the listener stays bound until a restart,
+      // and serves nothing meanwhile (its token, if any, is gone with it).
+      return { self.respond(status: 403, type: "text/plain", body: "the admin endpoint is not configured\n") }
+    }
     let address = peerAddressBytes(connection.peer) ?? []
     if (path == "/metrics" || path == "/healthz") && access.metricsClients.allows(address) { return nil }
     guard access.allowedClients.allows(address) else {

@@ -38,7 +38,7 @@ public final class ProxyServer: Sendable {
       do {
         let listener = try Listener(
           address: address, group: group, onExhausted: ProxyServer.exhaustionLogger(logger, config.name),
-          admits: { context.admits($0, listener: config.name) }
+          admits: { context.admits($0, listener: config) }
         ) { fd, peer, loop in
           ProxyServer.accept(fd: fd, peer: peer, loop: loop, config: config, context: context)
         }

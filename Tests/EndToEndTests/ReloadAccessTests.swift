@@ -1,0 +1,77 @@
+import Foundation
+import PinTestSupport
+import XCTest
+
+/// A reload governs who may use the proxy on connections already open, and
+/// a reload that changes a listener's name, address or mode (which takes a
+/// restart) closes that listener rather than running it under another's rules.
+final class ReloadAccessTests: ProxyTestCase {
+  var caPath: String { proxy!.directory.appendingPathComponent("state/ca.pem").path }
+
+  func config(_ origin: Origin, listener: String) -> String {
+    httpbinConfig(origin, listeners: "  - \(listener)")
+  }
+
+  /// keepalive_client.py: a first request, the reload, a second request on
+  /// the same connection (HTTP/1.1 absolute-form, or h2 inside a CONNECT).
+  func secondRequest(after reloaded: String, first listener: String, h2: Bool) throws -> (String, String) {
+    let origin = try origin()
+    proxy = try ProxyProcess(config: config(origin, listener: listener), listeners: ["forward"])
+    let go = proxy!.directory.appendingPathComponent("go").path
+    let client = try ChildProcessLauncher.python(
+      Fixtures.directory + "/keepalive_client.py",
+      ["--proxy", String(proxy!.ports["forward"]!), "--host", "httpbin.org", "--path", "/hello", "--go", go]
+        + (h2 ? ["--h2", "--ca", caPath] : []))
+    defer { client.stop() }
+    XCTAssertTrue(client.wait(for: "1 ", timeout: 15), client.currentOutput)
+    try proxy!.rewrite(config: config(origin, listener: reloaded))
+    proxy!.child.signal(SIGHUP)
+    XCTAssertTrue(proxy!.child.wait(for: "reload-ok"), proxy!.log)
+    FileManager.default.createFile(atPath: go, contents: Data())
+    XCTAssertTrue(client.wait(for: "2 ", timeout: 15), client.currentOutput)
+    let lines = client.currentOutput.split(separator: "\n").map(String.init)
+    return (lines.first { $0.hasPrefix("1 ") } ?? "", lines.first { $0.hasPrefix("2 ") } ?? "")
+  }
+
+  static let open = #"{name: forward, address: "127.0.0.1:{port:forward}", mode: forward}"#
+  static let elsewhere =
+    #"{name: forward, address: "127.0.0.1:{port:forward}", mode: forward, allowedClients: ["127.0.0.2/32"]}"#
+
+  func testAKeepAliveConnectionWhoseAddressAReloadRemovedIsRefused() throws {
+    let (first, second) = try secondRequest(after: Self.elsewhere, first: Self.open, h2: false)
+    XCTAssertEqual(first, "1 200 -")
+    XCTAssertEqual(second, "2 403 client-not-allowed", proxy!.log)
+  }
+
+  func testAnHTTP2StreamWhoseAddressAReloadRemovedIsRefused() throws {
+    let (first, second) = try secondRequest(after: Self.elsewhere, first: Self.open, h2: true)
+    XCTAssertEqual(first, "1 200 -")
+    XCTAssertEqual(second, "2 403 client-not-allowed", proxy!.log)
+  }
+
+  /// The listener is renamed by a reload: its socket stays bound (that takes
+  /// a restart), and nobody is served on it rather than the old rules or none.
+  func testAListenerRenamedByAReloadServesNobodyUntilARestart() throws {
+    let renamed = #"{name: renamed, address: "127.0.0.1:{port:forward}", mode: forward}"#
+    let (first, second) = try secondRequest(after: renamed, first: Self.open, h2: false)
+    XCTAssertEqual(first, "1 200 -")
+    XCTAssertEqual(second, "2 403 client-not-allowed", proxy!.log)
+    XCTAssertTrue(proxy!.log.contains("reload-listeners-unchanged"), proxy!.log)
+    let fresh = try get("http://httpbin.org/hello", through: proxy!.ports["forward"]!)
+    XCTAssertEqual(fresh.status, 0, "a new connection is closed at accept: \(fresh.text)")
+  }
+
+  /// A reload that removes `admin` leaves its socket bound and answering 403.
+  func testAnAdminEndpointRemovedByAReloadServesNothing() throws {
+    let origin = try origin()
+    let admin = "admin: {address: \"127.0.0.1:{port:admin}\"}"
+    proxy = try ProxyProcess(config: httpbinConfig(origin, top: admin), listeners: ["forward", "admin"])
+    let port = proxy!.ports["admin"]!
+    XCTAssertEqual(try Curl.run(["http://127.0.0.1:\(port)/policies"]).status, 200)
+    try proxy!.rewrite(config: httpbinConfig(origin))
+    proxy!.child.signal(SIGHUP)
+    XCTAssertTrue(proxy!.child.wait(for: "reload-ok"), proxy!.log)
+    XCTAssertEqual(try Curl.run(["http://127.0.0.1:\(port)/policies"]).status, 403)
+    XCTAssertEqual(try Curl.run(["http://127.0.0.1:\(port)/metrics"]).status, 403)
+  }
+}
