@@ -37,15 +37,6 @@ struct ListenerAccess: Sendable {
   static let closed = ListenerAccess(closed: ())
 }
 
-extension RuntimeSnapshot {
-  /// Who may use the running `listener` under this snapshot.
-  func access(for listener: ListenerConfig) -> ListenerAccess {
-    guard let access = access[listener.name], access.address == listener.address, access.mode == listener.mode
-    else { return .closed }
-    return access
-  }
-}
-
 /// Who may use the admin endpoint: the networks that may connect, the
 /// bearer token (read from `admin.tokenFile` at load and reload), and the
 /// scrapers that may read `/metrics` and `/healthz` without it.

@@ -264,3 +264,12 @@ struct ConnectToKey: Hashable, Sendable {
   let host: TrustHost
   let port: Int
 }
+
+extension RuntimeSnapshot {
+  /// Who may use the running `listener` under this snapshot.
+  func access(for listener: ListenerConfig) -> ListenerAccess {
+    guard let access = access[listener.name], access.address == listener.address, access.mode == listener.mode
+    else { return .closed }
+    return access
+  }
+}
