@@ -59,6 +59,11 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
     fields.first { $0.hasName(name) }?.value
   }
 
+  /// The first value of that name as the bytes received (no String made).
+  public func firstValueBytes(_ name: String) -> [UInt8]? {
+    fields.first { $0.hasName(name) }?.valueBytes
+  }
+
   public func contains(_ name: String) -> Bool { fields.contains { $0.hasName(name) } }
 
   /// How many field lines carry that name.

@@ -95,6 +95,11 @@ struct ForwardMachine<Upstream: SameUpstream> {
   /// still has that user with that hash); an absolute-form request's names
   /// the user for its access line only (each such request carries its own).
   var credential: VerifiedCredential?
+  /// The `Proxy-Authorization` value that `credential` was verified from:
+  /// a keep-alive client sends the same one with every request, and the
+  /// same bytes again need no parsing, digest or cache look-up (only the
+  /// check that the file in force still has that user with that hash).
+  private var verifiedField: [UInt8]?
   private var headTimerIsIdle = false
   var servedRequests = 0
   var clientFinishedSending = false
@@ -258,9 +263,17 @@ struct ForwardMachine<Upstream: SameUpstream> {
       }
       return true
     }
-    switch authenticator.check(head.headers.first("Proxy-Authorization"), client: router.client) {
+    let field = head.headers.firstValueBytes("Proxy-Authorization")
+    if let field, let verifiedField, let credential, PasswordHash.constantTimeEqual(field, verifiedField),
+      authenticator.stillAccepts(credential)
+    {
+      return true
+    }
+    verifiedField = nil
+    switch authenticator.check(field.map { String(decoding: $0, as: UTF8.self) }, client: router.client) {
     case .allowed(let verified):
       credential = verified
+      verifiedField = field
       return true
     case .refused(let refusal):
       fail(ProxyFailure(refusal), request: head)
@@ -285,6 +298,7 @@ struct ForwardMachine<Upstream: SameUpstream> {
       }
       if let refusal = router.refusal { return fail(refusal, request: head) }
       credential = verified
+      verifiedField = head.headers.firstValueBytes("Proxy-Authorization")
       state = .awaitingRequest
       dispatch(head)
       process()
