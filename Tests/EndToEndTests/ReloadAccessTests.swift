@@ -74,4 +74,46 @@ final class ReloadAccessTests: ProxyTestCase {
     XCTAssertEqual(try Curl.run(["http://127.0.0.1:\(port)/policies"]).status, 403)
     XCTAssertEqual(try Curl.run(["http://127.0.0.1:\(port)/metrics"]).status, 403)
   }
+
+  /// Every absolute-form request on a keep-alive connection is judged by its
+  /// own credential: the same bytes again are recognised, another user's
+  /// are verified afresh, and a wrong one is refused even after good ones.
+  func testEachPipelinedRequestIsJudgedByItsOwnCredential() throws {
+    let origin = try origin()
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("auth-\(UUID().uuidString)")
+      .path
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let file = directory + "/users.htpasswd"
+    for (index, (user, password)) in [("alice", "alice pw"), ("bob", "bob pw")].enumerated() {
+      let made = try Subprocess.run(
+        "/usr/bin/htpasswd", (index == 0 ? ["-c"] : []) + ["-B", "-b", file, user, password])
+      XCTAssertEqual(made.status, 0, "htpasswd (apache2-utils) is required: \(made.stderr)")
+    }
+    let listener =
+      #"{name: forward, address: "127.0.0.1:{port:forward}", mode: forward, proxyAuth: {htpasswd: ""#
+      + file + #"", logUser: true}}"#
+    proxy = try ProxyProcess(config: config(origin, listener: listener), listeners: ["forward"])
+    func request(_ user: String, _ password: String) -> String {
+      let credential = Data("\(user):\(password)".utf8).base64EncodedString()
+      return "GET http://httpbin.org/hello HTTP/1.1\r\nHost: httpbin.org\r\n"
+        + "Proxy-Authorization: Basic \(credential)\r\n\r\n"
+    }
+    guard let fd = Loopback.connect(port: proxy!.ports["forward"]!) else {
+      throw HarnessError("connect failed")
+    }
+    defer { close(fd) }
+    Loopback.send(
+      fd,
+      request("alice", "alice pw") + request("alice", "alice pw") + request("bob", "bob pw")
+        + request("alice", "bob pw"))
+    let answers = Loopback.readAll(fd).components(separatedBy: "\n").filter { $0.hasPrefix("HTTP/1.1 ") }
+      .map { String($0.prefix(12)) }
+    XCTAssertEqual(answers, ["HTTP/1.1 200", "HTTP/1.1 200", "HTTP/1.1 200", "HTTP/1.1 407"], proxy!.log)
+    XCTAssertTrue(
+      PinListServer.eventually(timeout: 5) { self.proxy!.log.contains("code=proxy-auth-required") })
+    let served = proxy!.completeLogLines.filter { $0.contains(" request ") }
+    XCTAssertEqual(served.filter { $0.contains("user=alice") }.count, 2, proxy!.log)
+    XCTAssertEqual(served.filter { $0.contains("user=bob") }.count, 1, proxy!.log)
+  }
 }
