@@ -177,4 +177,35 @@ final class TunnelClientCertificateTests: ProxyTestCase {
     XCTAssertTrue(
       result.stderr.contains("listeners[1].allowedClientNames: needs downstreamClientCA"), result.stderr)
   }
+
+  /// `allowedClients` on a tunnel listener: the same accept check as a
+  /// forward listener's, before the client's TLS or any upstream dial.
+  func testATunnelListenersAllowedClientsAreCheckedAtAccept() throws {
+    let origin = try origin()
+    _ = try startProxy(
+      map: ["httpbin.org": origin], domains: "  - {domain: httpbin.org, anchors: [test]}",
+      listeners: """
+          - {name: plain, address: "127.0.0.1:{port:plain}", mode: tunnel, upstream: "httpbin.org:443", downstreamTLS: true, allowedClients: ["127.0.0.2/32"]}
+        """,
+      names: ["plain"])
+    let port = proxy!.ports["plain"]!
+    let ca = proxy!.directory.appendingPathComponent("state/ca.pem").path
+    func fetch(from source: String) throws -> CurlResult {
+      try Curl.run([
+        "--interface", source, "--cacert", ca, "--resolve", "httpbin.org:\(port):127.0.0.1",
+        "https://httpbin.org:\(port)/hello",
+      ])
+    }
+    let allowed = try fetch(from: "127.0.0.2")
+    XCTAssertEqual(allowed.status, 200, allowed.stderr)
+    XCTAssertEqual(allowed.text, "hello from origin\n")
+    let refused = try fetch(from: "127.0.0.3")
+    XCTAssertEqual(refused.status, 0, "closed at accept: \(refused.text)")
+    XCTAssertTrue(
+      PinListServer.eventually(timeout: 5) {
+        self.proxy!.log.contains("client-refused") && self.proxy!.log.contains("listener=plain")
+      }, proxy!.log)
+    XCTAssertEqual(
+      origin.requests.filter { $0 == "GET /hello" }.count, 1, "only 127.0.0.2 reached the origin")
+  }
 }
