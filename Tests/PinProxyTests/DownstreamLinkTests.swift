@@ -171,6 +171,31 @@ final class DownstreamLinkTests: XCTestCase {
       pair.clientEvents.contains(.streamClosed(stream: head, errorCode: 0)), "\(pair.clientEvents)")
   }
 
+  /// A refusal's own fields (the 407 challenge, a Retry-After) reach the
+  /// client on either protocol.
+  func testARefusalsChallengeIsSentOnBothProtocols() throws {
+    let challenge = ProxyFailure(
+      status: 407, code: .proxyAuthRequired, reason: "no credential",
+      headers: [("Proxy-Authenticate", "Basic realm=\"shop\""), ("Retry-After", "2")])
+    var http1 = HTTP1Downstream(clientVersion: .http11, closing: false)
+    http1.refuse(Refusal(challenge, request: try requestHead()), at: Date())
+    let text = String(decoding: http1.takeOutput(), as: UTF8.self)
+    XCTAssertTrue(text.hasPrefix("HTTP/1.1 407 Proxy Authentication Required\r\n"), text)
+    XCTAssertTrue(text.contains("Proxy-Authenticate: Basic realm=\"shop\"\r\n"), text)
+    XCTAssertTrue(text.contains("Retry-After: 2\r\n"), text)
+
+    let pair = try HTTP2BackToBack()
+    let stream = try pair.request()
+    var http2 = HTTP2Downstream(session: pair.server, stream: stream)
+    http2.refuse(Refusal(challenge, request: try requestHead()), at: Date())
+    try pair.pump()
+    let block = try XCTUnwrap(pair.blocks(stream).first)
+    XCTAssertEqual(block[field: ":status"], "407")
+    XCTAssertEqual(block[field: "proxy-authenticate"], "Basic realm=\"shop\"")
+    XCTAssertEqual(block[field: "retry-after"], "2")
+    XCTAssertEqual(block[field: "pinproxy-error"], "proxy-auth-required")
+  }
+
   func testHTTP2RefusalIsPlainTextOrThePageForABrowser() throws {
     let pair = try HTTP2BackToBack()
     let plain = try pair.request()
