@@ -61,6 +61,28 @@ class ProxyTestCase: XCTestCase {
     """
   }
 
+  /// keepalive_client.py through the running proxy's forward listener: a
+  /// first request, then `reload` rewrites the configuration, SIGHUP, and a
+  /// second request on the same connection (HTTP/1.1 absolute-form, or h2
+  /// inside a CONNECT). Returns their `N status code` lines.
+  func requestsAcross(reload config: String, h2: Bool) throws -> (first: String, second: String) {
+    let go = proxy!.directory.appendingPathComponent("go").path
+    let ca = proxy!.directory.appendingPathComponent("state/ca.pem").path
+    let client = try ChildProcessLauncher.python(
+      Fixtures.directory + "/keepalive_client.py",
+      ["--proxy", String(proxy!.ports["forward"]!), "--host", "httpbin.org", "--path", "/hello", "--go", go]
+        + (h2 ? ["--h2", "--ca", ca] : []))
+    defer { client.stop() }
+    XCTAssertTrue(client.wait(for: "1 ", timeout: 15), client.currentOutput)
+    try proxy!.rewrite(config: config)
+    proxy!.child.signal(SIGHUP)
+    XCTAssertTrue(proxy!.child.wait(for: "reload-ok"), proxy!.log)
+    FileManager.default.createFile(atPath: go, contents: Data())
+    XCTAssertTrue(client.wait(for: "2 ", timeout: 15), client.currentOutput)
+    let lines = client.currentOutput.split(separator: "\n").map(String.init)
+    return (lines.first { $0.hasPrefix("1 ") } ?? "", lines.first { $0.hasPrefix("2 ") } ?? "")
+  }
+
   func get(_ url: String, through port: Int, _ extra: [String] = []) throws -> CurlResult {
     try Curl.run(["-x", "http://127.0.0.1:\(port)", url] + extra)
   }

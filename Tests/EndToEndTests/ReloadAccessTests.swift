@@ -6,31 +6,15 @@ import XCTest
 /// a reload that changes a listener's name, address or mode (which takes a
 /// restart) closes that listener rather than running it under another's rules.
 final class ReloadAccessTests: ProxyTestCase {
-  var caPath: String { proxy!.directory.appendingPathComponent("state/ca.pem").path }
-
   func config(_ origin: Origin, listener: String) -> String {
     httpbinConfig(origin, listeners: "  - \(listener)")
   }
 
-  /// keepalive_client.py: a first request, the reload, a second request on
-  /// the same connection (HTTP/1.1 absolute-form, or h2 inside a CONNECT).
+  /// A first request, the reload, a second request on the same connection.
   func secondRequest(after reloaded: String, first listener: String, h2: Bool) throws -> (String, String) {
     let origin = try origin()
     proxy = try ProxyProcess(config: config(origin, listener: listener), listeners: ["forward"])
-    let go = proxy!.directory.appendingPathComponent("go").path
-    let client = try ChildProcessLauncher.python(
-      Fixtures.directory + "/keepalive_client.py",
-      ["--proxy", String(proxy!.ports["forward"]!), "--host", "httpbin.org", "--path", "/hello", "--go", go]
-        + (h2 ? ["--h2", "--ca", caPath] : []))
-    defer { client.stop() }
-    XCTAssertTrue(client.wait(for: "1 ", timeout: 15), client.currentOutput)
-    try proxy!.rewrite(config: config(origin, listener: reloaded))
-    proxy!.child.signal(SIGHUP)
-    XCTAssertTrue(proxy!.child.wait(for: "reload-ok"), proxy!.log)
-    FileManager.default.createFile(atPath: go, contents: Data())
-    XCTAssertTrue(client.wait(for: "2 ", timeout: 15), client.currentOutput)
-    let lines = client.currentOutput.split(separator: "\n").map(String.init)
-    return (lines.first { $0.hasPrefix("1 ") } ?? "", lines.first { $0.hasPrefix("2 ") } ?? "")
+    return try requestsAcross(reload: config(origin, listener: reloaded), h2: h2)
   }
 
   static let open = #"{name: forward, address: "127.0.0.1:{port:forward}", mode: forward}"#

@@ -7,8 +7,6 @@ import XCTest
 /// And per-client accounting: one local client's slow connections cannot
 /// lock out the next local client.
 final class ReloadGovernsTests: ProxyTestCase {
-  var caPath: String { proxy!.directory.appendingPathComponent("state/ca.pem").path }
-
   func config(_ origin: Origin, pin: String) -> String {
     httpbinConfig(origin).replacingOccurrences(
       of: "{domain: httpbin.org, anchors: [test]}",
@@ -16,26 +14,13 @@ final class ReloadGovernsTests: ProxyTestCase {
         "{domain: httpbin.org, anchors: [test], pinningMode: publicKey, pinnedPublicKeyHashes: [\"\(pin)\"]}")
   }
 
-  /// Runs keepalive_client.py: first request, reload to a pin the origin
-  /// cannot match, second request on the same connection.
+  /// A first request, a reload to a pin the origin cannot match, a second
+  /// request on the same connection.
   func secondRequestAfterTighteningReload(h2: Bool) throws -> (first: String, second: String) {
     let origin = try origin()
     let good = Fixtures.certificate("root-a.pem").spkiPin
     proxy = try ProxyProcess(config: config(origin, pin: good), listeners: ["forward"])
-    let go = proxy!.directory.appendingPathComponent("go").path
-    let client = try ChildProcessLauncher.python(
-      Fixtures.directory + "/keepalive_client.py",
-      ["--proxy", String(proxy!.ports["forward"]!), "--host", "httpbin.org", "--path", "/hello", "--go", go]
-        + (h2 ? ["--h2", "--ca", caPath] : []))
-    defer { client.stop() }
-    XCTAssertTrue(client.wait(for: "1 ", timeout: 15), client.currentOutput)
-    try proxy!.rewrite(config: config(origin, pin: Fixtures.certificate("adn.pem").spkiPin))
-    proxy!.child.signal(SIGHUP)
-    XCTAssertTrue(proxy!.child.wait(for: "reload-ok"), proxy!.log)
-    FileManager.default.createFile(atPath: go, contents: Data())
-    XCTAssertTrue(client.wait(for: "2 ", timeout: 15), client.currentOutput)
-    let lines = client.currentOutput.split(separator: "\n").map(String.init)
-    return (lines.first { $0.hasPrefix("1 ") } ?? "", lines.first { $0.hasPrefix("2 ") } ?? "")
+    return try requestsAcross(reload: config(origin, pin: Fixtures.certificate("adn.pem").spkiPin), h2: h2)
   }
 
   func testKeepAliveConnectionGetsTheNewPolicyAfterReload() throws {
