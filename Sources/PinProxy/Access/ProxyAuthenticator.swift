@@ -100,8 +100,9 @@ final class ProxyAuthenticator: Sendable {
         credentials: credentials, cacheKey: cacheKey, hash: file.entries[credentials.user], client: client))
   }
 
-  /// Hashes the credential off the loop and answers on `loop`'s queue
-  /// with the final decision.
+  /// Hashes the credential on `ProxyAuthState.queue` and gives `answer`
+  /// the final decision there (at once, on the caller's queue, when the
+  /// hashing budget is spent); the caller hops back to its loop.
   func verify(_ pending: PendingCredential, then answer: @escaping @Sendable (Decision) -> Void) {
     guard state.hashing.add(1, ordering: .relaxed).newValue <= ProxyAuthState.maximumHashing else {
       state.hashing.subtract(1, ordering: .relaxed)
