@@ -100,4 +100,51 @@ final class ReloadAccessTests: ProxyTestCase {
     XCTAssertEqual(served.filter { $0.contains("user=alice") }.count, 2, proxy!.log)
     XCTAssertEqual(served.filter { $0.contains("user=bob") }.count, 1, proxy!.log)
   }
+
+  /// Spliced connections decide nothing per request: a reload that takes
+  /// their client's address away closes them. `listeners` holds one
+  /// listener named `forward`; `open` starts its splice on a raw socket.
+  func spliceIsClosedByAReload(listener: String, reloaded: String, open: (Int32) throws -> Void) throws {
+    let origin = try origin()
+    proxy = try ProxyProcess(
+      config: config(origin, listener: listener) + "\ntimeouts: {clientHeader: 60s}", listeners: ["forward"])
+    guard let fd = Loopback.connect(port: proxy!.ports["forward"]!, receiveTimeout: 15) else {
+      throw HarnessError("connect failed")
+    }
+    defer { close(fd) }
+    try open(fd)
+    usleep(300_000)
+    try proxy!.rewrite(config: config(origin, listener: reloaded) + "\ntimeouts: {clientHeader: 60s}")
+    proxy!.child.signal(SIGHUP)
+    XCTAssertTrue(proxy!.child.wait(for: "reload-ok"), proxy!.log)
+    let started = Date()
+    var byte: UInt8 = 0
+    XCTAssertEqual(recv(fd, &byte, 1, 0), 0, "the proxy closes the splice")
+    XCTAssertLessThan(Date().timeIntervalSince(started), 5, "closed by the reload, not a timeout")
+    XCTAssertTrue(
+      PinListServer.eventually(timeout: 5) {
+        self.proxy!.log.contains("tunnel-closed")
+          && self.proxy!.log.contains("out of the listener's allowedClients")
+      }, proxy!.log)
+  }
+
+  func testATunnelListenersSpliceIsClosedWhenAReloadRemovesItsAddress() throws {
+    let tunnel =
+      #"{name: forward, address: "127.0.0.1:{port:forward}", mode: tunnel, upstream: "httpbin.org:443"}"#
+    let moved = String(tunnel.dropLast()) + #", allowedClients: ["127.0.0.2/32"]}"#
+    try spliceIsClosedByAReload(listener: tunnel, reloaded: moved) { _ in }
+  }
+
+  func testAPassthroughSpliceIsClosedWhenAReloadRemovesItsAddress() throws {
+    let passthrough =
+      #"{name: forward, address: "127.0.0.1:{port:forward}", mode: forward, intercept: false}"#
+    let moved = String(passthrough.dropLast()) + #", allowedClients: ["127.0.0.2/32"]}"#
+    try spliceIsClosedByAReload(listener: passthrough, reloaded: moved) { fd in
+      Loopback.send(fd, "CONNECT httpbin.org:443 HTTP/1.1\r\nHost: httpbin.org:443\r\n\r\n")
+      var buffer = [UInt8](repeating: 0, count: 512)
+      let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+      let answer = String(decoding: buffer.prefix(max(0, count)), as: UTF8.self)
+      XCTAssertTrue(answer.hasPrefix("HTTP/1.1 200 "), answer)
+    }
+  }
 }

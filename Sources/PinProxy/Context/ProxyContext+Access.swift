@@ -48,3 +48,20 @@ func peerAddressBytes(_ peer: String) -> [UInt8]? {
   }
   return IPAddress(String(host))?.bytes
 }
+
+extension RuntimeSnapshot {
+  /// Whether a connection of `listener` from `peer`, opened under an earlier
+  /// snapshot, may go on under this one; nil when it may, else why not. The
+  /// proxy credential it was let in with (if any) must still be accepted.
+  func accessRevoked(listener: ListenerConfig, peer: String, credential: VerifiedCredential?) -> String? {
+    let access = access(for: listener)
+    if access.isClosed { return "listener \(listener.name) was renamed, moved or re-moded by a reload" }
+    guard access.allowedClients.allows(peerAddressBytes(peer) ?? []) else {
+      return "a reload took this address out of the listener's allowedClients"
+    }
+    if let authenticator = access.authenticator, !(credential.map(authenticator.stillAccepts) ?? false) {
+      return "the proxy credential this tunnel was opened with is no longer valid"
+    }
+    return nil
+  }
+}

@@ -103,8 +103,11 @@ final class ProxyContext: Sendable {
     trustEngine.cache.removeAll()
     sessions.removeAll()
     for loop in group.loops {
-      let pool = self.pool(for: loop)
-      loop.execute { pool.retire(keeping: snapshot.generation) }
+      let (pool, registry) = (self.pool(for: loop), self.registry(for: loop))
+      loop.execute {
+        pool.retire(keeping: snapshot.generation)
+        registry.reviewAccess(under: snapshot)
+      }
     }
   }
 

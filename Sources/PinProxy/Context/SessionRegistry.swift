@@ -11,6 +11,10 @@ protocol DrainableSession: AnyObject {
   func evict()
   /// The client's `host:port`, for eviction among one client's connections.
   var clientPeer: String { get }
+  /// A reload installed `snapshot`: a connection that no longer decides
+  /// anything per request (a splice) closes if its client may no longer
+  /// use the listener. Sessions that serve requests check each one instead.
+  func reviewAccess(under snapshot: RuntimeSnapshot)
 }
 
 /// The live sessions of one loop, so a shutdown can reach the idle ones.
@@ -36,6 +40,12 @@ final class SessionRegistry: @unchecked Sendable {
   func drainAll() {
     loop.preconditionInLoop()
     for entry in sessions.values { entry.session?.drain() }
+  }
+
+  /// After a reload: every session reviews its client's access.
+  func reviewAccess(under snapshot: RuntimeSnapshot) {
+    loop.preconditionInLoop()
+    for entry in sessions.values { entry.session?.reviewAccess(under: snapshot) }
   }
 
   var count: Int {

@@ -111,6 +111,10 @@ final class DownstreamHTTP2Session: ChannelDelegate, DrainableSession, @unchecke
     idleTimer.schedule(after: snapshot.timeouts.idleKeepAlive)
   }
 
+  /// Each new stream is checked against the snapshot in force
+  /// (`ForwardRouter.refusal`, the tunnel's credential): nothing to review.
+  func reviewAccess(under snapshot: RuntimeSnapshot) {}
+
   var isClosed: Bool { if case .closed = state { true } else { false } }
   var isServing: Bool { if case .serving = state { true } else { false } }
 

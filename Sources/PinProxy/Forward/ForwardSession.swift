@@ -280,6 +280,18 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
       tier: machine.isIdleBetweenRequests ? .idleKeepAlive : .unfinishedHead, since: awaitingSince)
   }
 
+  /// A spliced passthrough tunnel decides nothing more per request: it is
+  /// closed when the reload took its client's access away (address,
+  /// listener or credential). Served requests are re-checked as they come.
+  func reviewAccess(under snapshot: RuntimeSnapshot) {
+    loop.preconditionInLoop()
+    guard case .spliced(let splice) = mode,
+      let reason = snapshot.accessRevoked(listener: listener, peer: connection.peer, credential: machine.credential)
+    else { return }
+    context.logger.log(.info, "tunnel-closed", ["client": connection.peer, "reason": reason])
+    splice.close()
+  }
+
   func evict() {
     loop.preconditionInLoop()
     context.logger.log(.debug, "evicted", ["client": client.peer, "reason": "connection limit reached"])

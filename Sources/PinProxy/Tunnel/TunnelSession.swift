@@ -197,4 +197,15 @@ final class TunnelSession: ChannelDelegate, DrainableSession, @unchecked Sendabl
     loop.preconditionInLoop()
     close()
   }
+
+  /// A tunnel listener's connection decides nothing after it is spliced:
+  /// it closes when a reload took its client's access away.
+  func reviewAccess(under snapshot: RuntimeSnapshot) {
+    loop.preconditionInLoop()
+    guard let reason = snapshot.accessRevoked(listener: listener, peer: connection.peer, credential: nil) else {
+      return
+    }
+    context.logger.log(.info, "tunnel-closed", ["client": connection.peer, "reason": reason])
+    close()
+  }
 }
