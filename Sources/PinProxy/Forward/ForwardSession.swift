@@ -286,7 +286,8 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
   func reviewAccess(under snapshot: RuntimeSnapshot) {
     loop.preconditionInLoop()
     guard case .spliced(let splice) = mode,
-      let reason = snapshot.accessRevoked(listener: listener, peer: connection.peer, credential: machine.credential)
+      let reason = snapshot.accessRevoked(
+        listener: listener, peer: connection.peer, credential: machine.credential)
     else { return }
     context.logger.log(.info, "tunnel-closed", ["client": connection.peer, "reason": reason])
     splice.close()

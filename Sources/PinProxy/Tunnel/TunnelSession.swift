@@ -202,7 +202,8 @@ final class TunnelSession: ChannelDelegate, DrainableSession, @unchecked Sendabl
   /// it closes when a reload took its client's access away.
   func reviewAccess(under snapshot: RuntimeSnapshot) {
     loop.preconditionInLoop()
-    guard let reason = snapshot.accessRevoked(listener: listener, peer: connection.peer, credential: nil) else {
+    guard let reason = snapshot.accessRevoked(listener: listener, peer: connection.peer, credential: nil)
+    else {
       return
     }
     context.logger.log(.info, "tunnel-closed", ["client": connection.peer, "reason": reason])
