@@ -197,10 +197,14 @@ public struct AdminConfig: Sendable {
 
   public init(address: HostPort) { self.address = address }
 
-  /// Who may connect at all: `allowedClients` (else the default above), and the scrapers.
+  /// Whose requests are served: `allowedClients`, else the default above.
+  public var effectiveAllowedClients: ClientAddressRules {
+    allowedClients ?? (address.isLoopback || tokenFile == nil ? .loopback : .everyone)
+  }
+
+  /// Who may connect at all: the served clients and the scrapers.
   public var connectingClients: ClientAddressRules {
-    let base = allowedClients ?? (address.isLoopback || tokenFile == nil ? .loopback : .everyone)
-    return ClientAddressRules(base.blocks + (metricsClients?.blocks ?? []))
+    ClientAddressRules(effectiveAllowedClients.blocks + (metricsClients?.blocks ?? []))
   }
 }
 

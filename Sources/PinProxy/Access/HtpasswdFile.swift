@@ -1,3 +1,4 @@
+import PinHTTP
 import PinTLS
 
 /// An htpasswd file (`user:hash` per line, as Apache's `htpasswd -B`
@@ -70,8 +71,5 @@ struct HtpasswdFile: Sendable {
   }
 
   /// A user name as the operator wrote it, never with raw control characters.
-  static func quoted(_ user: String) -> String {
-    "\"" + String(user.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7f ? "?" : Character($0) })
-      + "\""
-  }
+  static func quoted(_ user: String) -> String { "\"" + PrintableText.escaped(user) + "\"" }
 }

@@ -57,8 +57,7 @@ struct AdminAccess: Sendable {
 
   init(_ admin: AdminConfig) throws(Failure) {
     connectingClients = admin.connectingClients
-    allowedClients =
-      admin.allowedClients ?? (admin.address.isLoopback || admin.tokenFile == nil ? .loopback : .everyone)
+    allowedClients = admin.effectiveAllowedClients
     metricsClients = admin.metricsClients ?? ClientAddressRules([])
     guard let file = admin.tokenFile else {
       token = nil

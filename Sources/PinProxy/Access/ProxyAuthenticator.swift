@@ -149,6 +149,20 @@ final class ProxyAuthenticator: Sendable {
     file.entries[credential.user] == credential.hash
   }
 
+  /// What a request inside a tunnel (or the tunnel itself) gets when the
+  /// credential its CONNECT carried is no longer accepted; nil while it is.
+  /// A tunnel opened without one (before `proxyAuth` was configured) has
+  /// none to inherit.
+  func inheritanceRefusal(_ credential: VerifiedCredential?) -> AuthRefusal? {
+    guard let credential, stillAccepts(credential) else {
+      return required("the credential this tunnel was opened with is no longer valid")
+    }
+    return nil
+  }
+
+  /// The verified user's name where `logUser` lets it be logged.
+  func loggedUser(_ credential: VerifiedCredential?) -> String? { logUser ? credential?.user : nil }
+
   /// `407` with the challenge (RFC 9110 §11.7.1).
   func required(_ reason: String) -> AuthRefusal {
     AuthRefusal(

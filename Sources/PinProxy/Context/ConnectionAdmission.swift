@@ -82,15 +82,15 @@ final class ConnectionAdmission: Sendable {
   /// process can bind any of those); an IPv6 /64 (one host usually owns a
   /// whole /64 and can pick any address in it).
   static func address(of peer: String) -> String {
-    if peer.hasPrefix("["), let close = peer.firstIndex(of: "]") {
-      let text = String(peer[peer.index(after: peer.startIndex)..<close])
-      guard let address = IPAddress(text) else { return text }
-      let bytes = InternalAddresses.unmapped(address.bytes)
-      if bytes.count == 4 { return bytes[0] == 127 ? "127.0.0.0/8" : IPAddress(bytes: bytes)!.description }
-      return IPAddress(bytes: Array(bytes.prefix(8)) + Array(repeating: 0, count: 8))!.description + "/64"
-    }
-    let host = peer.lastIndex(of: ":").map { String(peer[..<$0]) } ?? peer
-    return host.hasPrefix("127.") ? "127.0.0.0/8" : host
+    guard let bytes = peerAddressBytes(peer) else { return peer }
+    return address(ofBytes: bytes)
+  }
+
+  /// The same key from the address itself (4 or 16 bytes).
+  static func address(ofBytes address: [UInt8]) -> String {
+    let bytes = InternalAddresses.unmapped(address)
+    if bytes.count == 4 { return bytes[0] == 127 ? "127.0.0.0/8" : IPAddress(bytes: bytes)!.description }
+    return IPAddress(bytes: Array(bytes.prefix(8)) + Array(repeating: 0, count: 8))!.description + "/64"
   }
 }
 

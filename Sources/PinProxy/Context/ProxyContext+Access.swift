@@ -6,7 +6,7 @@ extension ProxyContext {
   /// Whether a client at `address` may connect to `listener`, under the
   /// snapshot in force (so a reload governs the next accept). Runs on the
   /// accepting loop before the socket is read or handed on. A refusal is
-  /// counted every time and logged once a minute per client address.
+  /// counted every time and logged once a minute per client (admission key).
   func admits(_ address: SocketAddress, listener: ListenerConfig) -> Bool {
     admits(address, listener: listener.name, rules: snapshot.access(for: listener).allowedClients)
   }
@@ -23,14 +23,12 @@ extension ProxyContext {
     let client = IPAddress(bytes: bytes)?.description ?? address.description
     // Keyed like admission (an IPv6 /64 is one client): a scan through one
     // prefix is one line a minute, not one per address.
-    if refusedClients.shouldLog(
-      listener: listener, client: ConnectionAdmission.address(of: address.description))
-    {
+    if refusedClients.shouldLog(listener: listener, client: ConnectionAdmission.address(ofBytes: bytes)) {
       logger.log(
         .warning, "client-refused",
         [
           "listener": listener, "client": client, "code": FailureCode.clientNotAllowed.rawValue,
-          "reason": "address not in allowedClients; closed at accept (logged once a minute per address)",
+          "reason": "address not in allowedClients; closed at accept (logged once a minute per client)",
         ])
     }
     return false
@@ -50,18 +48,25 @@ func peerAddressBytes(_ peer: String) -> [UInt8]? {
 }
 
 extension RuntimeSnapshot {
-  /// Whether a connection of `listener` from `peer`, opened under an earlier
-  /// snapshot, may go on under this one; nil when it may, else why not. The
-  /// proxy credential it was let in with (if any) must still be accepted.
-  func accessRevoked(listener: ListenerConfig, peer: String, credential: VerifiedCredential?) -> String? {
+  /// Why a connection of `listener` from `peer` (4 or 16 bytes; nil: not
+  /// checked), accepted under an earlier snapshot, may not be served under
+  /// this one; nil when it may. Routers ask it for every request, spliced
+  /// connections after each reload.
+  func accessDenial(listener: ListenerConfig, peer: [UInt8]?) -> String? {
     let access = access(for: listener)
-    if access.isClosed { return "listener \(listener.name) was renamed, moved or re-moded by a reload" }
-    guard access.allowedClients.allows(peerAddressBytes(peer) ?? []) else {
+    if access.isClosed {
+      return "listener \(listener.name) was renamed, moved or re-moded by a reload; that takes a restart"
+    }
+    if let peer, !access.allowedClients.allows(peer) {
       return "a reload took this address out of the listener's allowedClients"
     }
-    if let authenticator = access.authenticator, !(credential.map(authenticator.stillAccepts) ?? false) {
-      return "the proxy credential this tunnel was opened with is no longer valid"
-    }
     return nil
+  }
+
+  /// The same for a spliced connection, which also loses its service when
+  /// the proxy credential its CONNECT carried is no longer accepted.
+  func accessRevoked(listener: ListenerConfig, peer: String, credential: VerifiedCredential?) -> String? {
+    if let denial = accessDenial(listener: listener, peer: peerAddressBytes(peer) ?? []) { return denial }
+    return access(for: listener).authenticator?.inheritanceRefusal(credential)?.reason
   }
 }

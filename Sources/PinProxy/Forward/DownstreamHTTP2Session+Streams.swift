@@ -83,11 +83,8 @@ extension DownstreamHTTP2Session {
     if let refusal = router.refusal { return refuse(id, head, refusal) }
     // The tunnel was opened with this credential: a reload that removed its
     // user (or changed the password) ends the tunnel's service.
-    if let authenticator = router.authenticator {
-      guard let credential, authenticator.stillAccepts(credential) else {
-        let refusal = authenticator.required("the credential this tunnel was opened with is no longer valid")
-        return refuse(id, head, ProxyFailure(refusal))
-      }
+    if let refusal = router.authenticator?.inheritanceRefusal(credential) {
+      return refuse(id, head, ProxyFailure(refusal))
     }
     switch router.route(head, inside: tunnel) {
     case .forward(let target):

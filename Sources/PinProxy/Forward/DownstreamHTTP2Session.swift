@@ -125,10 +125,7 @@ final class DownstreamHTTP2Session: ChannelDelegate, DrainableSession, @unchecke
   var upstreamRelease: UpstreamRelease { UpstreamRelease(pool: pool, snapshot: snapshot) }
 
   /// The verified proxy user, where `proxyAuth.logUser` lets it be logged.
-  var loggedUser: String? {
-    guard let credential, router.authenticator?.logUser == true else { return nil }
-    return credential.user
-  }
+  var loggedUser: String? { router.authenticator?.loggedUser(credential) }
 
   func nextExchangeID() -> Int {
     nextExchange += 1

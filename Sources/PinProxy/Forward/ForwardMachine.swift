@@ -254,14 +254,9 @@ struct ForwardMachine<Upstream: SameUpstream> {
   /// only way on without a verified credential is a listener without `proxyAuth`.
   private mutating func authorize(_ head: HTTPRequestHead, _ authenticator: ProxyAuthenticator) -> Bool {
     if tunnel != nil {
-      guard let credential, authenticator.stillAccepts(credential) else {
-        fail(
-          ProxyFailure(
-            authenticator.required("the credential this tunnel was opened with is no longer valid")),
-          request: head)
-        return false
-      }
-      return true
+      guard let refusal = authenticator.inheritanceRefusal(credential) else { return true }
+      fail(ProxyFailure(refusal), request: head)
+      return false
     }
     let field = head.headers.firstValueBytes("Proxy-Authorization")
     if let field, let verifiedField, let credential, PasswordHash.constantTimeEqual(field, verifiedField),

@@ -42,19 +42,9 @@ struct ForwardRouter {
     self.snapshot = snapshot
     self.listener = listener
     self.client = client
-    let access = snapshot.access(for: listener)
-    authenticator = access.authenticator
-    if access.isClosed {
-      refusal = ProxyFailure(
-        status: 403, code: .clientNotAllowed,
-        reason: "listener \(listener.name) is not in the configuration in force as it was started;"
-          + " a renamed, moved or re-moded listener takes a restart")
-    } else if let peer, !access.allowedClients.allows(peer) {
-      refusal = ProxyFailure(
-        status: 403, code: .clientNotAllowed,
-        reason: "this address is no longer in the listener's allowedClients (reloaded)")
-    } else {
-      refusal = nil
+    authenticator = snapshot.access(for: listener).authenticator
+    refusal = snapshot.accessDenial(listener: listener, peer: peer).map {
+      ProxyFailure(status: 403, code: .clientNotAllowed, reason: $0)
     }
   }
 

@@ -241,12 +241,7 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
   }
 
   /// The verified proxy user, where `proxyAuth.logUser` lets it be logged.
-  var loggedUser: String? {
-    guard let credential = machine.credential, machine.router.authenticator?.logUser == true else {
-      return nil
-    }
-    return credential.user
-  }
+  var loggedUser: String? { machine.router.authenticator?.loggedUser(machine.credential) }
 
   private func armHeadTimer(seconds: Double) {
     headTimerSeconds = seconds
