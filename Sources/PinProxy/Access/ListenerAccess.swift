@@ -35,6 +35,19 @@ struct ListenerAccess: Sendable {
   /// it; those take a restart): fail closed, nobody may use it, rather than
   /// run it under rules written for another listener.
   static let closed = ListenerAccess(closed: ())
+
+  /// Why a client at `peer` (4 or 16 bytes; nil: not checked), accepted
+  /// under an earlier snapshot, may not use `listener` under this access;
+  /// nil when it may.
+  func denial(of listener: ListenerConfig, to peer: [UInt8]?) -> String? {
+    if isClosed {
+      return "listener \(listener.name) was renamed, moved or re-moded by a reload; that takes a restart"
+    }
+    if let peer, !allowedClients.allows(peer) {
+      return "a reload took this address out of the listener's allowedClients"
+    }
+    return nil
+  }
 }
 
 /// Who may use the admin endpoint: the networks that may connect, the

@@ -82,6 +82,11 @@ final class ConnectionAdmission: Sendable {
   /// process can bind any of those); an IPv6 /64 (one host usually owns a
   /// whole /64 and can pick any address in it).
   static func address(of peer: String) -> String {
+    guard peer.hasPrefix("[") else {
+      // IPv4, as inet_ntop wrote it: the text is the key (runs per accept).
+      let host = peer.lastIndex(of: ":").map { String(peer[..<$0]) } ?? peer
+      return host.hasPrefix("127.") ? "127.0.0.0/8" : host
+    }
     guard let bytes = peerAddressBytes(peer) else { return peer }
     return address(ofBytes: bytes)
   }

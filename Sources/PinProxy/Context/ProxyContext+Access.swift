@@ -48,25 +48,13 @@ func peerAddressBytes(_ peer: String) -> [UInt8]? {
 }
 
 extension RuntimeSnapshot {
-  /// Why a connection of `listener` from `peer` (4 or 16 bytes; nil: not
-  /// checked), accepted under an earlier snapshot, may not be served under
-  /// this one; nil when it may. Routers ask it for every request, spliced
-  /// connections after each reload.
-  func accessDenial(listener: ListenerConfig, peer: [UInt8]?) -> String? {
-    let access = access(for: listener)
-    if access.isClosed {
-      return "listener \(listener.name) was renamed, moved or re-moded by a reload; that takes a restart"
-    }
-    if let peer, !access.allowedClients.allows(peer) {
-      return "a reload took this address out of the listener's allowedClients"
-    }
-    return nil
-  }
-
-  /// The same for a spliced connection, which also loses its service when
-  /// the proxy credential its CONNECT carried is no longer accepted.
+  /// Why a spliced connection of `listener` from `peer`, accepted under an
+  /// earlier snapshot, may not go on under this one (its address, its
+  /// listener, or the proxy credential its CONNECT carried); nil when it
+  /// may. Requests are judged by their router instead (`ForwardRouter.refusal`).
   func accessRevoked(listener: ListenerConfig, peer: String, credential: VerifiedCredential?) -> String? {
-    if let denial = accessDenial(listener: listener, peer: peerAddressBytes(peer) ?? []) { return denial }
-    return access(for: listener).authenticator?.inheritanceRefusal(credential)?.reason
+    let access = access(for: listener)
+    if let denial = access.denial(of: listener, to: peerAddressBytes(peer) ?? []) { return denial }
+    return access.authenticator?.inheritanceRefusal(credential)?.reason
   }
 }

@@ -42,8 +42,9 @@ struct ForwardRouter {
     self.snapshot = snapshot
     self.listener = listener
     self.client = client
-    authenticator = snapshot.access(for: listener).authenticator
-    refusal = snapshot.accessDenial(listener: listener, peer: peer).map {
+    let access = snapshot.access(for: listener)
+    authenticator = access.authenticator
+    refusal = access.denial(of: listener, to: peer).map {
       ProxyFailure(status: 403, code: .clientNotAllowed, reason: $0)
     }
   }
