@@ -211,6 +211,40 @@ final class ProxyAuthenticatorTests: XCTestCase {
     XCTAssertFalse(try authenticator([try bcryptLine("alice", "two")]).stillAccepts(verified))
     XCTAssertFalse(try authenticator([try bcryptLine("bob", "one")]).stillAccepts(verified))
   }
+
+  // MARK: Bounds
+
+  func testHashingPastTheGlobalBoundIsAnswered503AtOnceAndGivesTheTokenBack() throws {
+    let auth = try authenticator([try bcryptLine("alice", "right")])
+    guard case .verify(let pending) = auth.check(basic("alice", "guess"), client: "c", now: start) else {
+      return XCTFail()
+    }
+    auth.state.hashing.store(ProxyAuthState.maximumHashing, ordering: .relaxed)
+    let answered = Locked<ProxyAuthenticator.Decision?>(nil)
+    auth.verify(pending) { decision in answered.withLock { $0 = decision } }
+    guard case .refused(let busy)? = answered.withLock({ $0 }) else { return XCTFail("answered at once, without hashing") }
+    XCTAssertEqual(busy.status, 503)
+    XCTAssertEqual(auth.state.hashing.load(ordering: .relaxed), ProxyAuthState.maximumHashing)
+    // The token taken for the refused hash came back: the burst is whole again.
+    for index in 0..<Int(AuthThrottle.burst) {
+      XCTAssertTrue(auth.state.throttle.withLock { $0.take("c", now: start) }, "token \(index)")
+    }
+  }
+
+  func testOversizedInputsAreRefusedWhereTheyAreRead() throws {
+    let huge = "Basic " + String(repeating: "A", count: 4100)
+    XCTAssertNil(BasicCredentials(field: huge), "a credential field over 4096 base64 characters")
+    let line = try bcryptLine("alice", "pw")
+    let big = try TemporaryHtpasswd(
+      String(repeating: "# padding to go past the file bound\n", count: HtpasswdFile.maximumBytes / 36 + 1)
+        + line)
+    defer { big.remove() }
+    XCTAssertThrowsError(try HtpasswdFile(path: big.path))
+    let many = (0...HtpasswdFile.maximumEntries).map { "u\($0):" + line.split(separator: ":")[1] }
+    XCTAssertThrowsError(try HtpasswdFile(text: many.joined(separator: "\n"), name: "many")) { error in
+      XCTAssertTrue("\(error)".contains("more than \(HtpasswdFile.maximumEntries) users"), "\(error)")
+    }
+  }
 }
 
 struct TemporaryHtpasswd {
