@@ -222,7 +222,9 @@ final class ProxyAuthenticatorTests: XCTestCase {
     auth.state.hashing.store(ProxyAuthState.maximumHashing, ordering: .relaxed)
     let answered = Locked<ProxyAuthenticator.Decision?>(nil)
     auth.verify(pending) { decision in answered.withLock { $0 = decision } }
-    guard case .refused(let busy)? = answered.withLock({ $0 }) else { return XCTFail("answered at once, without hashing") }
+    guard case .refused(let busy)? = answered.withLock({ $0 }) else {
+      return XCTFail("answered at once, without hashing")
+    }
     XCTAssertEqual(busy.status, 503)
     XCTAssertEqual(auth.state.hashing.load(ordering: .relaxed), ProxyAuthState.maximumHashing)
     // The token taken for the refused hash came back: the burst is whole again.
