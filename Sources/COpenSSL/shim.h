@@ -8,6 +8,7 @@
 #include <openssl/bio.h>
 #include <openssl/ct.h>
 #include <openssl/err.h>
+#include <openssl/ocsp.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/pkcs12.h>
@@ -187,6 +188,97 @@ static int pp_ct_collect_only(const CT_POLICY_EVAL_CTX *ctx, const STACK_OF(SCT)
 static inline int pp_SSL_CTX_request_scts(SSL_CTX *ctx) {
   if (SSL_CTX_set_tlsext_status_type(ctx, TLSEXT_STATUSTYPE_ocsp) != 1) return 0;
   return SSL_CTX_set_ct_validation_callback(ctx, pp_ct_collect_only, NULL);
+}
+
+
+// MARK: Revocation (CRLs, OCSP, stapling, must-staple)
+
+/// A certificate's CRL distribution points (RFC 5280 §4.2.1.13), NULL
+/// without the extension; freed with `pp_CRL_DIST_POINTS_free`.
+static inline STACK_OF(DIST_POINT) *pp_X509_crl_distribution_points(const X509 *cert) {
+  return (STACK_OF(DIST_POINT) *)X509_get_ext_d2i(cert, NID_crl_distribution_points, NULL, NULL);
+}
+static inline void pp_CRL_DIST_POINTS_free(STACK_OF(DIST_POINT) *points) { CRL_DIST_POINTS_free(points); }
+static inline int pp_sk_DIST_POINT_num(const STACK_OF(DIST_POINT) *points) { return sk_DIST_POINT_num(points); }
+/// The full name of point `index` (NULL for a relative name or none), and
+/// whether it names a CRL issuer of its own (an indirect CRL) or only some reasons.
+static inline const GENERAL_NAMES *pp_DIST_POINT_full_name(const STACK_OF(DIST_POINT) *points, int index,
+                                                           int *hasCRLIssuer, int *hasReasons) {
+  const DIST_POINT *point = sk_DIST_POINT_value(points, index);
+  *hasCRLIssuer = point->CRLissuer != NULL;
+  *hasReasons = point->reasons != NULL;
+  if (point->distpoint == NULL || point->distpoint->type != 0) return NULL;
+  return point->distpoint->name.fullname;
+}
+
+/// The OCSP responder URLs of a certificate's Authority Information Access.
+static inline int pp_sk_OPENSSL_STRING_num(const STACK_OF(OPENSSL_STRING) *stack) {
+  return sk_OPENSSL_STRING_num(stack);
+}
+static inline const char *pp_sk_OPENSSL_STRING_value(const STACK_OF(OPENSSL_STRING) *stack, int index) {
+  return sk_OPENSSL_STRING_value(stack, index);
+}
+
+/// 1 when the certificate's TLS Feature extension (RFC 7633) lists
+/// status_request (5); 0 when it does not or has none; -1 when it does not decode.
+static inline int pp_X509_must_staple(const X509 *cert) {
+  int critical = -1;
+  TLS_FEATURE *features = (TLS_FEATURE *)X509_get_ext_d2i(cert, NID_tlsfeature, &critical, NULL);
+  if (features == NULL) return critical == -1 ? 0 : -1;
+  int found = 0;
+  for (int index = 0; index < sk_ASN1_INTEGER_num(features); index++) {
+    if (ASN1_INTEGER_get(sk_ASN1_INTEGER_value(features, index)) == 5) found = 1;
+  }
+  TLS_FEATURE_free(features);
+  return found;
+}
+
+/// The issuing distribution point of a CRL (RFC 5280 §5.2.5): its scope.
+/// Returns 0 without one, -1 when it does not decode, 1 with one, and then
+/// its full names (to free with GENERAL_NAMES_free, may be NULL) and flags.
+static inline int pp_X509_CRL_issuing_point(const X509_CRL *crl, GENERAL_NAMES **names, int *onlyUser,
+                                            int *onlyCA, int *onlySomeReasons, int *indirect,
+                                            int *onlyAttr) {
+  int critical = -1;
+  ISSUING_DIST_POINT *point = (ISSUING_DIST_POINT *)X509_CRL_get_ext_d2i(
+      crl, NID_issuing_distribution_point, &critical, NULL);
+  *names = NULL;
+  if (point == NULL) return critical == -1 ? 0 : -1;
+  *onlyUser = point->onlyuser > 0;
+  *onlyCA = point->onlyCA > 0;
+  *onlySomeReasons = point->onlysomereasons != NULL;
+  *indirect = point->indirectCRL > 0;
+  *onlyAttr = point->onlyattr > 0;
+  if (point->distpoint != NULL && point->distpoint->type == 0) {
+    *names = point->distpoint->name.fullname;
+    point->distpoint->name.fullname = NULL;
+  }
+  ISSUING_DIST_POINT_free(point);
+  return 1;
+}
+
+/// The reason code of a revoked entry (RFC 5280 §5.3.1), -1 without one.
+static inline long pp_X509_REVOKED_reason(const X509_REVOKED *entry) {
+  ASN1_ENUMERATED *reason = (ASN1_ENUMERATED *)X509_REVOKED_get_ext_d2i(entry, NID_crl_reason, NULL, NULL);
+  if (reason == NULL) return -1;
+  long value = ASN1_ENUMERATED_get(reason);
+  ASN1_ENUMERATED_free(reason);
+  return value;
+}
+
+static inline int pp_sk_X509_REVOKED_num(const STACK_OF(X509_REVOKED) *stack) {
+  return stack == NULL ? 0 : sk_X509_REVOKED_num(stack);
+}
+
+/// The OCSP response a server stapled to this handshake (DER), or 0 bytes.
+static inline long pp_SSL_get_ocsp_staple(SSL *ssl, const unsigned char **response) {
+  unsigned char *data = NULL;
+  long length = SSL_get_tlsext_status_ocsp_resp(ssl, &data);
+  *response = data;
+  return length;
+}
+static inline long pp_SSL_CTX_request_ocsp_staple(SSL_CTX *ctx) {
+  return SSL_CTX_set_tlsext_status_type(ctx, TLSEXT_STATUSTYPE_ocsp);
 }
 
 // MARK: Names

@@ -223,6 +223,8 @@ public struct AnchorSetConfig: Sendable {
   public var name: String
   public var files: [ConfigPath]
   public var location: Location
+  /// CRLs of the set's CAs (DER or PEM), re-read on reload.
+  public var crls: [ConfigPath] = []
 }
 
 public struct DefaultsConfig: Sendable {
@@ -230,6 +232,7 @@ public struct DefaultsConfig: Sendable {
   public var action: Action = .validate
   public var minimumTLSVersion: TLSVersion = .tls12
   public var requiresForwardSecrecy = true
+  public var revocation = RevocationSettings.default
 }
 
 public struct DomainConfig: Sendable {
@@ -252,6 +255,8 @@ public struct DomainConfig: Sendable {
   /// ATS `NSPinnedLeafIdentities` / `NSPinnedCAIdentities` (SPKI SHA-256).
   public var pinnedLeafPublicKeyHashes: [Digest256] = []
   public var pinnedCAPublicKeyHashes: [Digest256] = []
+  /// How hard to look for revocation information (`RevocationSettings`).
+  public var revocation = RevocationSettings.default
   /// After this instant the rule's static pins are not enforced (fail open).
   public var pinsExpire: Date?
   public var pinsExpireLocation: Location?

@@ -9,24 +9,33 @@ extension ConfigurationParser {
         entry.error("\"system\" is built in (the OS trust store) and cannot be redefined")
         continue
       }
-      guard let mapping = entry.mapping(allowed: ["files"]), let files = mapping.required("files")?.sequence
+      guard let mapping = entry.mapping(allowed: ["files", "crls"]),
+        let files = mapping.required("files")?.sequence
       else {
         continue
       }
       if files.isEmpty { entry.error("an anchor set needs at least one file") }
-      sets.append(
-        AnchorSetConfig(
-          name: name, files: files.compactMap { configPath($0, file: file) }, location: location(entry)))
+      var set = AnchorSetConfig(
+        name: name, files: files.compactMap { configPath($0, file: file) }, location: location(entry))
+      if let crls = mapping["crls"] {
+        if crls.sequence == nil { crls.error("a list of CRL files (DER or PEM)") }
+        set.crls = (crls.sequence ?? []).compactMap { configPath($0, file: file) }
+      }
+      sets.append(set)
     }
     return sets
   }
 
   static func parseDefaults(_ node: ConfigNode) -> DefaultsConfig {
     var defaults = DefaultsConfig()
-    guard let mapping = node.mapping(allowed: ["action", "minimumTLSVersion", "requiresForwardSecrecy"])
+    guard
+      let mapping = node.mapping(allowed: [
+        "action", "minimumTLSVersion", "requiresForwardSecrecy", "revocation",
+      ])
     else {
       return defaults
     }
+    if let revocation = mapping["revocation"] { defaults.revocation = parseRevocation(revocation) }
     defaults.action = mapping.choice("action", default: .validate)
     defaults.minimumTLSVersion = mapping.choice("minimumTLSVersion", default: .tls12)
     defaults.requiresForwardSecrecy = mapping["requiresForwardSecrecy"]?.bool ?? true
@@ -37,7 +46,7 @@ extension ConfigurationParser {
     "domain", "includesSubdomains", "anchors", "pinningMode", "pinnedCertificates", "pinnedPublicKeyHashes",
     "validatesDomainName", "allowInvalidCertificates", "minimumTLSVersion", "requiresForwardSecrecy",
     "allowsInsecureHTTPLoads", "clientIdentity", "dynamicPins", "report", "pinnedLeafPublicKeyHashes",
-    "pinnedCAPublicKeyHashes", "pinsExpire", "requiresCertificateTransparency", "upstreamHTTP2",
+    "pinnedCAPublicKeyHashes", "pinsExpire", "requiresCertificateTransparency", "upstreamHTTP2", "revocation",
   ]
 
   static func parseDomain(_ node: ConfigNode, file: String) -> DomainConfig? {
@@ -85,6 +94,7 @@ extension ConfigurationParser {
     domain.requiresForwardSecrecy = mapping["requiresForwardSecrecy"]?.bool ?? true
     domain.allowsInsecureHTTPLoads = mapping["allowsInsecureHTTPLoads"]?.bool ?? false
     domain.upstreamHTTP2 = mapping["upstreamHTTP2"]?.bool ?? true
+    if let revocation = mapping["revocation"] { domain.revocation = parseRevocation(revocation) }
     if let identity = mapping["clientIdentity"]?.mapping(allowed: ["pkcs12", "passphraseFile"]),
       let pkcs12 = identity.required("pkcs12").flatMap({ configPath($0, file: file) }),
       let passphrase = identity.required("passphraseFile").flatMap({ configPath($0, file: file) })
@@ -113,6 +123,14 @@ extension ConfigurationParser {
       mapping["pinnedPublicKeyHashes"]?.error("SPKI hashes apply to pinningMode publicKey, not certificate")
     }
     return domain
+  }
+
+  /// `revocation: {crl, ocsp, stapledOCSP}` (`RevocationSettings`).
+  static func parseRevocation(_ node: ConfigNode) -> RevocationSettings {
+    guard let mapping = node.mapping(allowed: ["crl", "ocsp", "stapledOCSP"]) else { return .default }
+    return RevocationSettings(
+      crl: mapping.choice("crl", default: .off), ocsp: mapping.choice("ocsp", default: .off),
+      stapledOCSP: mapping.choice("stapledOCSP", default: .check))
   }
 
   /// A list of `sha256/BASE64` pins; each bad one is reported where it is written.

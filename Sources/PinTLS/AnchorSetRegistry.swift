@@ -6,6 +6,8 @@ import PinTrust
 /// for it and shared afterwards.
 public final class AnchorSetRegistry: Sendable {
   private let sets: [String: [X509Certificate]]
+  /// Each set's CRLs (`anchorSets.NAME.crls`).
+  private let crlSets: [String: CRLSet]
   /// Certificates that stand in for `system` (tests, `--anchors`); nil = the OS store.
   private let systemOverride: [X509Certificate]?
   private let stores = Locked<[[String]: AnchorStore]>([:])
@@ -21,8 +23,12 @@ public final class AnchorSetRegistry: Sendable {
   /// - Parameters:
   ///   - sets: named sets of anchors, from the config's `anchorSets`.
   ///   - systemOverride: when set, `system` means these certificates instead of the OS store.
-  public init(sets: [String: [X509Certificate]] = [:], systemOverride: [X509Certificate]? = nil) {
+  public init(
+    sets: [String: [X509Certificate]] = [:], crls: [String: CRLSet] = [:],
+    systemOverride: [X509Certificate]? = nil
+  ) {
     self.sets = sets
+    crlSets = crls
     self.systemOverride = systemOverride
   }
 
@@ -33,6 +39,22 @@ public final class AnchorSetRegistry: Sendable {
     for name in names where name != SecurityPolicy.systemAnchors && sets[name] == nil {
       throw UnknownAnchorSet(name: name, known: self.names)
     }
+  }
+
+  /// The CRLs of the sets named.
+  public func crls(for names: [String]) -> CRLSet {
+    CRLSet.union(Set(names).sorted().compactMap { crlSets[$0] })
+  }
+
+  /// Every CRL of every set, by set name (for `/policies`).
+  public var allCRLs: [(set: String, entries: [CRLSet.Entry])] {
+    crlSets.keys.sorted().map { ($0, crlSets[$0]!.entries) }
+  }
+
+  /// The fingerprints of the configured (not system) anchors among `names`:
+  /// a path ending in one of them is privately trusted.
+  public func configuredAnchors(for names: [String]) -> Set<Digest256> {
+    Set(names.flatMap { sets[$0] ?? [] }.map { SHA256.digest($0.der) })
   }
 
   /// The store for the union of `names`; built once per distinct union.

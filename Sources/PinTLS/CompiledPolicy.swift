@@ -13,11 +13,23 @@ public final class CompiledPolicy: ChainVerifier, @unchecked Sendable {
   public let identity: PolicyIdentity
   let anchors: AnchorStore
   let pinnedAnchors: AnchorStore?
+  /// The CRLs of the policy's anchor sets and, in the daemon, what was fetched.
+  public let revocation: RevocationProvider
+  /// Configured anchors: a path ending in one is not publicly trusted.
+  private let configuredAnchors: Set<Digest256>
+  private let usesSystemStore: Bool
 
-  public init(policy: SecurityPolicy, identity: PolicyIdentity, registry: AnchorSetRegistry) throws {
+  public init(
+    policy: SecurityPolicy, identity: PolicyIdentity, registry: AnchorSetRegistry,
+    fetched: FetchedRevocation? = nil, counters: RevocationCounters? = nil
+  ) throws {
     self.policy = policy
     self.identity = identity
     anchors = try registry.store(for: policy.anchors)
+    revocation = RevocationProvider(
+      crls: registry.crls(for: policy.anchors), fetched: fetched, counters: counters)
+    configuredAnchors = registry.configuredAnchors(for: policy.anchors)
+    usesSystemStore = policy.anchors.contains(SecurityPolicy.systemAnchors)
     if policy.pinnedCertificates.isEmpty {
       pinnedAnchors = nil
     } else {
@@ -28,16 +40,23 @@ public final class CompiledPolicy: ChainVerifier, @unchecked Sendable {
     }
   }
 
-  /// Evaluates through the engine's fingerprint cache.
-  /// - Parameter dynamicPins: the rule's list in force and its version
-  ///   (which keys the cache), nil for a rule without `dynamicPins`.
+  /// Evaluates through the engine's fingerprint cache, revocation included.
+  /// - Parameters:
+  ///   - dynamicPins: the rule's list in force and its version (which keys
+  ///     the cache), nil for a rule without `dynamicPins`.
+  ///   - staple: the OCSP response stapled to this handshake.
+  ///   - fetching: whether revocation information may be asked for
+  ///     (`TrustFailure.revocationPending`); false decides with what is at hand.
   public func evaluate(
     _ chain: PresentedChain, host: TrustHost?, dynamicPins: (DynamicPinRequirement, version: UInt64)? = nil,
-    engine: TrustEngine, at time: Date
+    staple: [UInt8]? = nil, fetching: Bool = false, engine: TrustEngine, at time: Date
   ) -> TrustDecision {
     engine.evaluate(
       chain, host: host, policy: policy, dynamicPins: dynamicPins?.0,
-      identity: identity.under(pinList: dynamicPins?.version ?? 0), verifier: self, at: time)
+      identity: identity.under(pinList: dynamicPins?.version ?? 0), verifier: self,
+      revocation: RevocationInput(
+        source: revocation, settings: policy.revocation, staple: staple, fetching: fetching),
+      revocationGeneration: revocation.generation, at: time)
   }
 
   public func certificates(of chain: PresentedChain) -> [Certificate] {
@@ -81,7 +100,15 @@ public final class CompiledPolicy: ChainVerifier, @unchecked Sendable {
       }
       store = pinnedAnchors
     }
+    // Only a path to a system root is held to the CA/Browser Forum rules.
+    let publicRoots = source == .policyAnchors && usesSystemStore
+    let configured = configuredAnchors
     return PathSearch(leaf: leaf, presented: parsed.dropFirst(), store: store, purpose: purpose, at: time)
-      .run(accept: accept)
+      .run { path in
+        var path = path
+        path.endsInSystemStore =
+          publicRoots && !(path.builtChain.last.map { configured.contains($0.fingerprint) } ?? false)
+        return accept(path)
+      }
   }
 }

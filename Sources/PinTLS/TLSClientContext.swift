@@ -54,6 +54,9 @@ public final class TLSClientContext: @unchecked Sendable {
     // Sessions are kept by the caller, keyed by host, port and policy generation.
     _ = pp_SSL_CTX_set_session_cache_mode(
       context, Int(SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE))
+    // Every handshake asks for a staple (status_request): a revoked staple
+    // refuses whatever the rule says, and a must-staple leaf needs one.
+    guard pp_SSL_CTX_request_ocsp_staple(context) == 1 else { throw TLSEngine.currentFailure() }
     if requestsTransparency {
       guard pp_SSL_CTX_request_scts(context) == 1 else { throw TLSEngine.currentFailure() }
     }
@@ -95,9 +98,14 @@ public final class TLSClientContext: @unchecked Sendable {
 /// loop, and OpenSSL reference-counts `SSL_SESSION` atomically.
 public final class TLSSession: @unchecked Sendable {
   let pointer: OpaquePointer
+  /// The OCSP response stapled to the full handshake the session came from:
+  /// a resumed handshake carries none, and the revocation check still
+  /// needs it (until its own nextUpdate) for a must-staple leaf.
+  public let staple: [UInt8]?
 
   /// The engine's current session if it can be resumed.
-  public init?(from engine: TLSEngine) {
+  public init?(from engine: TLSEngine, staple: [UInt8]? = nil) {
+    self.staple = staple
     guard let session = SSL_get1_session(engine.ssl) else { return nil }
     guard SSL_SESSION_is_resumable(session) == 1 else {
       SSL_SESSION_free(session)

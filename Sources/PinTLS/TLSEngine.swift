@@ -168,6 +168,15 @@ public final class TLSEngine {
     }
   }
 
+  /// The OCSP response the server stapled to this handshake (DER), nil
+  /// without one. A resumed handshake carries none (`TLSSession.staple`).
+  public func stapledResponse() -> [UInt8]? {
+    var data: UnsafePointer<UInt8>?
+    let length = pp_SSL_get_ocsp_staple(ssl, &data)
+    guard length > 0, let data else { return nil }
+    return Array(UnsafeBufferPointer(start: data, count: length))
+  }
+
   public var negotiatedProtocol: String { String(cString: SSL_get_version(ssl)) }
   public var negotiatedCipher: String {
     SSL_get_current_cipher(ssl).flatMap { SSL_CIPHER_get_name($0) }.map { String(cString: $0) } ?? ""

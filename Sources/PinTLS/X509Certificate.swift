@@ -38,6 +38,18 @@ public final class X509Certificate: @unchecked Sendable {
   /// The DER encoding.
   public var der: [UInt8] { Self.encode { i2d_X509(pointer, $0) } }
 
+  /// The DER subject name (CRLs are found by their issuer's).
+  public var subjectName: [UInt8] {
+    let name = X509_get_subject_name(pointer)
+    return Self.encode { i2d_X509_NAME(name, $0) }
+  }
+
+  /// The DER issuer name.
+  var issuerName: [UInt8] {
+    let name = X509_get_issuer_name(pointer)
+    return Self.encode { i2d_X509_NAME(name, $0) }
+  }
+
   /// The DER SubjectPublicKeyInfo, the input of an SPKI pin.
   public var subjectPublicKeyInfo: [UInt8] {
     guard let key = X509_get_X509_PUBKEY(pointer) else { return [] }

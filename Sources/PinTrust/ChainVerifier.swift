@@ -30,11 +30,19 @@ public struct ChainVerification: Sendable {
   /// verify: a chain builder links certificates by name, and a forged leaf
   /// naming a pinned CA as its issuer must not borrow that CA's key.
   public var signatureLinkedCount: Int
+  /// The anchor the path ends in came from the system store rather than a
+  /// configured anchor set or a pinned certificate: the CA/Browser Forum
+  /// rules apply to it (`ChainProfile`).
+  public var endsInSystemStore: Bool
 
-  public init(builtChain: [Certificate], failure: ChainFailure?, signatureLinkedCount: Int) {
+  public init(
+    builtChain: [Certificate], failure: ChainFailure?, signatureLinkedCount: Int,
+    endsInSystemStore: Bool = true
+  ) {
     self.builtChain = builtChain
     self.failure = failure
     self.signatureLinkedCount = signatureLinkedCount
+    self.endsInSystemStore = endsInSystemStore
   }
 
   public var isValid: Bool { failure == nil }

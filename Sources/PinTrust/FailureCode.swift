@@ -32,4 +32,11 @@ public enum FailureCode: String, Sendable, CaseIterable {
   /// `allowedClients` (closed at accept), or its certificate is not one the
   /// listener allows (a TLS alert). Logged only; no HTTP answer.
   case clientNotAllowed = "client-not-allowed"
+  /// A valid CRL or OCSP response (stapled, fetched or supplied) says a
+  /// certificate of the path was revoked.
+  case revoked = "revoked"
+  /// Revocation information the rule or the certificate requires is
+  /// missing or not valid (must-staple, `crl: require`, `ocsp: hardFail`,
+  /// a supplied CRL that does not verify).
+  case revocationUnknown = "revocation-unknown"
 }

@@ -21,17 +21,33 @@ public final class FingerprintCache: Sendable {
     public let policy: PolicyIdentity
     public let host: TrustHost?
     public let chain: PresentedChain
+    /// The OCSP response the server stapled (empty without one): a verdict
+    /// made on one staple is never served for a handshake with another.
+    public let staple: [UInt8]
+    /// The generation of the revocation information in force (fetched CRLs
+    /// and OCSP answers): new information keys new verdicts, as a new pin
+    /// list version does.
+    public let revocation: UInt64
     /// Computed once, so choosing the shard and probing its table hash nothing again.
     let precomputedHash: Int
 
-    public init(policy: PolicyIdentity, host: TrustHost?, chain: PresentedChain) {
+    public init(
+      policy: PolicyIdentity, host: TrustHost?, chain: PresentedChain, staple: [UInt8] = [],
+      revocation: UInt64 = 0
+    ) {
       self.policy = policy
       self.host = host
       self.chain = chain
+      self.staple = staple
+      self.revocation = revocation
       var hasher = Hasher()
       hasher.combine(policy)
       hasher.combine(host)
       hasher.combine(chain)
+      hasher.combine(revocation)
+      hasher.combine(staple.count)
+      // Like a certificate, a response differs from another in its signature, at the end.
+      staple.withUnsafeBytes { hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: $0.suffix(32))) }
       precomputedHash = hasher.finalize()
     }
 
@@ -40,6 +56,7 @@ public final class FingerprintCache: Sendable {
     /// Cheap fields first; the chain's bytes are compared only when all else matches.
     public static func == (lhs: Key, rhs: Key) -> Bool {
       lhs.precomputedHash == rhs.precomputedHash && lhs.policy == rhs.policy && lhs.host == rhs.host
+        && lhs.revocation == rhs.revocation && PresentedChain.bytesEqual(lhs.staple, rhs.staple)
         && lhs.chain == rhs.chain
     }
   }

@@ -9,8 +9,35 @@ import Foundation
 ///
 /// Pure: no I/O, no clock of its own.
 public enum RuleEvaluator {
-  /// - Parameter dynamicPins: the rule's list in force, nil without `dynamicPins`.
+  /// - Parameters:
+  ///   - dynamicPins: the rule's list in force, nil without `dynamicPins`.
+  ///   - revocation: the revocation step's source and this handshake's
+  ///     staple; nil leaves revocation out (callers that only ask about the
+  ///     chain and pins).
   public static func evaluate(
+    _ chain: PresentedChain, host: TrustHost?, policy: SecurityPolicy, dynamicPins: DynamicPinRequirement?,
+    verifier: some ChainVerifier, revocation: RevocationInput? = nil, at time: Date
+  ) -> TrustDecision {
+    let decision = evaluateRule(
+      chain, host: host, policy: policy, dynamicPins: dynamicPins, verifier: verifier, at: time)
+    guard let revocation, case .trusted(var acceptance) = decision else { return decision }
+    // Last: revocation can only refuse what every other check accepted.
+    let evidence = revocation.source.evidence(
+      for: acceptance.path, staple: revocation.staple, settings: revocation.settings,
+      fetching: revocation.fetching, at: time)
+    switch RevocationCheck.evaluate(
+      path: acceptance.path, evidence: evidence, settings: revocation.settings, at: time)
+    {
+    case .refused(let failure): return .rejected(failure)
+    case .needs(let fetches): return .rejected(.revocationPending(fetches))
+    case .passed(let validUntil, let softFailure):
+      acceptance.validUntil = min(acceptance.validUntil, validUntil)
+      acceptance.revocationSoftFailure = softFailure
+      return .trusted(acceptance)
+    }
+  }
+
+  private static func evaluateRule(
     _ chain: PresentedChain, host: TrustHost?, policy: SecurityPolicy, dynamicPins: DynamicPinRequirement?,
     verifier: some ChainVerifier, at time: Date
   ) -> TrustDecision {
@@ -21,7 +48,7 @@ public enum RuleEvaluator {
         // expiration>`): both fail open on purpose so that a forgotten
         // rotation does not brick clients. The chain, host, TLS rules and
         // any dynamic list still apply; the acceptance says the pins expired.
-        let decision = evaluate(
+        let decision = evaluateRule(
           chain, host: host, policy: policy.withoutStaticPins, dynamicPins: dynamicPins, verifier: verifier,
           at: time)
         guard case .trusted(var acceptance) = decision else { return decision }

@@ -42,6 +42,8 @@ public struct SecurityPolicy: Sendable, Equatable {
   /// instant the static pins (pin mode and identities) are no longer
   /// enforced. Both platforms fail open on purpose (`RuleEvaluator`).
   public var pinsExpire: Date?
+  /// The rule's `revocation` settings (`RevocationCheck`).
+  public var revocation: RevocationSettings = .default
 
   public static let systemAnchors = "system"
 

@@ -47,11 +47,14 @@ public enum TrustEvaluator {
         guard policy.allowInvalidCertificates else { return .rejected(failure) }
         // Accepted on a failed check because the policy explicitly allows
         // invalid certificates (AF: `allowInvalidCertificates || valid`).
-        return .trusted(
-          Acceptance(
-            basis: .invalidCertificatesAllowed, waived: verification.failure, validUntil: .distantFuture))
+        var acceptance = Acceptance(
+          basis: .invalidCertificatesAllowed, waived: verification.failure, validUntil: .distantFuture)
+        acceptance.path = linkedPath(verification)
+        return .trusted(acceptance)
       }
-      return .trusted(Acceptance(basis: .validChain, validUntil: earliestExpiry(verification.builtChain)))
+      var acceptance = Acceptance(basis: .validChain, validUntil: earliestExpiry(verification.builtChain))
+      acceptance.path = verification.builtChain
+      return .trusted(acceptance)
     }
 
     // 4. Pinning modes: without allowInvalid the chain must first be valid
@@ -86,8 +89,10 @@ public enum TrustEvaluator {
     if let failure { return .rejected(failure) }
     for certificate in verification.builtChain.reversed() {
       if let pin = firstMatch(certificate.fingerprint, in: policy.pinnedCertificates.map(\.fingerprint)) {
-        return .trusted(
-          Acceptance(basis: .pinnedCertificate(pin), validUntil: earliestExpiry(verification.builtChain)))
+        var acceptance = Acceptance(
+          basis: .pinnedCertificate(pin), validUntil: earliestExpiry(verification.builtChain))
+        acceptance.path = verification.builtChain
+        return .trusted(acceptance)
       }
     }
     return .rejected(
@@ -118,8 +123,10 @@ public enum TrustEvaluator {
         // With allowInvalid the dates were not enforced, so the verdict has no
         // date-based horizon; otherwise it ends with the earliest notAfter.
         let horizon = anchoredChain.map { earliestExpiry($0.builtChain) } ?? .distantFuture
-        return .trusted(
-          Acceptance(basis: .pinnedPublicKey(pin), waived: verification.failure, validUntil: horizon))
+        var acceptance = Acceptance(
+          basis: .pinnedPublicKey(pin), waived: verification.failure, validUntil: horizon)
+        acceptance.path = linkedPath(verification)
+        return .trusted(acceptance)
       }
     }
     return .rejected(.pinMismatch(mode: .publicKey, expected: expected, seen: Array(candidates)))
@@ -131,6 +138,14 @@ public enum TrustEvaluator {
     var match: Digest256?
     for pin in pins where pin == digest && match == nil { match = pin }
     return match
+  }
+
+  /// The chain as built when it verified; otherwise only the certificates
+  /// joined to the leaf by verified signatures.
+  static func linkedPath(_ verification: ChainVerification) -> [Certificate] {
+    verification.isValid
+      ? verification.builtChain
+      : Array(verification.builtChain.prefix(max(1, verification.signatureLinkedCount)))
   }
 
   static func earliestExpiry(_ chain: [Certificate]) -> Date {
@@ -153,7 +168,9 @@ struct ServerTrustCheck {
 
   func verify(anchors: AnchorSource) -> ChainVerification {
     verifier.verify(chain, anchors: anchors, purpose: purpose, at: time) { path in
-      ChainProfile.violation(in: path.builtChain, host: host, at: time, checksStrength: checksStrength)
+      ChainProfile.violation(
+        in: path.builtChain, host: host, at: time, checksStrength: checksStrength,
+        publiclyTrusted: path.endsInSystemStore)
     }
   }
 

@@ -26,6 +26,15 @@ public enum TrustFailure: Sendable, Equatable, Error {
   case dynamicPinsUntrusted(commonName: String?, fingerprint: Digest256, mismatch: DynamicPinMismatch)
   /// The dynamic pin list has no unexpired entry that could apply.
   case dynamicPinsEmpty(commonName: String?, source: PinList.Source, total: Int, usable: Int)
+  /// A valid CRL or OCSP response lists the certificate as revoked.
+  case revoked(Certificate, RevocationEntry, by: EvidenceOrigin)
+  /// Revocation information the rule (or a must-staple leaf) requires is
+  /// missing or not valid; the text says which and why.
+  case revocationUnknown(Certificate, String)
+  /// The decision waits for revocation information from the network
+  /// (`RevocationVerdict.needs`). The daemon fetches and decides again; should
+  /// it ever reach a client it refuses, as a missing answer would.
+  case revocationPending([RevocationFetch])
 
   public var code: FailureCode {
     switch self {
@@ -47,6 +56,8 @@ public enum TrustFailure: Sendable, Equatable, Error {
     case .emptyChain: return .untrustedChain
     case .dynamicPinsUntrusted: return .dynamicPinsUntrusted
     case .dynamicPinsEmpty: return .dynamicPinsEmpty
+    case .revoked: return .revoked
+    case .revocationUnknown, .revocationPending: return .revocationUnknown
     }
   }
 
@@ -121,6 +132,15 @@ public enum TrustFailure: Sendable, Equatable, Error {
       return
         "the dynamic pin list (\(source.rawValue), \(total) entries, \(usable) unexpired) has no unexpired"
         + " entry for \(name.map { "\"\($0)\"" } ?? "a leaf without a common name")"
+    case .revoked(let certificate, let entry, let origin):
+      let why = entry.reason.map { " (\($0))" } ?? ""
+      return "certificate \(certificate.subject) issued by \(certificate.issuer) was revoked at"
+        + " \(RevocationCheck.instant(entry.time))\(why) according to \(origin)"
+    case .revocationUnknown(let certificate, let why):
+      return "revocation status of \(certificate.subject) is unknown: \(why)"
+    case .revocationPending(let fetches):
+      return
+        "revocation information was not fetched in time: \(fetches.map(\.description).joined(separator: ", "))"
     }
   }
 }
@@ -175,6 +195,12 @@ public struct Acceptance: Sendable, Equatable {
   /// The decision holds until this instant at most (the earliest notAfter of
   /// the certificates it relied on; `.distantFuture` when dates were not enforced).
   public var validUntil: Date
+  /// The path the decision relied on, leaf first, as built (only the
+  /// certificates joined to the leaf by verified signatures when the chain
+  /// itself did not verify): what the revocation check examines.
+  public var path: [Certificate] = []
+  /// An OCSP check `ocsp: softFail` let through without a conclusive answer.
+  public var revocationSoftFailure: String?
 
   public init(
     basis: Basis, waived: ChainFailure? = nil, waivedPinFailure: TrustFailure? = nil, validUntil: Date

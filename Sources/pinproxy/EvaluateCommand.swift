@@ -64,6 +64,18 @@ struct EvaluateCommand: ParsableCommand {
   @Option(name: .long, help: "With --ct-log-list: valid SCTs required from distinct logs (default 2).")
   var minimumScts: Int?
 
+  @Option(
+    name: .long,
+    help: """
+      A CRL (DER or PEM) beside the anchor sets' own, as `anchorSets.NAME.crls` would supply it. \
+      Repeatable. A CRL with a defect of its own (no or a critical CRLNumber, expired) is exit 2.
+      """)
+  var crl: [String] = []
+
+  @Option(
+    name: .long, help: "An OCSP response (DER), judged as if the server had stapled it to the handshake.")
+  var ocspResponse: String?
+
   var usesPolicyFlags: Bool {
     pinningMode != nil || !pinnedCertificate.isEmpty || !pinnedPublicKeyHash.isEmpty
       || allowInvalidCertificates || ctLogList != nil || minimumScts != nil
@@ -103,8 +115,28 @@ struct EvaluateCommand: ParsableCommand {
       )
       throw ExitCode(1)
     }
+    var supplied: [CRLSet.Entry] = []
+    for path in crl {
+      do {
+        supplied.append(CRLSet.Entry(path: path, crl: try CRLSet.load(path, at: time)))
+      } catch {
+        throw UsageError("--crl \(error)")
+      }
+    }
+    let staple = try ocspResponse.map { path in
+      do {
+        return try BoundedFile.read(path, limit: OCSPResponseCheck.maximumBytes)
+      } catch {
+        throw UsageError("--ocsp-response \(path): \(error)")
+      }
+    }
+    // Offline: what is at hand decides, as the daemon decides once a fetch failed.
+    let revocation = RevocationInput(
+      source: RevocationProvider(crls: CRLSet.union([policy.revocation.crls, CRLSet(supplied)])),
+      settings: policy.policy.revocation, staple: staple, fetching: false)
     var decision = RuleEvaluator.evaluate(
-      presented, host: trustHost, policy: policy.policy, dynamicPins: dynamicPins, verifier: policy, at: time)
+      presented, host: trustHost, policy: policy.policy, dynamicPins: dynamicPins, verifier: policy,
+      revocation: revocation, at: time)
     // The daemon counts SCTs after the chain is accepted; so does this.
     if decision.isTrusted, let logs,
       let failure = policy.transparencyFailure(certificates, evidence: .lists(sctLists), logs: logs, at: time)
@@ -125,6 +157,11 @@ struct EvaluateCommand: ParsableCommand {
         printError(
           "note: the pins of \(label) expired on \(expired.formatted(.iso8601)) (pinsExpire) and were not enforced"
         )
+      }
+      if let softFailure = acceptance.revocationSoftFailure {
+        printError(
+          PrintableText.escaped(
+            "note: \(label) has ocsp: softFail; accepted without an answer: \(softFailure)"))
       }
       if let waived = acceptance.waived {
         printError(

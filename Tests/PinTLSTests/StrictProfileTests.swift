@@ -36,6 +36,22 @@ final class StrictProfileTests: XCTestCase {
     }
   }
 
+  /// BR 7.1.4.3 binds publicly trusted CAs: the same CN cases under a root
+  /// standing in for the system store are refused.
+  func testBaselineRequirementsApplyToSystemRootsOnly() {
+    for (name, verdict) in StrictCases.baselineVerdicts {
+      var harness = PolicyHarness(
+        registry: AnchorSetRegistry(systemOverride: Fixtures.x509("strict/\(name).anchors.pem")))
+      harness.time = StrictCases.now
+      let decision = harness.evaluate(
+        SecurityPolicy(), chain: "strict/\(name).chain.pem", host: StrictCases.hosts[name])
+      if let problem = StrictCases.mismatch(decision, verdict) { XCTFail("\(name) under system: \(problem)") }
+      if let problem = StrictCases.mismatch(evaluate(name), .trusted) {
+        XCTFail("\(name) under its set: \(problem)")
+      }
+    }
+  }
+
   func testReasonsNameTheCertificateAndTheRule() {
     guard case .rejected(let failure) = evaluate("intermediate-basic-constraints-noncritical") else {
       return XCTFail("accepted")

@@ -75,11 +75,13 @@ public enum StrictCases {
     Case(
       name: "san-underscore", item: 5,
       verdict: malformed("\"a_b.strict.test\" is not in preferred name syntax")),
-    // 6. Subject CN consistency
-    Case(name: "cn-not-in-san", item: 6, verdict: malformed("common name \"other.strict.test\"")),
-    Case(name: "cn-case-differs", item: 6, verdict: malformed("common name \"CN-CASE-DIFFERS.strict.test\"")),
-    Case(name: "cn-u-label", item: 6, verdict: malformed("is not one of the subjectAltName values")),
-    Case(name: "cn-ip-text-form", item: 6, verdict: malformed("common name \"127.000.000.001\"")),
+    // 6. Subject CN consistency: a CA/Browser Forum rule, so each case's own
+    // (private) anchor set follows RFC 5280 and accepts; `baselineVerdicts`
+    // gives what a system root gets.
+    Case(name: "cn-not-in-san", item: 6, verdict: .trusted),
+    Case(name: "cn-case-differs", item: 6, verdict: .trusted),
+    Case(name: "cn-u-label", item: 6, verdict: .trusted),
+    Case(name: "cn-ip-text-form", item: 6, verdict: .trusted),
     Case(name: "cn-ip-consistent", item: 6, verdict: .trusted),
     Case(name: "cn-display-name", item: 6, verdict: .trusted),
     // 7. Malformed extensions
@@ -97,6 +99,17 @@ public enum StrictCases {
     // 10. Anchor-set members are trust points
     Case(name: "anchor-sub-ca-only", item: 10, verdict: .trusted),
     Case(name: "self-signed-leaf-no-aki", item: 10, verdict: .trusted),
+  ]
+
+  /// The CN cases when the case's root stands in for the system store: the
+  /// Baseline Requirements apply (BR 7.1.4.3).
+  public static let baselineVerdicts: [String: Verdict] = [
+    "cn-not-in-san": malformed("common name \"other.strict.test\""),
+    "cn-case-differs": malformed("common name \"CN-CASE-DIFFERS.strict.test\""),
+    "cn-u-label": malformed("is not one of the subjectAltName values"),
+    "cn-ip-text-form": malformed("common name \"127.000.000.001\""),
+    "cn-ip-consistent": .trusted,
+    "cn-display-name": .trusted,
   ]
 
   static func malformed(_ fragment: String) -> Verdict { .rejected(.malformedCertificate, fragment) }

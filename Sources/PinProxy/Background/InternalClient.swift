@@ -52,8 +52,13 @@ final class InternalExchange: UpstreamDelegate, @unchecked Sendable {
     loop.preconditionInLoop()
     retainedUntilFinished = self
     let url = request.url
-    guard let route = UpstreamRoute(host: url.host, snapshot: dialer.snapshot) else {
+    let ruled = request.followsCertificate ? nil : UpstreamRoute(host: url.host, snapshot: dialer.snapshot)
+    guard let route = ruled ?? (request.followsCertificate ? .plain(url.host, namedExplicitly: true) : nil)
+    else {
       return finish(.failure(.denied(url.host)))
+    }
+    guard !request.followsCertificate || !url.tls else {
+      return finish(.failure(.unreachable("\(url) is not plain http, as revocation URLs are")))
     }
     guard url.tls || route.allowsInsecureHTTPLoads else {
       return finish(

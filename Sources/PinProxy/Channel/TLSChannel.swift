@@ -36,7 +36,18 @@ final class TLSChannel: ByteChannel, ChannelDelegate, @unchecked Sendable {
     var beforeFlight: (TLSEngine) -> ProxyFailure? = { _ in nil }
     /// Once the handshake is complete, before any application byte: where
     /// an upstream's trust decision is taken (`UpstreamTrust`).
-    var established: (TLSEngine) -> ProxyFailure? = { _ in nil }
+    var established: (TLSEngine) -> Verdict = { _ in .accept }
+  }
+
+  /// What the `established` check decided.
+  enum Verdict {
+    case accept
+    case refuse(ProxyFailure)
+    /// The decision needs information from elsewhere (revocation fetches):
+    /// `start` is called once with a callback to call once, on the loop's
+    /// queue, with the refusal or nil. Nothing is read from the peer
+    /// meanwhile, and the handshake timer still bounds the wait.
+    case wait(start: (@escaping (ProxyFailure?) -> Void) -> Void)
   }
 
   typealias Completion = (Result<Void, HandshakeFailure>) -> Void
@@ -44,8 +55,18 @@ final class TLSChannel: ByteChannel, ChannelDelegate, @unchecked Sendable {
   private enum State {
     case idle
     case handshaking(LoopTimer, Completion)
+    /// Handshake complete, the `established` check waiting (`Verdict.wait`).
+    case verifying(LoopTimer, Completion)
     case open
     case closed
+  }
+
+  private var handshakeInProgress: (LoopTimer, Completion)? {
+    switch state {
+    case .handshaking(let timer, let completion), .verifying(let timer, let completion):
+      return (timer, completion)
+    default: return nil
+    }
   }
 
   let connection: Connection
@@ -132,14 +153,14 @@ final class TLSChannel: ByteChannel, ChannelDelegate, @unchecked Sendable {
       engine.close()
       flush()
     }
-    if case .handshaking(let timer, _) = state { timer.cancel() }
+    handshakeInProgress?.0.cancel()
     state = .closed
     connection.closeAfterFlush()
   }
 
   func close() {
     loop.preconditionInLoop()
-    if case .handshaking(let timer, _) = state { timer.cancel() }
+    handshakeInProgress?.0.cancel()
     state = .closed
     connection.close()
   }
@@ -182,16 +203,30 @@ final class TLSChannel: ByteChannel, ChannelDelegate, @unchecked Sendable {
     }
     flush()
     guard progress == .complete else { return }
-    if let refusal = checks.established(engine) {
-      return failHandshake(.refused(refusal), closeNow: true)
+    switch checks.established(engine) {
+    case .accept:
+      timer.cancel()
+      state = .open
+      completion(.success(()))
+    case .refuse(let refusal):
+      failHandshake(.refused(refusal), closeNow: true)
+    case .wait(let start):
+      state = .verifying(timer, completion)
+      connection.pauseReading()
+      start { [self] refusal in
+        loop.preconditionInLoop()
+        guard case .verifying(let timer, let completion) = state else { return }
+        if let refusal { return failHandshake(.refused(refusal), closeNow: true) }
+        timer.cancel()
+        state = .open
+        connection.resumeReading()
+        completion(.success(()))
+      }
     }
-    timer.cancel()
-    state = .open
-    completion(.success(()))
   }
 
   private func failHandshake(_ failure: HandshakeFailure, closeNow: Bool) {
-    guard case .handshaking(let timer, let completion) = state else { return }
+    guard let (timer, completion) = handshakeInProgress else { return }
     timer.cancel()
     state = .closed
     if closeNow { connection.close() } else { connection.closeAfterFlush() }
@@ -233,7 +268,7 @@ final class TLSChannel: ByteChannel, ChannelDelegate, @unchecked Sendable {
 
   func channelDidReadEOF(_ channel: any ByteChannel) {
     loop.preconditionInLoop()
-    if case .handshaking = state { return failHandshake(.closedByPeer, closeNow: true) }
+    if handshakeInProgress != nil { return failHandshake(.closedByPeer, closeNow: true) }
     delegate?.channelDidReadEOF(self)
   }
 

@@ -36,17 +36,20 @@ public final class RuntimeSnapshot: Sendable {
   let adminAccess: AdminAccess?
   /// Proxy authentication's cache and failure buckets (shared by all snapshots).
   let authState: ProxyAuthState
+  /// Fetched revocation information and its fetches, shared across reloads.
+  let revocation: RevocationState
 
   init(
     configuration: Configuration, trust: TrustSnapshot, rules: [CompiledRule], defaultRule: CompiledRule?,
     interception: [String: InterceptionContext], pins: DynamicPinRegistry, access: [String: ListenerAccess],
-    adminAccess: AdminAccess?, authState: ProxyAuthState
+    adminAccess: AdminAccess?, authState: ProxyAuthState, revocation: RevocationState
   ) {
     self.interception = interception
     self.pins = pins
     self.access = access
     self.adminAccess = adminAccess
     self.authState = authState
+    self.revocation = revocation
     var passthrough: [String: PassthroughList] = [:]
     for listener in configuration.listeners {
       passthrough[listener.name] = PassthroughList(listener.passthrough)
@@ -116,11 +119,15 @@ public final class RuntimeSnapshot: Sendable {
   public static func compile(
     _ configuration: Configuration, generation: UInt64, systemOverride: [X509Certificate]? = nil,
     ca: LocalCA? = nil, pins: DynamicPinRegistry = DynamicPinRegistry(), authState: ProxyAuthState? = nil,
-    warn: (String) -> Void = { _ in }
+    revocation: RevocationState? = nil, warn: (String) -> Void = { _ in }
   ) throws(ConfigErrors) -> RuntimeSnapshot {
     let authState = authState ?? ProxyAuthState()
+    let revocation =
+      revocation
+      ?? RevocationState(directory: configuration.stateDirectory.map { "\($0)/revocation" })
     let trust = try TrustSnapshot.compile(
-      configuration, generation: generation, systemOverride: systemOverride)
+      configuration, generation: generation, systemOverride: systemOverride, fetched: revocation.fetched,
+      counters: revocation.counters)
     var errors: [ConfigError] = []
     var specs: [Int: DynamicPinSpec] = [:]
     var reportURIs: [Int: [InternalURL]] = [:]
@@ -246,7 +253,8 @@ public final class RuntimeSnapshot: Sendable {
     return RuntimeSnapshot(
       configuration: configuration, trust: trust, rules: rules,
       defaultRule: trust.defaultPolicy.map { CompiledRule(defaults: $0, context: defaultContext) },
-      interception: interception, pins: pins, access: access, adminAccess: adminAccess, authState: authState)
+      interception: interception, pins: pins, access: access, adminAccess: adminAccess, authState: authState,
+      revocation: revocation)
   }
 
   /// The embedded default: one forward listener on 127.0.0.1:3128, system

@@ -54,8 +54,11 @@ public final class TrustSnapshot: Sendable {
   /// each problem is reported with the file, line and key that named it.
   /// - Parameter systemOverride: certificates that stand in for `system`
   ///   (nil: the OS store).
+  /// - Parameter fetched: revocation information the daemon fetched,
+  ///   shared across snapshots (nil offline).
   public static func compile(
-    _ configuration: Configuration, generation: UInt64, systemOverride: [X509Certificate]? = nil
+    _ configuration: Configuration, generation: UInt64, systemOverride: [X509Certificate]? = nil,
+    fetched: FetchedRevocation? = nil, counters: RevocationCounters? = nil, at time: Date = Date()
   ) throws(ConfigErrors) -> TrustSnapshot {
     var errors: [ConfigError] = []
     func fail(_ location: Location, _ message: String) {
@@ -71,8 +74,27 @@ public final class TrustSnapshot: Sendable {
     }
 
     var sets: [String: [X509Certificate]] = [:]
-    for set in configuration.anchorSets { sets[set.name] = set.files.flatMap(load) }
-    let registry = AnchorSetRegistry(sets: sets, systemOverride: systemOverride)
+    var crls: [String: CRLSet] = [:]
+    for set in configuration.anchorSets {
+      sets[set.name] = set.files.flatMap(load)
+      var entries: [CRLSet.Entry] = []
+      for path in set.crls {
+        do {
+          entries.append(CRLSet.Entry(path: path.path, crl: try CRLSet.load(path.path, at: time)))
+        } catch {
+          fail(path.location, "\(error)")
+        }
+      }
+      let crlSet = CRLSet(entries)
+      // A CRL from one of the set's own CAs must verify under it now; one
+      // from an intermediate is checked when a chain brings it.
+      for (path, problem) in crlSet.defects(against: sets[set.name] ?? []) {
+        let location = set.crls.first { $0.path == path }?.location ?? set.location
+        fail(location, "\(path): \(problem)")
+      }
+      crls[set.name] = crlSet
+    }
+    let registry = AnchorSetRegistry(sets: sets, crls: crls, systemOverride: systemOverride)
 
     var table = DomainTable<Int>()
     var policies: [CompiledPolicy] = []
@@ -84,7 +106,7 @@ public final class TrustSnapshot: Sendable {
         continue
       }
       let pinned = domain.pinnedCertificates.flatMap(load).map { $0.value() }
-      let policy = SecurityPolicy(
+      var policy = SecurityPolicy(
         pinningMode: domain.pinningMode, pinnedCertificates: pinned,
         pinnedPublicKeyHashes: domain.pinnedPublicKeyHashes,
         validatesDomainName: domain.validatesDomainName,
@@ -92,10 +114,11 @@ public final class TrustSnapshot: Sendable {
         anchors: domain.anchors, enforcesPins: domain.report?.enforce ?? true,
         pinnedLeafPublicKeyHashes: domain.pinnedLeafPublicKeyHashes,
         pinnedCAPublicKeyHashes: domain.pinnedCAPublicKeyHashes, pinsExpire: domain.pinsExpire)
+      policy.revocation = domain.revocation
       do {
         let compiled = try CompiledPolicy(
           policy: policy, identity: PolicyIdentity(generation: generation, rule: .domain(index)),
-          registry: registry)
+          registry: registry, fetched: fetched, counters: counters)
         try table.insert(
           domain: domain.domain, includesSubdomains: domain.includesSubdomains, rule: policies.count)
         policies.append(compiled)
@@ -107,9 +130,11 @@ public final class TrustSnapshot: Sendable {
     var defaultPolicy: CompiledPolicy?
     if configuration.defaults.action == .validate {
       do {
+        var policy = SecurityPolicy.default
+        policy.revocation = configuration.defaults.revocation
         defaultPolicy = try CompiledPolicy(
-          policy: .default, identity: PolicyIdentity(generation: generation, rule: .defaults),
-          registry: registry)
+          policy: policy, identity: PolicyIdentity(generation: generation, rule: .defaults),
+          registry: registry, fetched: fetched, counters: counters)
       } catch {
         fail(Location(line: 0, column: 0, key: "defaults"), "\(error)")
       }

@@ -11,6 +11,10 @@ struct InternalRequest: Sendable {
   var body: [UInt8] = []
   var deadline: Double = 30
   var maximumBodyBytes = InternalRequest.defaultMaximumBodyBytes
+  /// A revocation fetch (a CRL distribution point, an OCSP responder):
+  /// plain HTTP to wherever the verified certificate points, loopback
+  /// included, outside the domain rules; it carries no client data.
+  var followsCertificate = false
   /// A pin list, fetched or read from a file, is at most this large.
   static let defaultMaximumBodyBytes = 1 << 20
 }

@@ -56,6 +56,8 @@ struct RefusalPage {
     case .overCapacity: return "The proxy is too busy to take this request now"
     case .proxyAuthRequired: return "This proxy needs your user name and password"
     case .clientNotAllowed: return "This computer may not use this proxy"
+    case .revoked: return "This site's certificate has been revoked by its issuer"
+    case .revocationUnknown: return "This site's certificate could not be checked for revocation"
     }
   }
 

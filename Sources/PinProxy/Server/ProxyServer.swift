@@ -100,7 +100,7 @@ public final class ProxyServer: Sendable {
       }
       next = try RuntimeSnapshot.compile(
         configuration, generation: running.generation + 1, ca: ca, pins: running.pins,
-        authState: running.authState,
+        authState: running.authState, revocation: running.revocation,
         warn: ProxyBootstrap.storeWarning(logger))
     } catch {
       context.metrics.reloads.increment(["failed"])

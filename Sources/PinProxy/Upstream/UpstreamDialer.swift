@@ -86,10 +86,10 @@ struct UpstreamDialer {
         .failure(ProxyFailure(status: 502, code: .handshakeFailed, reason: "no TLS context for \(key)")))
     }
     let resumable = route.resumesSessions
+    let resumed = resumable ? sessions.session(for: key) : nil
     let engine: TLSEngine
     do {
-      engine = try context.makeEngine(
-        serverName: key.host, resuming: resumable ? sessions.session(for: key) : nil, offeringHTTP2: http2)
+      engine = try context.makeEngine(serverName: key.host, resuming: resumed, offeringHTTP2: http2)
     } catch {
       connection.close()
       return completion(
@@ -97,13 +97,18 @@ struct UpstreamDialer {
           ProxyFailure(status: 502, code: .handshakeFailed, reason: "TLS setup failed: \(error.description)"))
       )
     }
-    let trust = UpstreamTrust(key: key, route: route, engine: trustEngine, reporter: reporter)
+    var trust = UpstreamTrust(key: key, route: route, engine: trustEngine, reporter: reporter)
+    trust.revocation = UpstreamTrust.RevocationFetching(state: snapshot.revocation, dialer: self, loop: loop)
+    trust.resumedStaple = resumed?.staple
     let channel = TLSChannel(
-      connection: connection, engine: engine, checks: TLSChannel.Checks(established: trust.refusal(of:)))
+      connection: connection, engine: engine, checks: TLSChannel.Checks(established: trust.verdict(of:)))
     let sessions = self.sessions
     if resumable {
+      let staple = trust.staple(of:)
       channel.storeSession = { engine in
-        if let session = TLSSession(from: engine) { sessions.store(session, for: key) }
+        if let session = TLSSession(from: engine, staple: staple(engine)) {
+          sessions.store(session, for: key)
+        }
       }
     }
     let metrics = self.metrics

@@ -1,4 +1,5 @@
 import Foundation
+import PinEventLoop
 import PinTLS
 import PinTrust
 
@@ -25,45 +26,87 @@ struct UpstreamTrust {
   let route: UpstreamRoute
   let engine: TrustEngine
   let reporter: (any PinFailureReporting)?
+  /// Fetches revocation information the rule looks for; nil decides with
+  /// what is at hand (the reporter's own posts).
+  var revocation: RevocationFetching?
+  /// The staple kept with the session this handshake resumes, if any.
+  var resumedStaple: [UInt8]?
   static let maxPresentedCertificates = 32
 
-  /// nil accepts the presented chain; otherwise the refusal the client gets.
-  func refusal(of tls: TLSEngine) -> ProxyFailure? {
+  /// How the dial path reaches the fetcher: the state and the dialer to fetch with.
+  struct RevocationFetching {
+    let state: RevocationState
+    let dialer: UpstreamDialer
+    let loop: EventLoop
+  }
+
+  /// The staple this handshake's decision uses: the one it carried or, on
+  /// a resumed session, the one stapled to the full handshake it resumes
+  /// (a resumed handshake carries none).
+  func staple(of tls: TLSEngine) -> [UInt8]? {
+    tls.stapledResponse() ?? (tls.sessionReused ? resumedStaple : nil)
+  }
+
+  /// Accepts, refuses, or waits for revocation fetches and then decides
+  /// without fetching again.
+  func verdict(of tls: TLSEngine) -> TLSChannel.Verdict {
     let presented = tls.peerChain()
     // Real chains have 2–4 certificates; each one presented is parsed and
     // hashed, so a server cannot make every handshake cost hundreds.
     guard presented.count <= Self.maxPresentedCertificates else {
-      return ProxyFailure(
-        status: 502, code: .untrustedChain,
-        reason: "\(key) presented \(presented.count) certificates (at most \(Self.maxPresentedCertificates))")
+      return .refuse(
+        ProxyFailure(
+          status: 502, code: .untrustedChain,
+          reason:
+            "\(key) presented \(presented.count) certificates (at most \(Self.maxPresentedCertificates))"))
     }
     // A TLS route always has a policy; without one nothing could be accepted.
     guard let policy = route.policy else {
-      return ProxyFailure(status: 502, code: .untrustedChain, reason: "no trust policy for \(key)")
+      return .refuse(ProxyFailure(status: 502, code: .untrustedChain, reason: "no trust policy for \(key)"))
     }
-    let now = Date()
+    let chain = PresentedChain(presented.map(\.der))
+    let staple = staple(of: tls)
     let decision = policy.evaluate(
-      PresentedChain(presented.map(\.der)), host: route.host, dynamicPins: route.pinStore?.requirement(),
-      engine: engine, at: now)
+      chain, host: route.host, dynamicPins: route.pinStore?.requirement(), staple: staple,
+      fetching: revocation != nil, engine: engine, at: Date())
+    guard case .rejected(.revocationPending(let fetches)) = decision, let revocation else {
+      return conclude(decision, presented: presented, tls: tls)
+    }
+    return .wait { done in
+      revocation.state.fetch(fetches, dialer: revocation.dialer, on: revocation.loop) {
+        let again = policy.evaluate(
+          chain, host: route.host, dynamicPins: route.pinStore?.requirement(), staple: staple,
+          fetching: false, engine: engine, at: Date())
+        if case .refuse(let failure) = conclude(again, presented: presented, tls: tls) {
+          return done(failure)
+        }
+        done(nil)
+      }
+    }
+  }
+
+  private func conclude(_ decision: TrustDecision, presented: [X509Certificate], tls: TLSEngine)
+    -> TLSChannel.Verdict
+  {
     switch decision {
     case .rejected(let failure):
       reporter?.refused(failure, presented: presented, key: key, route: route)
-      return .refused(failure, presented: presented)
+      return .refuse(.refused(failure, presented: presented))
     case .trusted(let acceptance):
       // SCTs arrive with each handshake (the TLS extension, the OCSP
       // staple), not with the chain, so they are counted for every
       // connection, outside the fingerprint cache.
-      if let logs = route.transparency,
-        let failure = policy.transparencyFailure(presented, evidence: .handshake(tls), logs: logs, at: now)
+      if let logs = route.transparency, let policy = route.policy,
+        let failure = policy.transparencyFailure(presented, evidence: .handshake(tls), logs: logs, at: Date())
       {
-        return .refused(failure, presented: presented)
+        return .refuse(.refused(failure, presented: presented))
       }
       // Accepted on a failed pin check only because the rule is report-only
       // (`report.enforce: false`); the chain itself passed (`RuleEvaluator`).
       if let waived = acceptance.waivedPinFailure {
         reporter?.waived(waived, presented: presented, key: key, route: route)
       }
-      return nil
+      return .accept
     }
   }
 

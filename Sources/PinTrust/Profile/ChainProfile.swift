@@ -17,11 +17,16 @@ public enum ChainProfile {
   /// - Parameter checksStrength: false only when the policy allows invalid
   ///   certificates, which waived the ATS key rules before they joined the
   ///   evaluation and still does.
+  /// - Parameter publiclyTrusted: the path ends in the system store, so the
+  ///   CA/Browser Forum Baseline Requirements apply on top of RFC 5280.
   public static func violation(
-    in chain: [Certificate], host: TrustHost?, at time: Date, checksStrength: Bool
+    in chain: [Certificate], host: TrustHost?, at time: Date, checksStrength: Bool,
+    publiclyTrusted: Bool = true
   ) -> ChainFailure? {
     if let failure = ValidityPeriod.violation(in: chain, at: time) { return failure }
-    if let failure = ProfileRules.violation(in: chain) { return failure }
+    if let failure = ProfileRules.violation(in: chain, baselineRequirements: publiclyTrusted) {
+      return failure
+    }
     if let failure = NameConstraintCheck.violation(in: chain, host: host) { return failure }
     if checksStrength, let failure = KeyStrength.violation(in: chain) { return failure }
     return nil

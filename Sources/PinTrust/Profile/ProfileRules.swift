@@ -11,17 +11,22 @@
 /// "a CA asserts basicConstraints cA" and "well-formed extensions", applies
 /// to the anchor too.
 enum ProfileRules {
-  static func violation(in chain: [Certificate]) -> ChainFailure? {
+  static func violation(in chain: [Certificate], baselineRequirements: Bool = true) -> ChainFailure? {
     let anchorDepth = chain.count - 1
     for (depth, certificate) in chain.enumerated() {
-      if let detail = violation(of: certificate, depth: depth, isAnchor: depth == anchorDepth) {
+      if let detail = violation(
+        of: certificate, depth: depth, isAnchor: depth == anchorDepth,
+        baselineRequirements: baselineRequirements)
+      {
         return ChainProfile.failure(.profileViolation, chain, depth, detail)
       }
     }
     return nil
   }
 
-  static func violation(of certificate: Certificate, depth: Int, isAnchor: Bool) -> String? {
+  static func violation(
+    of certificate: Certificate, depth: Int, isAnchor: Bool, baselineRequirements: Bool = true
+  ) -> String? {
     let profile = certificate.profile
     if let malformed = profile.malformedExtensions.first {
       return "RFC 5280 §4.2: malformed extension, \(malformed)"
@@ -58,7 +63,9 @@ enum ProfileRules {
       return "RFC 5280 §4.2.1.6: subjectAltName dNSName \"\(name)\""
         + " is not in preferred name syntax (ASCII letters, digits, hyphens)"
     }
-    if depth == 0, let failure = commonNameViolation(certificate) { return failure }
+    // The Baseline Requirements bind publicly trusted CAs only: a private
+    // or national anchor set's CA follows RFC 5280, which has no such rule.
+    if depth == 0, baselineRequirements, let failure = commonNameViolation(certificate) { return failure }
     return nil
   }
 
@@ -98,7 +105,8 @@ enum ProfileRules {
   /// A dotted run of letters, digits, hyphens, underscores and `*`, or an IP
   /// address: what a CN holding a host name or address looks like.
   static func holdsName(_ text: String) -> Bool {
-    if IPAddress(text) != nil { return true }
+    // Any form a resolver reads as an IPv4 address (0x7f000001, 017700000001).
+    if IPAddress(text) != nil || NumericHost.ipv4(Substring(text)) != nil { return true }
     guard text.contains("."), text.contains(where: { $0 != "." }) else { return false }
     return text.unicodeScalars.allSatisfy { scalar in
       scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || "-._*".unicodeScalars.contains(scalar)

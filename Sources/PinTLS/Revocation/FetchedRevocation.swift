@@ -1,0 +1,127 @@
+import Foundation
+import PinTrust
+import Synchronization
+
+/// Revocation information the daemon fetched: CRLs by distribution point
+/// URL, OCSP answers by CertID, and recent failures (so a dead responder is
+/// not asked again for every handshake). Shared by every connection and
+/// kept across reloads; bounded in entries and bytes.
+///
+/// Every change that could alter a verdict bumps `generation`, which keys
+/// the fingerprint cache: a CRL or answer that arrives is in force for the
+/// very next handshake.
+public final class FetchedRevocation: Sendable {
+  public struct StoredCRL: Sendable {
+    public let url: String
+    public let crl: CertificateRevocationList
+    public let fetchedAt: Date
+  }
+
+  public struct StoredAnswer: Sendable {
+    public let url: String
+    public let der: [UInt8]
+    public let nextUpdate: Date?
+    public let fetchedAt: Date
+  }
+
+  private struct State {
+    var crls: [String: StoredCRL] = [:]
+    var crlBytes = 0
+    var answers: [Digest256: StoredAnswer] = [:]
+    var failures: [String: (why: String, until: Date)] = [:]
+  }
+
+  public static let maximumCRLs = 256
+  public static let maximumCRLBytes = 128 << 20
+  public static let maximumAnswers = 8192
+  public static let maximumFailures = 4096
+  /// A failed fetch is not tried again for this long.
+  public static let failureBackoff: TimeInterval = 60
+
+  private let state = Locked(State())
+  private let counter = Atomic<UInt64>(1)
+
+  public init() {}
+
+  public var generation: UInt64 { counter.load(ordering: .acquiring) }
+  private func bump() { counter.add(1, ordering: .releasing) }
+
+  public func crl(at url: String) -> StoredCRL? { state.withLock { $0.crls[url] } }
+  public func answer(for certID: Digest256) -> StoredAnswer? { state.withLock { $0.answers[certID] } }
+  public var crls: [StoredCRL] { state.withLock { Array($0.crls.values) } }
+  public var answers: [(Digest256, StoredAnswer)] { state.withLock { $0.answers.map { ($0.key, $0.value) } } }
+
+  /// The key a fetch's failure is remembered under.
+  public static func key(_ fetch: RevocationFetch) -> String {
+    switch fetch {
+    case .crl(let url): return "crl " + url
+    case .ocsp(_, _, let certID): return "ocsp " + certID.base64
+    }
+  }
+
+  /// Why the last fetch of `key` failed, while its backoff lasts.
+  public func failure(_ key: String, at time: Date) -> String? {
+    state.withLock { state in
+      guard let failure = state.failures[key], time < failure.until else { return nil }
+      return failure.why
+    }
+  }
+
+  public func recordFailure(_ key: String, _ why: String, at time: Date) {
+    state.withLock { state in
+      if state.failures.count >= Self.maximumFailures {
+        state.failures = state.failures.filter { time < $0.value.until }
+        if state.failures.count >= Self.maximumFailures, let any = state.failures.keys.first {
+          state.failures[any] = nil
+        }
+      }
+      state.failures[key] = (why, time.addingTimeInterval(Self.failureBackoff))
+    }
+    bump()
+  }
+
+  /// Stores a CRL fetched from `url`. A CRL that would replace one already
+  /// held must come from the same issuer, be no older, and verify under the
+  /// key that verified the one it replaces; otherwise the old one is kept
+  /// and the reason returned.
+  @discardableResult
+  public func store(_ crl: CertificateRevocationList, from url: String, at time: Date) -> String? {
+    if let defect = crl.defect { return defect }
+    let refused: String? = state.withLock { state in
+      if let old = state.crls[url] {
+        if old.crl.issuerName != crl.issuerName { return "it is from \(crl.issuer), not \(old.crl.issuer)" }
+        if crl.thisUpdate < old.crl.thisUpdate { return "it is older than the CRL held" }
+        if let issuer = old.crl.verifiedIssuer, let problem = crl.check(signedBy: issuer) { return problem }
+        state.crlBytes -= old.crl.der.count
+      }
+      while state.crls[url] == nil,
+        state.crls.count >= Self.maximumCRLs || state.crlBytes + crl.der.count > Self.maximumCRLBytes,
+        let oldest = state.crls.values.min(by: { $0.fetchedAt < $1.fetchedAt })
+      {
+        state.crls[oldest.url] = nil
+        state.crlBytes -= oldest.crl.der.count
+      }
+      state.crls[url] = StoredCRL(url: url, crl: crl, fetchedAt: time)
+      state.crlBytes += crl.der.count
+      state.failures["crl " + url] = nil
+      return nil
+    }
+    if refused == nil { bump() }
+    return refused
+  }
+
+  public func store(
+    answer der: [UInt8], for certID: Digest256, from url: String, nextUpdate: Date?, at time: Date
+  ) {
+    state.withLock { state in
+      if state.answers[certID] == nil, state.answers.count >= Self.maximumAnswers,
+        let oldest = state.answers.min(by: { $0.value.fetchedAt < $1.value.fetchedAt })
+      {
+        state.answers[oldest.key] = nil
+      }
+      state.answers[certID] = StoredAnswer(url: url, der: der, nextUpdate: nextUpdate, fetchedAt: time)
+      state.failures["ocsp " + certID.base64] = nil
+    }
+    bump()
+  }
+}
