@@ -1,0 +1,232 @@
+import Foundation
+import PinTestSupport
+import XCTest
+
+/// Revocation end to end: the real binary, origins played by `openssl
+/// s_server` (stapling with `-status_file`), CRLs from `openssl ca -gencrl`
+/// and a distribution point and OCSP responder played by
+/// Tests/Fixtures/revocation_server.py (which answers OCSP through `openssl
+/// ocsp -index`), and curl. The PKI is Tests/Fixtures/make-revocation-pki.py.
+final class RevocationTests: ProxyTestCase {
+  var servers: [OpenSSLServer] = []
+  var helpers: [ChildProcess] = []
+  var directory = ""
+
+  override func setUpWithError() throws {
+    directory = FileManager.default.temporaryDirectory.appendingPathComponent("rev-\(UUID().uuidString)").path
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+  }
+
+  override func tearDown() {
+    servers.forEach { $0.stop() }
+    helpers.forEach { $0.stop() }
+    super.tearDown()
+    try? FileManager.default.removeItem(atPath: directory)
+  }
+
+  static func pki(_ name: String) -> String { Fixtures.path("revocation/" + name) }
+
+  /// An s_server origin for `leaf` (its chain up to the intermediate), stapling `staple` when given.
+  func server(_ leaf: String, issuer: String = "intermediate", staple: String? = nil) throws -> OpenSSLServer {
+    let server = try OpenSSLServer(
+      certificate: Self.pki("\(leaf).pem"), key: Self.pki("\(leaf).key"), chain: Self.pki("\(issuer).pem"),
+      extra: staple.map { ["-status_file", Self.pki($0)] } ?? [])
+    servers.append(server)
+    return server
+  }
+
+  /// revocation_server.py serving the fixture CRLs and OCSP for the
+  /// intermediate; returns its port and its request log.
+  func revocationServer(crlDirectory: String? = nil) throws -> (port: Int, log: String) {
+    let log = directory + "/revocation-\(helpers.count).log"
+    let server = try ChildProcessLauncher.python(
+      Fixtures.directory + "/revocation_server.py",
+      [
+        "--crl-dir", crlDirectory ?? Self.pki(""), "--ocsp-index", Self.pki("index.txt"), "--ocsp-ca",
+        Self.pki("intermediate.pem"), "--ocsp-signer", Self.pki("intermediate.pem"), "--ocsp-key",
+        Self.pki("intermediate.key"), "--log", log,
+      ])
+    helpers.append(server)
+    XCTAssertTrue(server.wait(for: "READY "), server.currentOutput)
+    let port = server.currentOutput.split(separator: "\n").first { $0.hasPrefix("READY ") }
+      .flatMap { Int(String($0.dropFirst(6)).trimmingCharacters(in: .whitespaces)) }
+    return (try XCTUnwrap(port), log)
+  }
+
+  /// A forward proxy with anchor set `rev` (the revocation root and its
+  /// CRLs), `hosts` mapped to origins, the CRL and OCSP hosts to `fetchPort`,
+  /// and one rule per host with `revocation`.
+  func startProxy(
+    _ hosts: [String: Int], revocation: String = "{}", crls: [String] = [], fetchPort: Int? = nil
+  ) throws -> Int {
+    var connectTo = hosts.map { "\"\($0.key).revocation.test:443:127.0.0.1:\($0.value)\"" }
+    if let fetchPort {
+      connectTo += [
+        "\"crl.revocation.test:80:127.0.0.1:\(fetchPort)\"", "\"ocsp.revocation.test:80:127.0.0.1:\(fetchPort)\"",
+      ]
+    }
+    let rules = hosts.keys.map {
+      "  - {domain: \($0).revocation.test, anchors: [rev], revocation: \(revocation)}"
+    }.joined(separator: "\n")
+    let config = """
+      listeners:
+        - {name: forward, address: "127.0.0.1:{port:forward}", mode: forward}
+      connectTo: [\(connectTo.joined(separator: ", "))]
+      anchorSets:
+        rev: {files: ["\(Self.pki("root.pem"))"], crls: [\(crls.map { "\"\($0)\"" }.joined(separator: ", "))]}
+      defaults: {action: deny}
+      domains:
+      \(rules)
+      """
+    let process = try ProxyProcess(config: config, listeners: ["forward"])
+    proxy = process
+    return process.ports["forward"]!
+  }
+
+  func fetch(_ host: String, through port: Int) throws -> CurlResult {
+    try get("http://\(host).revocation.test/", through: port)
+  }
+
+  func testARevokedStapleRefusesWithoutAnyRevocationSetting() throws {
+    let good = try server("good", staple: "ocsp-good.der")
+    var port = try startProxy(["good": good.port])
+    XCTAssertEqual(try fetch("good", through: port).status, 200, proxy!.log)
+    proxy!.stop()
+    let revoked = try server("good", staple: "ocsp-revoked-for-good.der")
+    port = try startProxy(["good": revoked.port])
+    let refused = try fetch("good", through: port)
+    assertRefused(refused, 502, "revoked")
+    XCTAssertTrue(refused.text.contains("keyCompromise"), refused.text)
+    XCTAssertTrue(proxy!.log.contains("code=revoked"), proxy!.log)
+  }
+
+  func testAStapleThatDoesNotVerifyIsIgnoredUnlessTheRuleRequiresOne() throws {
+    let wrong = try server("good", staple: "ocsp-wrong-signer.der")
+    var port = try startProxy(["good": wrong.port])
+    XCTAssertEqual(try fetch("good", through: port).status, 200, proxy!.log)
+    proxy!.stop()
+    port = try startProxy(["good": wrong.port], revocation: "{stapledOCSP: require}")
+    assertRefused(try fetch("good", through: port), 502, "revocation-unknown")
+    proxy!.stop()
+    let other = try server("good", staple: "ocsp-other-cert.der")
+    port = try startProxy(["good": other.port], revocation: "{stapledOCSP: require}")
+    assertRefused(try fetch("good", through: port), 502, "revocation-unknown")
+  }
+
+  func testAMustStapleLeafNeedsAGoodStaple() throws {
+    let bare = try server("muststaple")
+    var port = try startProxy(["muststaple": bare.port])
+    let refused = try fetch("muststaple", through: port)
+    assertRefused(refused, 502, "revocation-unknown")
+    XCTAssertTrue(refused.text.contains("RFC 7633"), refused.text)
+    proxy!.stop()
+    let stapled = try server("muststaple", staple: "ocsp-muststaple-good.der")
+    port = try startProxy(["muststaple": stapled.port])
+    XCTAssertEqual(try fetch("muststaple", through: port).status, 200, proxy!.log)
+    // The resumed handshake carries no staple; the one kept with the session decides.
+    XCTAssertEqual(try fetch("muststaple", through: port).status, 200, proxy!.log)
+  }
+
+  func testAnAnchorSetCRLRevokesALeafAndAnIntermediate() throws {
+    let good = try server("good")
+    let revoked = try server("revoked")
+    let underRevoked = try server("under-revoked", issuer: "revoked-intermediate")
+    let port = try startProxy(
+      ["good": good.port, "revoked": revoked.port, "under-revoked": underRevoked.port],
+      crls: [Self.pki("intermediate.crl.pem"), Self.pki("root.crl")])
+    XCTAssertEqual(try fetch("good", through: port).status, 200, proxy!.log)
+    assertRefused(try fetch("revoked", through: port), 502, "revoked")
+    let intermediate = try fetch("under-revoked", through: port)
+    assertRefused(intermediate, 502, "revoked")
+    XCTAssertTrue(intermediate.text.contains("Revoked Intermediate"), intermediate.text)
+  }
+
+  func testABadAnchorSetCRLIsRefusedAtCheckAndKeepsTheRunningStateOnReload() throws {
+    let config = directory + "/bad.yaml"
+    for (file, defect) in [
+      ("intermediate-nonumber.crl", "no CRLNumber"), ("intermediate-critical-number.crl", "critical"),
+      ("intermediate-expired.crl", "expired"),
+    ] {
+      try """
+      anchorSets:
+        rev:
+          files: ["\(Self.pki("root.pem"))"]
+          crls: ["\(Self.pki(file))"]
+      """.write(toFile: config, atomically: true, encoding: .utf8)
+      let result = try Subprocess.pinproxy(["check", "--config", config])
+      XCTAssertEqual(result.status, 2, result.stdout + result.stderr)
+      XCTAssertTrue(result.stderr.contains(file) && result.stderr.contains(defect), result.stderr)
+      XCTAssertTrue(result.stderr.contains("crls"), result.stderr)
+    }
+  }
+
+  func testACRLUpdateRevokesALeafWhoseVerdictIsCached() throws {
+    let crl = directory + "/intermediate.crl"
+    try FileManager.default.copyItem(atPath: Self.pki("intermediate-empty.crl"), toPath: crl)
+    let revoked = try server("revoked")
+    let port = try startProxy(["revoked": revoked.port], crls: [crl])
+    XCTAssertEqual(try fetch("revoked", through: port).status, 200, proxy!.log)
+    XCTAssertEqual(try fetch("revoked", through: port).status, 200, proxy!.log)
+    try FileManager.default.removeItem(atPath: crl)
+    try FileManager.default.copyItem(atPath: Self.pki("intermediate.crl"), toPath: crl)
+    proxy!.child.signal(SIGHUP)
+    XCTAssertTrue(proxy!.child.wait(for: "reload-ok"), proxy!.log)
+    assertRefused(try fetch("revoked", through: port), 502, "revoked")
+  }
+
+  func testDistributionPointsAreFetchedOnceAndRequireRefusesWithoutOne() throws {
+    let responder = try revocationServer()
+    let good = try server("good")
+    let revoked = try server("revoked")
+    let port = try startProxy(
+      ["good": good.port, "revoked": revoked.port], revocation: "{crl: require}", fetchPort: responder.port)
+    XCTAssertEqual(try fetch("good", through: port).status, 200, proxy!.log)
+    XCTAssertEqual(try fetch("good", through: port).status, 200, proxy!.log)
+    assertRefused(try fetch("revoked", through: port), 502, "revoked")
+    let log = try String(contentsOfFile: responder.log, encoding: .utf8)
+    XCTAssertEqual(log.components(separatedBy: "GET /intermediate.crl").count - 1, 1, log)
+    XCTAssertEqual(log.components(separatedBy: "GET /root.crl").count - 1, 1, log)
+  }
+
+  func testADistributionPointThatIsDownSlowOrGarbage() throws {
+    let other = try server("other-cdp")
+    let responder = try revocationServer()
+    var port = try startProxy(["other-cdp": other.port], revocation: "{crl: require}", fetchPort: responder.port)
+    let missing = try fetch("other-cdp", through: port)
+    assertRefused(missing, 502, "revocation-unknown")
+    XCTAssertTrue(missing.text.contains("missing.crl"), missing.text)
+    proxy!.stop()
+    port = try startProxy(["other-cdp": other.port], revocation: "{crl: ifAvailable}", fetchPort: responder.port)
+    XCTAssertEqual(try fetch("other-cdp", through: port).status, 200, proxy!.log)
+    proxy!.stop()
+    for mode in ["garbage", "slow"] {
+      let good = try server("good")
+      _ = try Curl.run(["http://127.0.0.1:\(responder.port)/_mode/\(mode)"])
+      port = try startProxy(["good": good.port], revocation: "{crl: require}", fetchPort: responder.port)
+      let started = Date()
+      assertRefused(try fetch("good", through: port), 502, "revocation-unknown")
+      XCTAssertLessThan(Date().timeIntervalSince(started), 20, mode)
+      proxy!.stop()
+    }
+  }
+
+  func testOCSPQueriesHardAndSoftFail() throws {
+    let responder = try revocationServer()
+    let good = try server("good")
+    let revoked = try server("revoked")
+    var port = try startProxy(
+      ["good": good.port, "revoked": revoked.port], revocation: "{ocsp: hardFail}", fetchPort: responder.port)
+    XCTAssertEqual(try fetch("good", through: port).status, 200, proxy!.log)
+    assertRefused(try fetch("revoked", through: port), 502, "revoked")
+    XCTAssertEqual(try fetch("good", through: port).status, 200, proxy!.log)
+    let log = try String(contentsOfFile: responder.log, encoding: .utf8)
+    XCTAssertEqual(log.split(separator: "\n").filter { $0.hasPrefix("GET /M") }.count, 2, log)
+    proxy!.stop()
+    let closed = try OpenSSLServer.freePort()
+    port = try startProxy(["good": good.port], revocation: "{ocsp: hardFail}", fetchPort: closed)
+    assertRefused(try fetch("good", through: port), 502, "revocation-unknown")
+    proxy!.stop()
+    port = try startProxy(["good": good.port], revocation: "{ocsp: softFail}", fetchPort: closed)
+    XCTAssertEqual(try fetch("good", through: port).status, 200, proxy!.log)
+  }
+}
