@@ -27,7 +27,8 @@ final class RevocationTests: ProxyTestCase {
   static func pki(_ name: String) -> String { Fixtures.path("revocation/" + name) }
 
   /// An s_server origin for `leaf` (its chain up to the intermediate), stapling `staple` when given.
-  func server(_ leaf: String, issuer: String = "intermediate", staple: String? = nil) throws -> OpenSSLServer {
+  func server(_ leaf: String, issuer: String = "intermediate", staple: String? = nil) throws -> OpenSSLServer
+  {
     let server = try OpenSSLServer(
       certificate: Self.pki("\(leaf).pem"), key: Self.pki("\(leaf).key"), chain: Self.pki("\(issuer).pem"),
       extra: staple.map { ["-status_file", Self.pki($0)] } ?? [])
@@ -57,18 +58,21 @@ final class RevocationTests: ProxyTestCase {
   /// CRLs), `hosts` mapped to origins, the CRL and OCSP hosts to `fetchPort`,
   /// and one rule per host with `revocation`.
   func startProxy(
-    _ hosts: [String: Int], revocation: String = "{}", crls: [String] = [], fetchPort: Int? = nil
+    _ hosts: [String: Int], revocation: String = "{}", crls: [String] = [], fetchPort: Int? = nil,
+    top: String = "", names: [String] = []
   ) throws -> Int {
     var connectTo = hosts.map { "\"\($0.key).revocation.test:443:127.0.0.1:\($0.value)\"" }
     if let fetchPort {
       connectTo += [
-        "\"crl.revocation.test:80:127.0.0.1:\(fetchPort)\"", "\"ocsp.revocation.test:80:127.0.0.1:\(fetchPort)\"",
+        "\"crl.revocation.test:80:127.0.0.1:\(fetchPort)\"",
+        "\"ocsp.revocation.test:80:127.0.0.1:\(fetchPort)\"",
       ]
     }
     let rules = hosts.keys.map {
       "  - {domain: \($0).revocation.test, anchors: [rev], revocation: \(revocation)}"
     }.joined(separator: "\n")
     let config = """
+      \(top)
       listeners:
         - {name: forward, address: "127.0.0.1:{port:forward}", mode: forward}
       connectTo: [\(connectTo.joined(separator: ", "))]
@@ -78,7 +82,7 @@ final class RevocationTests: ProxyTestCase {
       domains:
       \(rules)
       """
-    let process = try ProxyProcess(config: config, listeners: ["forward"])
+    let process = try ProxyProcess(config: config, listeners: ["forward"] + names)
     proxy = process
     return process.ports["forward"]!
   }
@@ -141,7 +145,7 @@ final class RevocationTests: ProxyTestCase {
     XCTAssertTrue(intermediate.text.contains("Revoked Intermediate"), intermediate.text)
   }
 
-  func testABadAnchorSetCRLIsRefusedAtCheckAndKeepsTheRunningStateOnReload() throws {
+  func testABadAnchorSetCRLIsRefusedByCheckNamingFileKeyAndDefect() throws {
     let config = directory + "/bad.yaml"
     for (file, defect) in [
       ("intermediate-nonumber.crl", "no CRLNumber"), ("intermediate-critical-number.crl", "critical"),
@@ -191,12 +195,14 @@ final class RevocationTests: ProxyTestCase {
   func testADistributionPointThatIsDownSlowOrGarbage() throws {
     let other = try server("other-cdp")
     let responder = try revocationServer()
-    var port = try startProxy(["other-cdp": other.port], revocation: "{crl: require}", fetchPort: responder.port)
+    var port = try startProxy(
+      ["other-cdp": other.port], revocation: "{crl: require}", fetchPort: responder.port)
     let missing = try fetch("other-cdp", through: port)
     assertRefused(missing, 502, "revocation-unknown")
     XCTAssertTrue(missing.text.contains("missing.crl"), missing.text)
     proxy!.stop()
-    port = try startProxy(["other-cdp": other.port], revocation: "{crl: ifAvailable}", fetchPort: responder.port)
+    port = try startProxy(
+      ["other-cdp": other.port], revocation: "{crl: ifAvailable}", fetchPort: responder.port)
     XCTAssertEqual(try fetch("other-cdp", through: port).status, 200, proxy!.log)
     proxy!.stop()
     for mode in ["garbage", "slow"] {
@@ -228,5 +234,101 @@ final class RevocationTests: ProxyTestCase {
     proxy!.stop()
     port = try startProxy(["good": good.port], revocation: "{ocsp: softFail}", fetchPort: closed)
     XCTAssertEqual(try fetch("good", through: port).status, 200, proxy!.log)
+  }
+
+  func testACRLThatDoesNotVerifyUnderTheIssuerRefusesWhatItCovers() throws {
+    let good = try server("good")
+    var port = try startProxy(["good": good.port], crls: [Self.pki("intermediate-wrongkey.crl")])
+    let wrongKey = try fetch("good", through: port)
+    assertRefused(wrongKey, 502, "revocation-unknown")
+    XCTAssertTrue(wrongKey.text.contains("signature does not verify"), wrongKey.text)
+    proxy!.stop()
+    let underNoCRLSign = try server("under-nocrlsign", issuer: "nocrlsign-intermediate")
+    port = try startProxy(["under-nocrlsign": underNoCRLSign.port], crls: [Self.pki("nocrlsign.crl")])
+    let noCRLSign = try fetch("under-nocrlsign", through: port)
+    assertRefused(noCRLSign, 502, "revocation-unknown")
+    XCTAssertTrue(noCRLSign.text.contains("cRLSign"), noCRLSign.text)
+  }
+
+  func testExpiredAndDelegatedStaples() throws {
+    let expired = try server("good", staple: "ocsp-expired.der")
+    var port = try startProxy(["good": expired.port])
+    XCTAssertEqual(try fetch("good", through: port).status, 200, proxy!.log)
+    proxy!.stop()
+    port = try startProxy(["good": expired.port], revocation: "{stapledOCSP: require}")
+    let stale = try fetch("good", through: port)
+    assertRefused(stale, 502, "revocation-unknown")
+    XCTAssertTrue(stale.text.contains("nextUpdate"), stale.text)
+    proxy!.stop()
+    let delegated = try server("good", staple: "ocsp-good-delegated.der")
+    port = try startProxy(["good": delegated.port], revocation: "{stapledOCSP: require}")
+    XCTAssertEqual(try fetch("good", through: port).status, 200, proxy!.log)
+    proxy!.stop()
+    let bogus = try server("good", staple: "ocsp-bogus-responder.der")
+    port = try startProxy(["good": bogus.port], revocation: "{stapledOCSP: require}")
+    let notDelegated = try fetch("good", through: port)
+    assertRefused(notDelegated, 502, "revocation-unknown")
+    XCTAssertTrue(notDelegated.text.contains("id-kp-OCSPSigning"), notDelegated.text)
+  }
+
+  func testABadCRLOnReloadKeepsTheRunningState() throws {
+    let revoked = try server("revoked")
+    let port = try startProxy(["revoked": revoked.port], crls: [Self.pki("intermediate.crl")])
+    assertRefused(try fetch("revoked", through: port), 502, "revoked")
+    let config = try String(contentsOfFile: proxy!.configFile, encoding: .utf8)
+    try proxy!.rewrite(
+      config: config.replacingOccurrences(of: "intermediate.crl", with: "intermediate-nonumber.crl"))
+    proxy!.child.signal(SIGHUP)
+    XCTAssertTrue(proxy!.child.wait(for: "reload-failed"), proxy!.log)
+    XCTAssertTrue(proxy!.log.contains("intermediate-nonumber.crl"), proxy!.log)
+    assertRefused(try fetch("revoked", through: port), 502, "revoked")
+  }
+
+  /// What distribution points gave is kept in the state directory: after a
+  /// restart with the distribution point gone, `crl: require` still decides.
+  func testFetchedCRLsSurviveARestart() throws {
+    let responder = try revocationServer()
+    let good = try server("good")
+    let revoked = try server("revoked")
+    let state = directory + "/state"
+    let top = "stateDirectory: \"\(state)\""
+    var port = try startProxy(
+      ["good": good.port, "revoked": revoked.port], revocation: "{crl: require}", fetchPort: responder.port,
+      top: top)
+    XCTAssertEqual(try fetch("good", through: port).status, 200, proxy!.log)
+    proxy!.stop()
+    helpers.forEach { $0.stop() }
+    let closed = try OpenSSLServer.freePort()
+    port = try startProxy(
+      ["good": good.port, "revoked": revoked.port], revocation: "{crl: require}", fetchPort: closed, top: top)
+    XCTAssertEqual(try fetch("good", through: port).status, 200, proxy!.log)
+    assertRefused(try fetch("revoked", through: port), 502, "revoked")
+  }
+
+  /// `/metrics` counts the evidence examined; `/policies` shows each rule's
+  /// settings and each CRL's issuer, age and next update.
+  func testMetricsAndPoliciesShowRevocation() throws {
+    let good = try server("good", staple: "ocsp-good.der")
+    let port = try startProxy(
+      ["good": good.port], revocation: "{crl: off, ocsp: off, stapledOCSP: require}",
+      crls: [Self.pki("intermediate.crl")], top: "admin: {address: \"127.0.0.1:{port:admin}\"}",
+      names: ["admin"])
+    XCTAssertEqual(try fetch("good", through: port).status, 200, proxy!.log)
+    let admin = proxy!.ports["admin"]!
+    let metrics = try Curl.run(["http://127.0.0.1:\(admin)/metrics"]).text
+    XCTAssertTrue(
+      metrics.contains("pinproxy_revocation_checks_total{source=\"staple\",result=\"good\"} 1"), metrics)
+    XCTAssertTrue(
+      metrics.contains("pinproxy_revocation_checks_total{source=\"crl\",result=\"good\"} 1"), metrics)
+    let policies = try Curl.run(["http://127.0.0.1:\(admin)/policies"]).text
+    let json = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(policies.utf8)) as? [String: Any])
+    let rule = try XCTUnwrap((json["domains"] as? [[String: Any]])?.first)
+    XCTAssertEqual(
+      rule["revocation"] as? [String: String], ["crl": "off", "ocsp": "off", "stapledOCSP": "require"])
+    let crl = try XCTUnwrap((json["crls"] as? [[String: Any]])?.first)
+    XCTAssertEqual(crl["anchorSet"] as? String, "rev")
+    XCTAssertEqual(crl["nextUpdate"] as? String, "2035-01-01T00:00:00Z")
+    XCTAssertTrue((crl["issuer"] as? String)?.contains("Revocation Test Intermediate") == true, policies)
+    XCTAssertNotNil(crl["ageSeconds"] as? Int)
   }
 }

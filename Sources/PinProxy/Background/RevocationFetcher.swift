@@ -90,11 +90,12 @@ public final class RevocationState: Sendable {
           } catch {
             finish(key, failure: "\(error)")
           }
-        case .ocsp(let url, _, let certID):
+        case .ocsp(let url, let request, let certID):
           guard let dates = OCSPResponseCheck.updateTimes(body) else {
             return finish(key, failure: "the answer is not a successful OCSP response")
           }
-          fetched.store(answer: body, for: certID, from: url, nextUpdate: dates.nextUpdate, at: now)
+          fetched.store(
+            answer: body, for: certID, request: request, from: url, nextUpdate: dates.nextUpdate, at: now)
           finish(key, failure: nil)
         }
       }

@@ -31,6 +31,7 @@ final class ProxyContext: Sendable {
   let reporter: PinFailureReporter
   /// Keeps the rules' dynamic pin lists fresh.
   let updater: DynamicPinUpdater
+  let revocationRefresher: RevocationRefresher
 
   init(snapshot: RuntimeSnapshot, group: EventLoopGroup, logger: ProxyLogger) {
     current = Locked(snapshot)
@@ -60,6 +61,11 @@ final class ProxyContext: Sendable {
         reporter: nil)
     }
     self.reporter = reporter
+    revocationRefresher = RevocationRefresher(loop: loop) {
+      UpstreamDialer(
+        snapshot: current.withLock { $0 }, trustEngine: engine, sessions: sessions, metrics: metrics,
+        reporter: reporter)
+    }
     updater = DynamicPinUpdater(
       loop: loop, logger: logger, metrics: metrics,
       makeDialer: {

@@ -2,6 +2,7 @@ import Foundation
 import PinConfig
 import PinEventLoop
 import PinHTTP
+import PinTLS
 import PinTrust
 import Synchronization
 
@@ -34,6 +35,46 @@ enum PolicyReport {
       value["domainsConfig"] = object
     }
     return value
+  }
+
+  static func revocation(_ settings: RevocationSettings) -> [String: String] {
+    [
+      "crl": settings.crl.rawValue, "ocsp": settings.ocsp.rawValue,
+      "stapledOCSP": settings.stapledOCSP.rawValue,
+    ]
+  }
+
+  /// Every CRL in force: each anchor set's files and what distribution
+  /// points gave, with issuer, age and next update.
+  static func crls(_ snapshot: RuntimeSnapshot, now: Date) -> [[String: Any]] {
+    func describe(_ crl: CertificateRevocationList) -> [String: Any] {
+      var entry: [String: Any] = [
+        "issuer": crl.issuer, "thisUpdate": crl.thisUpdate.formatted(.iso8601),
+        "ageSeconds": Int(now.timeIntervalSince(crl.thisUpdate).rounded(.down)), "entries": crl.entryCount,
+      ]
+      if let next = crl.nextUpdate {
+        entry["nextUpdate"] = next.formatted(.iso8601)
+        entry["nextUpdateSeconds"] = Int(next.timeIntervalSince(now).rounded(.down))
+      }
+      if let number = crl.number { entry["number"] = number }
+      return entry
+    }
+    var all: [[String: Any]] = []
+    for (set, entries) in snapshot.trust.registry.allCRLs {
+      for entry in entries {
+        var described = describe(entry.crl)
+        described["anchorSet"] = set
+        described["file"] = entry.path
+        all.append(described)
+      }
+    }
+    for stored in snapshot.revocation.fetched.crls.sorted(by: { $0.url < $1.url }) {
+      var described = describe(stored.crl)
+      described["distributionPoint"] = stored.url
+      described["fetchedAt"] = stored.fetchedAt.formatted(.iso8601)
+      all.append(described)
+    }
+    return all
   }
 
   static func json(_ snapshot: RuntimeSnapshot) -> String {
@@ -74,6 +115,7 @@ enum PolicyReport {
         rule["pinsExpireSeconds"] = Int(expires.timeIntervalSince(now).rounded(.down))
       }
       rule["requiresCertificateTransparency"] = domain.requiresCertificateTransparency
+      rule["revocation"] = revocation(policy.revocation)
       if let store = compiled.pinStore { rule["dynamicPins"] = dynamicPins(store, now: Date()) }
       if let report = domain.report {
         rule["report"] = ["enforce": report.enforce, "uris": report.uris.map(\.uri)]
@@ -86,7 +128,9 @@ enum PolicyReport {
       "defaults": [
         "action": defaults.action.rawValue, "minimumTLSVersion": defaults.minimumTLSVersion.rawValue,
         "requiresForwardSecrecy": defaults.requiresForwardSecrecy,
+        "revocation": revocation(defaults.revocation),
       ],
+      "crls": crls(snapshot, now: Date()),
     ]
     guard
       let data = try? JSONSerialization.data(

@@ -97,6 +97,10 @@ final class ProxyMetrics: Sendable {
     var pinStores: [DynamicPinStore] = []
     /// Each rule with `pinsExpire` and static pins: its name and the instant.
     var pinExpiries: [(rule: String, expires: Date)] = []
+    /// Revocation evidence examined, by source and result.
+    var revocationChecks: [(source: String, result: String, count: Int)] = []
+    /// Fetched CRLs and OCSP answers held.
+    var revocationHeld: (crls: Int, answers: Int) = (0, 0)
     var now = Date()
   }
 
@@ -141,6 +145,18 @@ final class ProxyMetrics: Sendable {
       "pinproxy_access_log_dropped_total", "counter",
       "Access lines dropped because standard error did not keep up.", String(gauges.droppedLogLines))
     renderPinLists(gauges.pinStores, now: gauges.now, into: &out)
+    let checks = "pinproxy_revocation_checks_total"
+    out +=
+      "# HELP \(checks) Revocation evidence examined by trust evaluations, by source (crl, staple, ocsp) and result.\n"
+      + "# TYPE \(checks) counter\n"
+    for (source, result, count) in gauges.revocationChecks {
+      out += "\(checks){source=\"\(source)\",result=\"\(result)\"} \(count)\n"
+    }
+    let held = "pinproxy_revocation_fetched"
+    out +=
+      "# HELP \(held) Revocation information fetched and held: CRLs from distribution points, OCSP answers.\n"
+      + "# TYPE \(held) gauge\n\(held){kind=\"crl\"} \(gauges.revocationHeld.crls)\n"
+      + "\(held){kind=\"ocsp\"} \(gauges.revocationHeld.answers)\n"
     if !gauges.pinExpiries.isEmpty {
       let name = "pinproxy_pins_expire_seconds"
       out +=

@@ -124,7 +124,10 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
             return nil
           }
           return (rule.name, expires)
-        })
+        }, revocationChecks: context.snapshot.revocation.counters.all,
+        revocationHeld: (
+          context.snapshot.revocation.fetched.crls.count, context.snapshot.revocation.fetched.answers.count
+        ))
       respond(status: 200, type: "text/plain; version=0.0.4", body: context.metrics.render(gauges))
     case "/policies":
       respond(status: 200, type: "application/json", body: PolicyReport.json(context.snapshot))

@@ -60,6 +60,7 @@ public final class ProxyServer: Sendable {
       throw error
     }
     context.updater.start()
+    context.revocationRefresher.start()
   }
 
   /// The admin listener's address, when one is configured.

@@ -19,6 +19,8 @@ public final class FetchedRevocation: Sendable {
 
   public struct StoredAnswer: Sendable {
     public let url: String
+    /// The request it answered, to ask again before nextUpdate.
+    public let request: [UInt8]
     public let der: [UInt8]
     public let nextUpdate: Date?
     public let fetchedAt: Date
@@ -49,6 +51,27 @@ public final class FetchedRevocation: Sendable {
   public func crl(at url: String) -> StoredCRL? { state.withLock { $0.crls[url] } }
   public func answer(for certID: Digest256) -> StoredAnswer? { state.withLock { $0.answers[certID] } }
   public var crls: [StoredCRL] { state.withLock { Array($0.crls.values) } }
+  /// What is due again: CRLs and answers whose nextUpdate is near (the
+  /// last tenth of their validity, at least `lead`), as fetches.
+  public func due(at time: Date, lead: TimeInterval) -> [RevocationFetch] {
+    state.withLock { state in
+      var due: [RevocationFetch] = []
+      for stored in state.crls.values {
+        guard let next = stored.crl.nextUpdate else { continue }
+        let window = max(lead, next.timeIntervalSince(stored.crl.thisUpdate) / 10)
+        if next.timeIntervalSince(time) < window { due.append(.crl(url: stored.url)) }
+      }
+      for (certID, stored) in state.answers {
+        let next = stored.nextUpdate ?? stored.fetchedAt
+        let window = max(lead, next.timeIntervalSince(stored.fetchedAt) / 10)
+        if next.timeIntervalSince(time) < window {
+          due.append(.ocsp(url: stored.url, request: stored.request, certID: certID))
+        }
+      }
+      return due
+    }
+  }
+
   public var answers: [(Digest256, StoredAnswer)] { state.withLock { $0.answers.map { ($0.key, $0.value) } } }
 
   /// The key a fetch's failure is remembered under.
@@ -111,7 +134,8 @@ public final class FetchedRevocation: Sendable {
   }
 
   public func store(
-    answer der: [UInt8], for certID: Digest256, from url: String, nextUpdate: Date?, at time: Date
+    answer der: [UInt8], for certID: Digest256, request: [UInt8], from url: String, nextUpdate: Date?,
+    at time: Date
   ) {
     state.withLock { state in
       if state.answers[certID] == nil, state.answers.count >= Self.maximumAnswers,
@@ -119,7 +143,8 @@ public final class FetchedRevocation: Sendable {
       {
         state.answers[oldest.key] = nil
       }
-      state.answers[certID] = StoredAnswer(url: url, der: der, nextUpdate: nextUpdate, fetchedAt: time)
+      state.answers[certID] = StoredAnswer(
+        url: url, request: request, der: der, nextUpdate: nextUpdate, fetchedAt: time)
       state.failures["ocsp " + certID.base64] = nil
     }
     bump()

@@ -62,6 +62,7 @@ public final class RevocationProvider: RevocationSource {
           }
           let fetch = RevocationFetch.crl(url: url)
           if let why = fetched.failure(FetchedRevocation.key(fetch), at: time) {
+            counters?.countUnavailable("crl")
             states.append(.failed("\(url): \(why)"))
           } else {
             states.append(fetching ? .wanted(fetch) : .failed("\(url): no CRL was fetched in time"))

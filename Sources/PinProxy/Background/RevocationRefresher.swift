@@ -1,0 +1,48 @@
+import Foundation
+import PinEventLoop
+import PinTLS
+
+/// Fetches CRLs and OCSP answers again before their nextUpdate, so that a
+/// handshake seldom waits for one: each is due in the last tenth of its
+/// validity, and at least `lead` before it ends. A refresh that fails or
+/// does not verify keeps what is held (`FetchedRevocation.store`).
+///
+/// Off the event loops: the schedule runs on its own serial queue; the
+/// fetches' socket work runs on a loop, as non-blocking I/O.
+final class RevocationRefresher: @unchecked Sendable {
+  static let interval: TimeInterval = 60
+  static let lead: TimeInterval = 300
+
+  private let queue = DispatchQueue(label: "pinproxy.revocation-refresh")
+  /// Created and resumed together in `start`, cancelled in `deinit`.
+  private var timer: DispatchSourceTimer?
+  private let loop: EventLoop
+  private let makeDialer: @Sendable () -> UpstreamDialer
+
+  init(loop: EventLoop, makeDialer: @escaping @Sendable () -> UpstreamDialer) {
+    self.loop = loop
+    self.makeDialer = makeDialer
+  }
+
+  deinit { timer?.cancel() }
+
+  func start() {
+    queue.sync {
+      guard timer == nil else { return }
+      let source = DispatchSource.makeTimerSource(queue: queue)
+      source.setEventHandler { [weak self] in self?.tick() }
+      source.schedule(deadline: .now() + Self.interval, repeating: Self.interval)
+      source.resume()
+      timer = source
+    }
+  }
+
+  private func tick() {
+    dispatchPrecondition(condition: .onQueue(queue))
+    let dialer = makeDialer()
+    let state = dialer.snapshot.revocation
+    let due = state.fetched.due(at: Date(), lead: Self.lead)
+    guard !due.isEmpty else { return }
+    loop.execute { [loop] in state.fetch(due, dialer: dialer, on: loop) {} }
+  }
+}
