@@ -49,9 +49,9 @@ public final class RevocationProvider: RevocationSource {
         findings.append(finding(entry.crl, origin: .crlFile(entry.path), certificate, parsed[index + 1]))
       }
       var states: [FetchState] = []
-      if settings.crl != .off, let fetched {
+      if settings.crl != .off {
         for url in pointers.crlURLs {
-          if let stored = fetched.crl(at: url),
+          if let stored = fetched?.crl(at: url),
             stored.crl.nextUpdate.map({ time <= $0.addingTimeInterval(RevocationCheck.skew) }) ?? false
           {
             if stored.crl.covers(certificate, pointers: pointers) {
@@ -61,11 +61,14 @@ public final class RevocationProvider: RevocationSource {
             continue
           }
           let fetch = RevocationFetch.crl(url: url)
-          if let why = fetched.failure(FetchedRevocation.key(fetch), at: time) {
+          if let why = fetched?.failure(FetchedRevocation.key(fetch), at: time) {
             counters?.countUnavailable("crl")
             states.append(.failed("\(url): \(why)"))
+          } else if fetching && fetched != nil {
+            states.append(.wanted(fetch))
           } else {
-            states.append(fetching ? .wanted(fetch) : .failed("\(url): no CRL was fetched in time"))
+            counters?.countUnavailable("crl")
+            states.append(.failed("\(url): " + (fetched == nil ? "not fetched (offline)" : "no CRL was fetched in time")))
           }
         }
       }
@@ -113,7 +116,8 @@ public final class RevocationProvider: RevocationSource {
     }
     guard fetching, fetched != nil else {
       counters?.countUnavailable("ocsp")
-      return .pending(.failed("\(url): no answer was fetched in time"))
+      return .pending(
+        .failed("\(url): " + (fetched == nil ? "not queried (offline)" : "no answer was fetched in time")))
     }
     return .pending(.wanted(fetch))
   }
