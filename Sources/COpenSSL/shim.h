@@ -211,6 +211,15 @@ static inline const GENERAL_NAMES *pp_DIST_POINT_full_name(const STACK_OF(DIST_P
   return point->distpoint->name.fullname;
 }
 
+/// The CRL issuer point `index` names (an indirect CRL), NULL for none.
+static inline const GENERAL_NAMES *pp_DIST_POINT_crl_issuer(const STACK_OF(DIST_POINT) *points, int index) {
+  return sk_DIST_POINT_value(points, index)->CRLissuer;
+}
+/// The directoryName of a GENERAL_NAME, NULL for any other kind.
+static inline const X509_NAME *pp_GENERAL_NAME_directory(const GENERAL_NAME *name) {
+  return name->type == GEN_DIRNAME ? name->d.directoryName : NULL;
+}
+
 /// The OCSP responder URLs of a certificate's Authority Information Access.
 static inline int pp_sk_OPENSSL_STRING_num(const STACK_OF(OPENSSL_STRING) *stack) {
   return sk_OPENSSL_STRING_num(stack);

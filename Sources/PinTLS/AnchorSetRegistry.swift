@@ -51,6 +51,11 @@ public final class AnchorSetRegistry: Sendable {
     crlSets.keys.sorted().map { ($0, crlSets[$0]!.entries) }
   }
 
+  /// The configured (not system) anchors among `names`.
+  public func certificates(for names: [String]) -> [X509Certificate] {
+    Set(names).sorted().flatMap { sets[$0] ?? [] }
+  }
+
   /// The fingerprints of the configured (not system) anchors among `names`:
   /// a path ending in one of them is privately trusted.
   public func configuredAnchors(for names: [String]) -> Set<Digest256> {

@@ -27,7 +27,8 @@ public final class CompiledPolicy: ChainVerifier, @unchecked Sendable {
     self.identity = identity
     anchors = try registry.store(for: policy.anchors)
     revocation = RevocationProvider(
-      crls: registry.crls(for: policy.anchors), fetched: fetched, counters: counters)
+      crls: registry.crls(for: policy.anchors), fetched: fetched, counters: counters, anchors: anchors,
+      anchorCertificates: registry.certificates(for: policy.anchors))
     configuredAnchors = registry.configuredAnchors(for: policy.anchors)
     usesSystemStore = policy.anchors.contains(SecurityPolicy.systemAnchors)
     if policy.pinnedCertificates.isEmpty {

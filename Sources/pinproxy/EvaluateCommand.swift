@@ -132,7 +132,7 @@ struct EvaluateCommand: ParsableCommand {
     }
     // Offline: what is at hand decides, as the daemon decides once a fetch failed.
     let revocation = RevocationInput(
-      source: RevocationProvider(crls: CRLSet.union([policy.revocation.crls, CRLSet(supplied)])),
+      source: policy.revocation.adding(CRLSet(supplied)),
       settings: policy.policy.revocation, staple: staple, fetching: false)
     var decision = RuleEvaluator.evaluate(
       presented, host: trustHost, policy: policy.policy, dynamicPins: dynamicPins, verifier: policy,

@@ -17,7 +17,9 @@ final class RevocationEvaluateTests: XCTestCase {
       "revoked intermediate", "under-revoked", "under-revoked", ["--crl", "root.crl"], 1,
       "Revocation Test Revoked Intermediate"
     ),
-    ("CRL without CRLNumber", "revoked", "revoked", ["--crl", "intermediate-nonumber.crl"], 2, "no CRLNumber"),
+    (
+      "CRL without CRLNumber", "revoked", "revoked", ["--crl", "intermediate-nonumber.crl"], 2, "no CRLNumber"
+    ),
     (
       "CRL with a critical CRLNumber", "revoked", "revoked", ["--crl", "intermediate-critical-number.crl"], 2,
       "CRLNumber is marked critical"
@@ -28,36 +30,74 @@ final class RevocationEvaluateTests: XCTestCase {
       "rejected: revocation-unknown: "
     ),
     (
-      "CRL from an issuer without cRLSign", "under-nocrlsign", "under-nocrlsign", ["--crl", "nocrlsign.crl"], 1,
+      "CRL from an issuer without cRLSign", "under-nocrlsign", "under-nocrlsign", ["--crl", "nocrlsign.crl"],
+      1,
       "lacks cRLSign"
     ),
     ("good staple", "good", "good", ["--ocsp-response", "ocsp-good.der"], 0, "trusted"),
     ("delegated responder", "good", "good", ["--ocsp-response", "ocsp-good-delegated.der"], 0, "trusted"),
-    ("revoked staple", "revoked", "revoked", ["--ocsp-response", "ocsp-revoked.der"], 1, "rejected: revoked: "),
+    (
+      "revoked staple", "revoked", "revoked", ["--ocsp-response", "ocsp-revoked.der"], 1,
+      "rejected: revoked: "
+    ),
     ("expired staple is ignored", "good", "good", ["--ocsp-response", "ocsp-expired.der"], 0, "trusted"),
-    ("wrongly signed staple is ignored", "good", "good", ["--ocsp-response", "ocsp-wrong-signer.der"], 0, "trusted"),
-    ("another certificate's staple is ignored", "good", "good", ["--ocsp-response", "ocsp-other-cert.der"], 0, "trusted"),
+    (
+      "wrongly signed staple is ignored", "good", "good", ["--ocsp-response", "ocsp-wrong-signer.der"], 0,
+      "trusted"
+    ),
+    (
+      "another certificate's staple is ignored", "good", "good", ["--ocsp-response", "ocsp-other-cert.der"],
+      0, "trusted"
+    ),
     (
       "must-staple without a staple", "muststaple", "muststaple", [], 1,
       "rejected: revocation-unknown: "
     ),
     (
-      "must-staple with an expired staple", "muststaple", "muststaple", ["--ocsp-response", "ocsp-expired.der"], 1,
+      "must-staple with an expired staple", "muststaple", "muststaple",
+      ["--ocsp-response", "ocsp-expired.der"], 1,
       "RFC 7633"
     ),
-    ("must-staple with a good staple", "muststaple", "muststaple", ["--ocsp-response", "ocsp-muststaple-good.der"], 0, "trusted"),
+    (
+      "indirect CRL, its issuer's certificate in its file", "indirect-revoked", "indirect-revoked",
+      ["--crl", "indirect.crl.pem"], 1, "rejected: revoked: "
+    ),
+    (
+      "indirect CRL, a certificate it does not list", "indirect-good", "indirect-good",
+      ["--crl", "indirect.crl.pem"], 0, "trusted"
+    ),
+    (
+      "indirect CRL from an issuer no anchor certified", "indirect-good", "indirect-good",
+      ["--crl", "indirect-unrelated.crl.pem"], 1, "does not chain to the path's anchor"
+    ),
+    (
+      "indirect CRL without its issuer's certificate", "indirect-good", "indirect-good",
+      ["--crl", "indirect.crl"], 1,
+      "is not in the CRL's file, on the path or in the anchor set"
+    ),
+    (
+      "indirect CRL for a certificate that does not name its issuer", "good", "good",
+      ["--crl", "indirect.crl.pem"], 0,
+      "trusted"
+    ),
+    (
+      "must-staple with a good staple", "muststaple", "muststaple",
+      ["--ocsp-response", "ocsp-muststaple-good.der"], 0, "trusted"
+    ),
   ]
 
   func testEveryCaseDecidesOffline() throws {
     for (name, host, chain, extra, status, fragment) in Self.cases {
       let arguments =
         [
-          "evaluate", "--host", "\(host).revocation.test", "--chain", Self.pki("\(chain)-chain.pem"), "--anchors",
+          "evaluate", "--host", "\(host).revocation.test", "--chain", Self.pki("\(chain)-chain.pem"),
+          "--anchors",
           Self.pki("root.pem"), "--at", "2026-06-01T00:00:00Z",
         ] + extra.map { $0.hasPrefix("--") ? $0 : Self.pki($0) }
       let result = try Subprocess.pinproxy(arguments)
       XCTAssertEqual(result.status, status, "\(name): \(result.stdout)\(result.stderr)")
-      XCTAssertTrue((result.stdout + result.stderr).contains(fragment), "\(name): \(result.stdout)\(result.stderr)")
+      XCTAssertTrue(
+        (result.stdout + result.stderr).contains(fragment), "\(name): \(result.stdout)\(result.stderr)")
     }
   }
 
@@ -65,7 +105,8 @@ final class RevocationEvaluateTests: XCTestCase {
   /// network would give is missing, so `require` and `hardFail` refuse and
   /// `ifAvailable` and `softFail` accept, saying so.
   func testRuleSettingsDecideWithWhatIsAtHand() throws {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("reveval-\(UUID().uuidString)")
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+      "reveval-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: directory) }
     for (setting, status, fragment) in [
@@ -80,11 +121,13 @@ final class RevocationEvaluateTests: XCTestCase {
         - {domain: good.revocation.test, anchors: [rev], revocation: \(setting)}
       """.write(toFile: config, atomically: true, encoding: .utf8)
       let result = try Subprocess.pinproxy([
-        "evaluate", "--host", "good.revocation.test", "--chain", Self.pki("good-chain.pem"), "--config", config,
+        "evaluate", "--host", "good.revocation.test", "--chain", Self.pki("good-chain.pem"), "--config",
+        config,
         "--at", "2026-06-01T00:00:00Z",
       ])
       XCTAssertEqual(result.status, status, "\(setting): \(result.stdout)\(result.stderr)")
-      XCTAssertTrue((result.stdout + result.stderr).contains(fragment), "\(setting): \(result.stdout)\(result.stderr)")
+      XCTAssertTrue(
+        (result.stdout + result.stderr).contains(fragment), "\(setting): \(result.stdout)\(result.stderr)")
     }
   }
 }

@@ -59,7 +59,7 @@ final class RevocationTests: ProxyTestCase {
   /// and one rule per host with `revocation`.
   func startProxy(
     _ hosts: [String: Int], revocation: String = "{}", crls: [String] = [], fetchPort: Int? = nil,
-    top: String = "", names: [String] = []
+    top: String = "", names: [String] = [], anchorFiles: [String] = [RevocationTests.pki("root.pem")]
   ) throws -> Int {
     var connectTo = hosts.map { "\"\($0.key).revocation.test:443:127.0.0.1:\($0.value)\"" }
     if let fetchPort {
@@ -77,7 +77,7 @@ final class RevocationTests: ProxyTestCase {
         - {name: forward, address: "127.0.0.1:{port:forward}", mode: forward}
       connectTo: [\(connectTo.joined(separator: ", "))]
       anchorSets:
-        rev: {files: ["\(Self.pki("root.pem"))"], crls: [\(crls.map { "\"\($0)\"" }.joined(separator: ", "))]}
+        rev: {files: [\(anchorFiles.map { "\"\($0)\"" }.joined(separator: ", "))], crls: [\(crls.map { "\"\($0)\"" }.joined(separator: ", "))]}
       defaults: {action: deny}
       domains:
       \(rules)
@@ -330,5 +330,25 @@ final class RevocationTests: ProxyTestCase {
     XCTAssertEqual(crl["nextUpdate"] as? String, "2035-01-01T00:00:00Z")
     XCTAssertTrue((crl["issuer"] as? String)?.contains("Revocation Test Intermediate") == true, policies)
     XCTAssertNotNil(crl["ageSeconds"] as? Int)
+  }
+
+  /// An indirect CRL (RFC 5280 §5.2.5): from a CRL issuer the root
+  /// certified, naming the intermediate in its entry. Supplied with its
+  /// issuer's certificate in the file, and fetched from the distribution
+  /// point with the issuer's certificate in the anchor set.
+  func testIndirectCRLs() throws {
+    let good = try server("indirect-good")
+    let revoked = try server("indirect-revoked")
+    var port = try startProxy(
+      ["indirect-good": good.port, "indirect-revoked": revoked.port], crls: [Self.pki("indirect.crl.pem")])
+    XCTAssertEqual(try fetch("indirect-good", through: port).status, 200, proxy!.log)
+    assertRefused(try fetch("indirect-revoked", through: port), 502, "revoked")
+    proxy!.stop()
+    let responder = try revocationServer()
+    port = try startProxy(
+      ["indirect-good": good.port, "indirect-revoked": revoked.port], revocation: "{crl: require}",
+      fetchPort: responder.port, anchorFiles: [Self.pki("root.pem"), Self.pki("crl-issuer.pem")])
+    XCTAssertEqual(try fetch("indirect-good", through: port).status, 200, proxy!.log)
+    assertRefused(try fetch("indirect-revoked", through: port), 502, "revoked")
   }
 }

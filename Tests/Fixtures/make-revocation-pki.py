@@ -37,6 +37,7 @@ Usage: python3 Tests/Fixtures/make-revocation-pki.py
 import datetime
 import os
 import shutil
+import sys
 import subprocess
 import tempfile
 
@@ -80,9 +81,10 @@ serial = [0x1000]
 
 
 def issue(subject, key, issuer_name, issuer_key, *, ca=False, pathlen=None, usage, eku=None, host=None,
-          crl=None, ocsp_url=False, must_staple=False, ski=None):
+          crl=None, ocsp_url=False, must_staple=False, ski=None, crl_issuer=None):
     """A certificate for `key`, signed by `issuer_key`. `crl` is the file name
-    its distribution point names; `ski` overrides the subject key identifier."""
+    its distribution point names, `crl_issuer` the name of that point's CRL
+    issuer (an indirect CRL); `ski` overrides the subject key identifier."""
     serial[0] += 1
     public = key.public_key()
     builder = (
@@ -107,7 +109,8 @@ def issue(subject, key, issuer_name, issuer_key, *, ca=False, pathlen=None, usag
     if crl:
         builder = builder.add_extension(x509.CRLDistributionPoints([x509.DistributionPoint(
             full_name=[x509.UniformResourceIdentifier(CRL_URL.format(crl))],
-            relative_name=None, reasons=None, crl_issuer=None)]), critical=False)
+            relative_name=None, reasons=None,
+            crl_issuer=[x509.DirectoryName(crl_issuer)] if crl_issuer else None)]), critical=False)
     if ocsp_url:
         builder = builder.add_extension(x509.AuthorityInformationAccess([x509.AccessDescription(
             AuthorityInformationAccessOID.OCSP, x509.UniformResourceIdentifier(OCSP_URL))]), critical=False)
@@ -396,7 +399,78 @@ def main():
         ("ocsp-revoked-for-good.der", ocsp_response(good, intermediate, intermediate, int_key, status=REVOKED)),
     ]:
         write(filename, der)
+    make_indirect(root, root_key, intermediate)
+
+
+def make_indirect(root, root_key, intermediate):
+    """An indirect CRL (RFC 5280 §5.2.5, §5.3.3): issued by a CRL issuer the
+    root certified (cRLSign only, not a CA), with an issuing distribution
+    point marked indirectCRL, revoking a certificate of the intermediate named
+    by a certificateIssuer entry extension. The intermediate's leaves that use
+    it name the CRL issuer in their distribution point's cRLIssuer.
+    `indirect.crl.pem` carries the CRL issuer's certificate after the CRL;
+    `indirect-unrelated.crl.pem` is the same CRL from a CRL issuer of the same
+    name that no anchor certified. `openssl ca` cannot write certificateIssuer
+    entries, so these are made here. Run alone with --indirect-only, it reads
+    the root, its key and the intermediate already written."""
+    issuer_key, unrelated_key = rsa_key(), rsa_key()
+    issuer_name = name("Revocation Test CRL Issuer")
+    crl_issuer = issue(issuer_name, issuer_key, root.subject, root_key, usage=key_usage(crl_sign=True))
+    unrelated = issue(issuer_name, unrelated_key, issuer_name, unrelated_key, usage=key_usage(crl_sign=True))
+    write_cert("crl-issuer", crl_issuer)
+    write_key("crl-issuer", issuer_key)
+    int_key = serialization.load_pem_private_key(open(os.path.join(OUT, "intermediate.key"), "rb").read(), None)
+    leaves = {}
+    for label in ["indirect-good", "indirect-revoked"]:
+        host = f"{label}.revocation.test"
+        key = rsa_key()
+        leaves[label] = issue(name(host), key, intermediate.subject, int_key,
+                              usage=key_usage(digital_signature=True, key_encipherment=True),
+                              eku=(ExtendedKeyUsageOID.SERVER_AUTH,), host=host, crl="indirect.crl",
+                              crl_issuer=issuer_name)
+        write_cert(label, leaves[label])
+        write_key(label, key)
+        write(label + "-chain.pem", pem(leaves[label]) + pem(intermediate))
+
+    def indirect_crl(key):
+        entry = (
+            x509.RevokedCertificateBuilder()
+            .serial_number(leaves["indirect-revoked"].serial_number)
+            .revocation_date(datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc))
+            .add_extension(x509.CertificateIssuer([x509.DirectoryName(intermediate.subject)]), critical=True)
+            .add_extension(x509.CRLReason(x509.ReasonFlags.key_compromise), critical=False)
+            .build()
+        )
+        return (
+            x509.CertificateRevocationListBuilder()
+            .issuer_name(issuer_name)
+            .last_update(datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc))
+            .next_update(datetime.datetime(2035, 1, 1, tzinfo=datetime.timezone.utc))
+            .add_extension(x509.CRLNumber(1), critical=False)
+            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(key.public_key()), critical=False)
+            .add_extension(x509.IssuingDistributionPoint(
+                full_name=[x509.UniformResourceIdentifier(CRL_URL.format("indirect.crl"))], relative_name=None,
+                only_contains_user_certs=False, only_contains_ca_certs=False, only_some_reasons=None,
+                indirect_crl=True, only_contains_attribute_certs=False), critical=True)
+            .add_revoked_certificate(entry)
+            .sign(key, hashes.SHA256())
+        )
+
+    crl = indirect_crl(issuer_key)
+    write("indirect.crl", crl.public_bytes(serialization.Encoding.DER))
+    write("indirect.crl.pem", crl.public_bytes(serialization.Encoding.PEM) + pem(crl_issuer))
+    write("indirect-unrelated.crl.pem", indirect_crl(unrelated_key).public_bytes(serialization.Encoding.PEM)
+          + pem(unrelated))
+
+
+def load_cert(label):
+    return x509.load_pem_x509_certificate(open(os.path.join(OUT, label + ".pem"), "rb").read())
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["--indirect-only"]:
+        serial[0] = 0x2000
+        make_indirect(load_cert("root"), serialization.load_pem_private_key(
+            open(os.path.join(OUT, "root.key"), "rb").read(), None), load_cert("intermediate"))
+    else:
+        main()

@@ -9,7 +9,8 @@ import XCTest
 /// fingerprint cache, and what is due again before its nextUpdate.
 final class FetchedRevocationTests: XCTestCase {
   func crl(_ name: String) throws -> CertificateRevocationList {
-    try CertificateRevocationList(bytes: [UInt8](Data(contentsOf: URL(fileURLWithPath: Fixtures.path("revocation/" + name)))))
+    try CertificateRevocationList(
+      bytes: [UInt8](Data(contentsOf: URL(fileURLWithPath: Fixtures.path("revocation/" + name)))))
   }
 
   let intermediate = Fixtures.x509("revocation/intermediate.pem")[0]
@@ -26,7 +27,8 @@ final class FetchedRevocationTests: XCTestCase {
     let refused = fetched.store(try crl("intermediate-wrongkey.crl"), from: url, at: start)
     XCTAssertEqual(refused, "its signature does not verify under the issuer's key")
     XCTAssertTrue(fetched.crl(at: url)?.crl === held)
-    XCTAssertNotNil(fetched.store(try crl("intermediate-nonumber.crl"), from: url, at: start), "a defect refuses")
+    XCTAssertNotNil(
+      fetched.store(try crl("intermediate-nonumber.crl"), from: url, at: start), "a defect refuses")
     XCTAssertNotNil(fetched.store(try crl("intermediate-expired.crl"), from: url, at: start), "older refuses")
     XCTAssertTrue(fetched.crl(at: url)?.crl === held)
   }
@@ -44,6 +46,7 @@ final class FetchedRevocationTests: XCTestCase {
     let fetched = FetchedRevocation()
     fetched.recordFailure("crl " + url, "HTTP status 404", at: start)
     XCTAssertEqual(fetched.failure("crl " + url, at: start.addingTimeInterval(1)), "HTTP status 404")
-    XCTAssertNil(fetched.failure("crl " + url, at: start.addingTimeInterval(FetchedRevocation.failureBackoff)))
+    XCTAssertNil(
+      fetched.failure("crl " + url, at: start.addingTimeInterval(FetchedRevocation.failureBackoff)))
   }
 }

@@ -43,6 +43,6 @@ final class RevocationRefresher: @unchecked Sendable {
     let state = dialer.snapshot.revocation
     let due = state.fetched.due(at: Date(), lead: Self.lead)
     guard !due.isEmpty else { return }
-    loop.execute { [loop] in state.fetch(due, dialer: dialer, on: loop) {} }
+    loop.execute { [loop] in RevocationFetcher().fetch(due, dialer: dialer, on: loop) {} }
   }
 }

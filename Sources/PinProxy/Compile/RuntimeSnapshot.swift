@@ -115,6 +115,9 @@ public final class RuntimeSnapshot: Sendable {
   ///     CONNECT with 502 (and `check` needs none).
   ///   - pins: the process's pin list stores; a reload passes the running
   ///     snapshot's, so that lists survive it.
+  ///   - revocation: fetched revocation information; a reload passes the
+  ///     running snapshot's, the daemon's first snapshot one that keeps CRLs
+  ///     in the state directory (`check` and `evaluate` fetch nothing).
   ///   - warn: told about stored pin lists that were ignored.
   public static func compile(
     _ configuration: Configuration, generation: UInt64, systemOverride: [X509Certificate]? = nil,
@@ -122,12 +125,12 @@ public final class RuntimeSnapshot: Sendable {
     revocation: RevocationState? = nil, warn: (String) -> Void = { _ in }
   ) throws(ConfigErrors) -> RuntimeSnapshot {
     let authState = authState ?? ProxyAuthState()
-    let revocation =
-      revocation
-      ?? RevocationState(directory: configuration.stateDirectory.map { "\($0)/revocation" })
+    // Without the daemon's state nothing is fetched: what is at hand decides.
+    let offline = revocation == nil
+    let revocation = revocation ?? RevocationState()
     let trust = try TrustSnapshot.compile(
-      configuration, generation: generation, systemOverride: systemOverride, fetched: revocation.fetched,
-      counters: revocation.counters)
+      configuration, generation: generation, systemOverride: systemOverride,
+      fetched: offline ? nil : revocation.fetched, counters: revocation.counters)
     var errors: [ConfigError] = []
     var specs: [Int: DynamicPinSpec] = [:]
     var reportURIs: [Int: [InternalURL]] = [:]

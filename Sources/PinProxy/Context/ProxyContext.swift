@@ -58,20 +58,20 @@ final class ProxyContext: Sendable {
     ) {
       UpstreamDialer(
         snapshot: current.withLock { $0 }, trustEngine: engine, sessions: sessions, metrics: metrics,
-        reporter: nil)
+        reporter: nil, revocationFetcher: RevocationFetcher())
     }
     self.reporter = reporter
     revocationRefresher = RevocationRefresher(loop: loop) {
       UpstreamDialer(
         snapshot: current.withLock { $0 }, trustEngine: engine, sessions: sessions, metrics: metrics,
-        reporter: reporter)
+        reporter: reporter, revocationFetcher: RevocationFetcher())
     }
     updater = DynamicPinUpdater(
       loop: loop, logger: logger, metrics: metrics,
       makeDialer: {
         UpstreamDialer(
           snapshot: current.withLock { $0 }, trustEngine: engine, sessions: sessions, metrics: metrics,
-          reporter: reporter)
+          reporter: reporter, revocationFetcher: RevocationFetcher())
       },
       stores: { current.withLock { $0 }.pinStores },
       // A rule's pin list was replaced: idle connections verified under the
@@ -85,7 +85,8 @@ final class ProxyContext: Sendable {
   /// Refusals on its connections are reported (`report.uris`).
   func dialer(for snapshot: RuntimeSnapshot) -> UpstreamDialer {
     UpstreamDialer(
-      snapshot: snapshot, trustEngine: trustEngine, sessions: sessions, metrics: metrics, reporter: reporter)
+      snapshot: snapshot, trustEngine: trustEngine, sessions: sessions, metrics: metrics, reporter: reporter,
+      revocationFetcher: RevocationFetcher())
   }
 
   var isDraining: Bool { draining.load(ordering: .relaxed) }

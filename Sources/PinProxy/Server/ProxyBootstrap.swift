@@ -16,7 +16,11 @@ public enum ProxyBootstrap {
     let ca = try localCA(for: configuration, logger: logger)
     let snapshot: RuntimeSnapshot
     do {
-      snapshot = try RuntimeSnapshot.compile(configuration, generation: 1, ca: ca, warn: storeWarning(logger))
+      // Fetched CRLs are kept beside the CA and read back at start.
+      let revocation = RevocationState(
+        directory: StateDirectory.resolve(configuration.stateDirectory) + "/revocation")
+      snapshot = try RuntimeSnapshot.compile(
+        configuration, generation: 1, ca: ca, revocation: revocation, warn: storeWarning(logger))
     } catch {
       throw Failure(description: error.description)
     }

@@ -20,6 +20,9 @@ struct UpstreamDialer {
   /// Told about refused chains and waived pin failures; nil for the
   /// reporter's own posts (a report never causes a report).
   var reporter: (any PinFailureReporting)?
+  /// Fetches the revocation information a rule looks for; nil decides with
+  /// what is at hand (`pinproxy pins update`).
+  var revocationFetcher: (any RevocationFetching)?
 
   /// - Parameter http2: offer `h2` in ALPN (the forward path, for a rule
   ///   with `upstreamHTTP2`); what the origin chose is `negotiated`.
@@ -98,7 +101,9 @@ struct UpstreamDialer {
       )
     }
     var trust = UpstreamTrust(key: key, route: route, engine: trustEngine, reporter: reporter)
-    trust.revocation = UpstreamTrust.RevocationFetching(state: snapshot.revocation, dialer: self, loop: loop)
+    trust.revocation = revocationFetcher.map {
+      UpstreamTrust.RevocationFetchRoute(fetcher: $0, dialer: self, loop: loop)
+    }
     trust.resumedStaple = resumed?.staple
     let channel = TLSChannel(
       connection: connection, engine: engine, checks: TLSChannel.Checks(established: trust.verdict(of:)))

@@ -16,6 +16,15 @@ import PinTrust
 /// Told about every refused chain and every pin failure a rule's
 /// `report.enforce: false` waived (the pin-failure reporter implements it;
 /// owned here so that the dial path does not depend on what reports).
+/// Fetches revocation information a decision waits for, then calls back on
+/// `loop`'s queue (the revocation fetcher implements it; owned here so that
+/// the dial path does not depend on the internal client).
+protocol RevocationFetching: Sendable {
+  func fetch(
+    _ fetches: [RevocationFetch], dialer: UpstreamDialer, on loop: EventLoop,
+    _ completion: @escaping () -> Void)
+}
+
 protocol PinFailureReporting: Sendable {
   func refused(_ failure: TrustFailure, presented: [X509Certificate], key: UpstreamKey, route: UpstreamRoute)
   func waived(_ failure: TrustFailure, presented: [X509Certificate], key: UpstreamKey, route: UpstreamRoute)
@@ -28,14 +37,14 @@ struct UpstreamTrust {
   let reporter: (any PinFailureReporting)?
   /// Fetches revocation information the rule looks for; nil decides with
   /// what is at hand (the reporter's own posts).
-  var revocation: RevocationFetching?
+  var revocation: RevocationFetchRoute?
   /// The staple kept with the session this handshake resumes, if any.
   var resumedStaple: [UInt8]?
   static let maxPresentedCertificates = 32
 
-  /// How the dial path reaches the fetcher: the state and the dialer to fetch with.
-  struct RevocationFetching {
-    let state: RevocationState
+  /// How the dial path reaches the fetcher, and the dialer and loop it fetches with.
+  struct RevocationFetchRoute {
+    let fetcher: any RevocationFetching
     let dialer: UpstreamDialer
     let loop: EventLoop
   }
@@ -73,7 +82,7 @@ struct UpstreamTrust {
       return conclude(decision, presented: presented, tls: tls)
     }
     return .wait { done in
-      revocation.state.fetch(fetches, dialer: revocation.dialer, on: revocation.loop) {
+      revocation.fetcher.fetch(fetches, dialer: revocation.dialer, on: revocation.loop) {
         let again = policy.evaluate(
           chain, host: route.host, dynamicPins: route.pinStore?.requirement(), staple: staple,
           fetching: false, engine: engine, at: Date())

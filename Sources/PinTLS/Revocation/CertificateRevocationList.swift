@@ -29,6 +29,13 @@ public final class CertificateRevocationList: @unchecked Sendable {
   let scopeNames: [String]
   let onlyUserCertificates: Bool
   let onlyCACertificates: Bool
+  /// An indirect CRL (issuing distribution point indirectCRL): its issuer is
+  /// a CRL issuer that certificates name in their distribution points, and
+  /// its entries may name another certificate issuer (RFC 5280 §5.3.3).
+  public let isIndirect: Bool
+  /// Certificates that followed the CRL in its PEM file: where the
+  /// certificate of an indirect CRL's issuer may come with it.
+  let bundled: [X509Certificate]
   /// Issuers' SPKI digests this CRL was checked against, and the result.
   private let checked = Locked<[Digest256: String?]>([:])
   private let verifiedBy = Locked<X509Certificate?>(nil)
@@ -40,8 +47,10 @@ public final class CertificateRevocationList: @unchecked Sendable {
 
   public init(bytes: [UInt8]) throws(CertificateParseError) {
     OpenSSLErrorQueue.clear()
+    var bundled: [X509Certificate] = []
     let parsed: OpaquePointer? = bytes.withUnsafeBufferPointer { buffer in
       if Self.isPEM(bytes) {
+        bundled = (try? CertificateFile.parsePEM(bytes)) ?? []
         guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else { return nil }
         defer { BIO_free(bio) }
         return PEM_read_bio_X509_CRL(bio, nil, nil, nil)
@@ -111,7 +120,6 @@ public final class CertificateRevocationList: @unchecked Sendable {
     case -1: defects.append("its issuing distribution point does not decode")
     case 1:
       if someReasons != 0 { defects.append("it covers only some revocation reasons") }
-      if indirect != 0 { defects.append("it is an indirect CRL, which pinproxy does not take") }
       if onlyAttributes != 0 { defects.append("it covers attribute certificates only") }
       if let names {
         scope = RevocationPointers.uris(in: names)
@@ -122,6 +130,8 @@ public final class CertificateRevocationList: @unchecked Sendable {
     scopeNames = scope
     onlyUserCertificates = onlyUser != 0
     onlyCACertificates = onlyCA != 0
+    isIndirect = indirect != 0
+    self.bundled = bundled
     self.number = number
     defect = defects.isEmpty ? nil : defects.joined(separator: "; ")
     OpenSSLErrorQueue.clear()
@@ -162,7 +172,8 @@ public final class CertificateRevocationList: @unchecked Sendable {
   private func verify(_ issuer: X509Certificate) -> String? {
     defer { OpenSSLErrorQueue.clear() }
     guard X509_NAME_cmp(X509_CRL_get_issuer(pointer), X509_get_subject_name(issuer.pointer)) == 0 else {
-      return "it is issued by \(self.issuer), not by the certificate's issuer"
+      return
+        "it is issued by \(self.issuer), not by \(X509Certificate.oneLine(X509_get_subject_name(issuer.pointer)))"
     }
     if X509_get_extension_flags(issuer.pointer) & UInt32(EXFLAG_KUSAGE) != 0
       && X509_get_key_usage(issuer.pointer) & UInt32(KU_CRL_SIGN) == 0

@@ -9,11 +9,27 @@ public final class RevocationProvider: RevocationSource {
   public let crls: CRLSet
   public let fetched: FetchedRevocation?
   let counters: RevocationCounters?
+  /// The policy's anchors: an indirect CRL's issuer must chain to the anchor
+  /// the path does (RFC 5280 §6.3.3 (f)), and may be one of the set's certificates.
+  let anchors: AnchorStore?
+  let anchorCertificates: [X509Certificate]
 
-  public init(crls: CRLSet, fetched: FetchedRevocation? = nil, counters: RevocationCounters? = nil) {
+  public init(
+    crls: CRLSet, fetched: FetchedRevocation? = nil, counters: RevocationCounters? = nil,
+    anchors: AnchorStore? = nil, anchorCertificates: [X509Certificate] = []
+  ) {
     self.crls = crls
     self.fetched = fetched
     self.counters = counters
+    self.anchors = anchors
+    self.anchorCertificates = anchorCertificates
+  }
+
+  /// The same provider with more supplied CRLs (`evaluate --crl`).
+  public func adding(_ more: CRLSet) -> RevocationProvider {
+    RevocationProvider(
+      crls: CRLSet.union([crls, more]), fetched: fetched, counters: counters, anchors: anchors,
+      anchorCertificates: anchorCertificates)
   }
 
   /// Keys the fingerprint cache: the fetched information's generation.
@@ -44,9 +60,12 @@ public final class RevocationProvider: RevocationSource {
       let certificate = parsed[index]
       let pointers = index == 0 ? leafPointers : RevocationPointers(certificate)
       var findings: [RevocationFinding] = []
-      for entry in crls.crls(issuedBy: certificate.issuerName)
-      where entry.crl.covers(certificate, pointers: pointers) {
-        findings.append(finding(entry.crl, origin: .crlFile(entry.path), certificate, parsed[index + 1]))
+      let supplied =
+        crls.crls(issuedBy: certificate.issuerName)
+        + pointers.crlIssuers.flatMap { crls.crls(issuedBy: $0) }.filter(\.crl.isIndirect)
+      for entry in supplied where entry.crl.covers(certificate, pointers: pointers) {
+        findings.append(
+          finding(entry.crl, origin: .crlFile(entry.path), certificate, pointers, path: parsed, at: time))
       }
       var states: [FetchState] = []
       if settings.crl != .off {
@@ -56,7 +75,8 @@ public final class RevocationProvider: RevocationSource {
           {
             if stored.crl.covers(certificate, pointers: pointers) {
               findings.append(
-                finding(stored.crl, origin: .distributionPoint(url), certificate, parsed[index + 1]))
+                finding(
+                  stored.crl, origin: .distributionPoint(url), certificate, pointers, path: parsed, at: time))
             }
             continue
           }
@@ -68,7 +88,8 @@ public final class RevocationProvider: RevocationSource {
             states.append(.wanted(fetch))
           } else {
             counters?.countUnavailable("crl")
-            states.append(.failed("\(url): " + (fetched == nil ? "not fetched (offline)" : "no CRL was fetched in time")))
+            states.append(
+              .failed("\(url): " + (fetched == nil ? "not fetched (offline)" : "no CRL was fetched in time")))
           }
         }
       }
@@ -86,14 +107,62 @@ public final class RevocationProvider: RevocationSource {
     return evidence
   }
 
+  /// What `crl` says about the certificate at `path[index]`: signed by its
+  /// issuer (the next certificate of the path), or an indirect CRL from a CRL
+  /// issuer the certificate names, whose own certificate chains to the
+  /// path's anchor.
   private func finding(
     _ crl: CertificateRevocationList, origin: EvidenceOrigin, _ certificate: X509Certificate,
-    _ issuer: X509Certificate
+    _ pointers: RevocationPointers, path: [X509Certificate], at time: Date
   ) -> RevocationFinding {
-    if let problem = crl.defect ?? crl.check(signedBy: issuer) { return .defective(origin, problem) }
+    let position = path.firstIndex { $0 === certificate } ?? 0
+    let issuer = path[position + 1]
+    let problem: String?
+    if let defect = crl.defect {
+      problem = defect
+    } else if crl.issuerName == certificate.issuerName {
+      problem = crl.check(signedBy: issuer)
+    } else if crl.isIndirect && pointers.crlIssuers.contains(crl.issuerName) {
+      problem = indirectIssuerProblem(crl, path: path, at: time)
+    } else {
+      problem = "it is issued by \(crl.issuer), neither the certificate's issuer nor a CRL issuer it names"
+    }
+    if let problem { return .defective(origin, problem) }
     let verdict: RevocationFinding.Verdict = crl.entry(for: certificate).map { .revoked($0) } ?? .good
     return RevocationFinding(
       origin: origin, verdict: verdict, thisUpdate: crl.thisUpdate, nextUpdate: crl.nextUpdate)
+  }
+
+  /// nil when a certificate named as the indirect CRL's issuer (from the
+  /// CRL's file, the path or the anchor set) signed it, may sign CRLs, and
+  /// chains, valid now, to the anchor the path ends in.
+  private func indirectIssuerProblem(_ crl: CertificateRevocationList, path: [X509Certificate], at time: Date)
+    -> String?
+  {
+    let candidates = (crl.bundled + path + anchorCertificates).filter { $0.subjectName == crl.issuerName }
+    guard !candidates.isEmpty else {
+      return "its issuer \(crl.issuer) is not in the CRL's file, on the path or in the anchor set"
+    }
+    guard let anchors, let anchor = path.last else {
+      return "no anchors to verify its issuer \(crl.issuer) against"
+    }
+    let anchorFingerprint = SHA256.digest(anchor.der)
+    var problems: [String] = []
+    for signer in candidates {
+      let chain = ChainBuilder.verify(
+        leaf: signer, untrusted: path + crl.bundled, store: anchors, purpose: .basicX509, at: time)
+      guard chain.isValid, chain.builtChain.last?.fingerprint == anchorFingerprint else {
+        problems.append("its issuer \(crl.issuer) does not chain to the path's anchor")
+        continue
+      }
+      if chain.builtChain.contains(where: { time < $0.notBefore || time > $0.notAfter }) {
+        problems.append("its issuer \(crl.issuer) is not valid now")
+        continue
+      }
+      guard let problem = crl.check(signedBy: signer) else { return nil }
+      problems.append(problem)
+    }
+    return problems.first
   }
 
   private func responder(
