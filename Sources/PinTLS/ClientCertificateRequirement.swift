@@ -113,16 +113,7 @@ extension X509Certificate {
   func uniformResourceIdentifiers() -> [String] {
     guard let names = pp_X509_subject_alt_names(pointer) else { return [] }
     defer { pp_GENERAL_NAMES_free(names) }
-    var uris: [String] = []
-    for index in 0..<pp_sk_GENERAL_NAME_num(names) {
-      guard let name = pp_sk_GENERAL_NAME_value(names, index), pp_GENERAL_NAME_type(name) == GEN_URI,
-        let string = pp_GENERAL_NAME_string(name), let data = ASN1_STRING_get0_data(string)
-      else { continue }
-      uris.append(
-        String(
-          decoding: UnsafeBufferPointer(start: data, count: Int(ASN1_STRING_length(string))), as: UTF8.self))
-    }
-    return uris
+    return Self.uniformResourceIdentifiers(in: names)
   }
 }
 

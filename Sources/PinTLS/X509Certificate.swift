@@ -22,15 +22,7 @@ public final class X509Certificate: @unchecked Sendable {
 
   /// Parses exactly one DER certificate; trailing bytes are an error.
   public convenience init(der: [UInt8]) throws(CertificateParseError) {
-    let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
-      var cursor = buffer.baseAddress
-      guard let cert = d2i_X509(nil, &cursor, buffer.count) else { return nil }
-      if cursor != buffer.baseAddress! + buffer.count {
-        X509_free(cert)
-        return nil
-      }
-      return cert
-    }
+    let parsed = Self.decodeExactly(der, { d2i_X509(nil, $0, $1) }, free: X509_free)
     guard let parsed else { throw CertificateParseError(detail: OpenSSLErrorQueue.drain()) }
     self.init(owning: parsed)
   }
@@ -54,6 +46,37 @@ public final class X509Certificate: @unchecked Sendable {
   public var subjectPublicKeyInfo: [UInt8] {
     guard let key = X509_get_X509_PUBKEY(pointer) else { return [] }
     return Self.encode { i2d_X509_PUBKEY(key, $0) }
+  }
+
+  /// Runs an OpenSSL `d2i_*` function over all of `der`: nil when it does
+  /// not decode or leaves bytes over (freed with `free`).
+  static func decodeExactly(
+    _ der: [UInt8], _ d2i: (UnsafeMutablePointer<UnsafePointer<UInt8>?>, Int) -> OpaquePointer?,
+    free: (OpaquePointer) -> Void
+  ) -> OpaquePointer? {
+    der.withUnsafeBufferPointer { buffer in
+      var cursor = buffer.baseAddress
+      guard let decoded = d2i(&cursor, buffer.count) else { return nil }
+      guard cursor == buffer.baseAddress! + buffer.count else {
+        free(decoded)
+        return nil
+      }
+      return decoded
+    }
+  }
+
+  /// The uniformResourceIdentifier entries of a GENERAL_NAMES.
+  static func uniformResourceIdentifiers(in names: OpaquePointer) -> [String] {
+    var uris: [String] = []
+    for index in 0..<pp_sk_GENERAL_NAME_num(names) {
+      guard let name = pp_sk_GENERAL_NAME_value(names, index), pp_GENERAL_NAME_type(name) == GEN_URI,
+        let string = pp_GENERAL_NAME_string(name), let data = ASN1_STRING_get0_data(string)
+      else { continue }
+      uris.append(
+        String(
+          decoding: UnsafeBufferPointer(start: data, count: Int(ASN1_STRING_length(string))), as: UTF8.self))
+    }
+    return uris
   }
 
   /// Runs an OpenSSL `i2d_*` function twice: for the length, then to fill the buffer.

@@ -55,13 +55,7 @@ public final class CertificateRevocationList: @unchecked Sendable {
         defer { BIO_free(bio) }
         return PEM_read_bio_X509_CRL(bio, nil, nil, nil)
       }
-      var cursor = buffer.baseAddress
-      guard let crl = d2i_X509_CRL(nil, &cursor, buffer.count) else { return nil }
-      if cursor != buffer.baseAddress! + buffer.count {
-        X509_CRL_free(crl)
-        return nil
-      }
-      return crl
+      return X509Certificate.decodeExactly(bytes, { d2i_X509_CRL(nil, $0, $1) }, free: X509_CRL_free)
     }
     guard let parsed else {
       throw CertificateParseError(detail: "not a CRL (DER or PEM X509 CRL): \(OpenSSLErrorQueue.drain())")

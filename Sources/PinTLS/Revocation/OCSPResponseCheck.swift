@@ -18,15 +18,7 @@ public enum OCSPResponseCheck {
     guard der.count <= maximumBytes else {
       return .defective(origin, "it is larger than \(maximumBytes) bytes")
     }
-    let response: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
-      var cursor = buffer.baseAddress
-      guard let parsed = d2i_OCSP_RESPONSE(nil, &cursor, buffer.count) else { return nil }
-      if cursor != buffer.baseAddress! + buffer.count {
-        OCSP_RESPONSE_free(parsed)
-        return nil
-      }
-      return parsed
-    }
+    let response = decode(der)
     guard let response else { return .defective(origin, "it is not a DER OCSP response") }
     defer { OCSP_RESPONSE_free(response) }
     let status = OCSP_response_status(response)
@@ -70,12 +62,7 @@ public enum OCSPResponseCheck {
   /// `der` is no successful OCSP response.
   public static func updateTimes(_ der: [UInt8]) -> (thisUpdate: Date, nextUpdate: Date?)? {
     defer { OpenSSLErrorQueue.clear() }
-    guard der.count <= maximumBytes else { return nil }
-    let response: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
-      var cursor = buffer.baseAddress
-      return d2i_OCSP_RESPONSE(nil, &cursor, buffer.count)
-    }
-    guard let response else { return nil }
+    guard der.count <= maximumBytes, let response = decode(der) else { return nil }
     defer { OCSP_RESPONSE_free(response) }
     guard OCSP_response_status(response) == OCSP_RESPONSE_STATUS_SUCCESSFUL,
       let basic = OCSP_response_get1_basic(response)
@@ -89,6 +76,10 @@ public enum OCSPResponseCheck {
     _ = OCSP_single_get0_status(single, &reason, &revokedAt, &thisUpdate, &nextUpdate)
     guard let thisUpdate else { return nil }
     return (X509Certificate.date(thisUpdate), nextUpdate.map { X509Certificate.date($0) })
+  }
+
+  private static func decode(_ der: [UInt8]) -> OpaquePointer? {
+    X509Certificate.decodeExactly(der, { d2i_OCSP_RESPONSE(nil, $0, $1) }, free: OCSP_RESPONSE_free)
   }
 
   /// The single response whose CertID names `leaf` under `issuer`, with

@@ -56,17 +56,7 @@ struct RevocationPointers {
     url.utf8.count <= 2048 && url.lowercased().hasPrefix("http://")
   }
 
-  /// The uniformResourceIdentifier entries of a GENERAL_NAMES.
   static func uris(in names: OpaquePointer) -> [String] {
-    var uris: [String] = []
-    for index in 0..<pp_sk_GENERAL_NAME_num(names) {
-      guard let name = pp_sk_GENERAL_NAME_value(names, index), pp_GENERAL_NAME_type(name) == GEN_URI,
-        let string = pp_GENERAL_NAME_string(name), let data = ASN1_STRING_get0_data(string)
-      else { continue }
-      uris.append(
-        String(
-          decoding: UnsafeBufferPointer(start: data, count: Int(ASN1_STRING_length(string))), as: UTF8.self))
-    }
-    return uris
+    X509Certificate.uniformResourceIdentifiers(in: names)
   }
 }
