@@ -205,6 +205,17 @@ final class RevocationTests: ProxyTestCase {
       ["other-cdp": other.port], revocation: "{crl: ifAvailable}", fetchPort: responder.port)
     XCTAssertEqual(try fetch("other-cdp", through: port).status, 200, proxy!.log)
     proxy!.stop()
+    // Down: nothing listens where the distribution point's name leads.
+    let down = try server("good")
+    let closed = try OpenSSLServer.freePort()
+    port = try startProxy(["good": down.port], revocation: "{crl: require}", fetchPort: closed)
+    let refused = try fetch("good", through: port)
+    assertRefused(refused, 502, "revocation-unknown")
+    XCTAssertTrue(refused.text.contains("intermediate.crl"), refused.text)
+    proxy!.stop()
+    port = try startProxy(["good": down.port], revocation: "{crl: ifAvailable}", fetchPort: closed)
+    XCTAssertEqual(try fetch("good", through: port).status, 200, proxy!.log)
+    proxy!.stop()
     for mode in ["garbage", "slow"] {
       let good = try server("good")
       _ = try Curl.run(["http://127.0.0.1:\(responder.port)/_mode/\(mode)"])
