@@ -22,9 +22,11 @@ public enum RuleEvaluator {
       chain, host: host, policy: policy, dynamicPins: dynamicPins, verifier: verifier, at: time)
     guard let revocation, case .trusted(var acceptance) = decision else { return decision }
     // Last: revocation can only refuse what every other check accepted.
+    // Only a chain that verified sends the proxy to the URLs it names: one
+    // accepted under `allowInvalidCertificates` decides with what is at hand.
     let evidence = revocation.source.evidence(
       for: acceptance.path, staple: revocation.staple, settings: revocation.settings,
-      fetching: revocation.fetching, at: time)
+      fetching: revocation.fetching && acceptance.waived == nil, at: time)
     switch RevocationCheck.evaluate(
       path: acceptance.path, evidence: evidence, settings: revocation.settings, at: time)
     {
@@ -33,6 +35,8 @@ public enum RuleEvaluator {
     case .passed(let validUntil, let softFailure):
       acceptance.validUntil = min(acceptance.validUntil, validUntil)
       acceptance.revocationSoftFailure = softFailure
+      // Examined; a cached acceptance holds no certificates.
+      acceptance.path = []
       return .trusted(acceptance)
     }
   }

@@ -362,4 +362,34 @@ final class RevocationTests: ProxyTestCase {
     XCTAssertEqual(try fetch("indirect-good", through: port).status, 200, proxy!.log)
     assertRefused(try fetch("indirect-revoked", through: port), 502, "revoked")
   }
+
+  /// A chain accepted only because the rule allows invalid certificates
+  /// (its pin matched) never sends the proxy to the URLs it names.
+  func testAnUnverifiedChainSendsNoFetch() throws {
+    let pin = try Subprocess.run(
+      "/bin/sh",
+      [
+        "-c",
+        "openssl x509 -pubkey -noout -in '\(Self.pki("good.pem"))' | openssl pkey -pubin -outform der"
+          + " | openssl dgst -sha256 -binary | base64",
+      ])
+    let responder = try revocationServer()
+    let good = try server("good")
+    let config = """
+      listeners:
+        - {name: forward, address: "127.0.0.1:{port:forward}", mode: forward}
+      connectTo: ["good.revocation.test:443:127.0.0.1:\(good.port)", "crl.revocation.test:80:127.0.0.1:\(responder.port)"]
+      defaults: {action: deny}
+      domains:
+        - domain: good.revocation.test
+          pinningMode: publicKey
+          allowInvalidCertificates: true
+          pinnedPublicKeyHashes: ["sha256/\(pin.stdout.trimmingCharacters(in: .whitespacesAndNewlines))"]
+          revocation: {crl: ifAvailable}
+      """
+    proxy = try ProxyProcess(config: config, listeners: ["forward"])
+    XCTAssertEqual(try fetch("good", through: proxy!.ports["forward"]!).status, 200, proxy!.log)
+    let log = (try? String(contentsOfFile: responder.log, encoding: .utf8)) ?? ""
+    XCTAssertFalse(log.contains("GET"), log)
+  }
 }

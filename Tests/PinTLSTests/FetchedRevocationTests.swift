@@ -5,7 +5,7 @@ import PinTrust
 import XCTest
 
 /// What the daemon keeps of fetched CRLs: a refresh that does not verify
-/// keeps the CRL held, every change moves the generation that keys the
+/// keeps the CRL held, every CRL stored moves the generation that keys the
 /// fingerprint cache, and what is due again before its nextUpdate.
 final class FetchedRevocationTests: XCTestCase {
   func crl(_ name: String) throws -> CertificateRevocationList {

@@ -44,6 +44,7 @@ public final class CertificateRevocationList: @unchecked Sendable {
   public var verifiedIssuer: X509Certificate? { verifiedBy.withLock { $0 } }
 
   public static let maximumBytes = 32 << 20
+  static let maximumCheckedIssuers = 64
 
   public init(bytes: [UInt8]) throws(CertificateParseError) {
     OpenSSLErrorQueue.clear()
@@ -158,7 +159,12 @@ public final class CertificateRevocationList: @unchecked Sendable {
     let key = SHA256.digest(issuer.subjectPublicKeyInfo)
     if let known = checked.withLock({ $0[key] }) { return known }
     let result = verify(issuer)
-    checked.withLock { $0[key] = result }
+    checked.withLock { checked in
+      // Few keys ever share a CRL issuer's name; a chain accepted under
+      // allowInvalidCertificates could bring any number, so the memo is bounded.
+      if checked.count >= Self.maximumCheckedIssuers { checked.removeAll() }
+      checked[key] = result
+    }
     if result == nil { verifiedBy.withLock { $0 = issuer } }
     return result
   }

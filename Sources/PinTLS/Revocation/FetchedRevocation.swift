@@ -100,7 +100,8 @@ public final class FetchedRevocation: Sendable {
       }
       state.failures[key] = (why, time.addingTimeInterval(Self.failureBackoff))
     }
-    bump()
+    // No bump: a decision that waited for this fetch was never cached, and
+    // one made without it holds a minute at most (`RevocationCheck.missingRecheck`).
   }
 
   /// Stores a CRL fetched from `url`. A CRL that would replace one already
