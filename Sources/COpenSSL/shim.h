@@ -245,8 +245,8 @@ static inline int pp_X509_must_staple(const X509 *cert) {
 /// The issuing distribution point of a CRL (RFC 5280 §5.2.5): its scope.
 /// Returns 0 without one, -1 when it does not decode, 1 with one, and then
 /// its full names (to free with GENERAL_NAMES_free, may be NULL) and flags.
-static inline int pp_X509_CRL_issuing_point(const X509_CRL *crl, GENERAL_NAMES **names, int *onlyUser,
-                                            int *onlyCA, int *onlySomeReasons, int *indirect,
+static inline int pp_X509_CRL_issuing_point(const X509_CRL *crl, GENERAL_NAMES **names, int *relative,
+                                            int *onlyUser, int *onlyCA, int *onlySomeReasons, int *indirect,
                                             int *onlyAttr) {
   int critical = -1;
   ISSUING_DIST_POINT *point = (ISSUING_DIST_POINT *)X509_CRL_get_ext_d2i(
@@ -258,12 +258,17 @@ static inline int pp_X509_CRL_issuing_point(const X509_CRL *crl, GENERAL_NAMES *
   *onlySomeReasons = point->onlysomereasons != NULL;
   *indirect = point->indirectCRL > 0;
   *onlyAttr = point->onlyattr > 0;
+  *relative = point->distpoint != NULL && point->distpoint->type == 1;
   if (point->distpoint != NULL && point->distpoint->type == 0) {
     *names = point->distpoint->name.fullname;
     point->distpoint->name.fullname = NULL;
   }
   ISSUING_DIST_POINT_free(point);
   return 1;
+}
+
+static inline X509_REVOKED *pp_sk_X509_REVOKED_value(const STACK_OF(X509_REVOKED) *stack, int index) {
+  return sk_X509_REVOKED_value(stack, index);
 }
 
 /// The reason code of a revoked entry (RFC 5280 §5.3.1), -1 without one.

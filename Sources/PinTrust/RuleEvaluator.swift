@@ -24,11 +24,12 @@ public enum RuleEvaluator {
     // Last: revocation can only refuse what every other check accepted.
     // Only a chain that verified sends the proxy to the URLs it names: one
     // accepted under `allowInvalidCertificates` decides with what is at hand.
+    let anchored = acceptance.waived == nil
     let evidence = revocation.source.evidence(
-      for: acceptance.path, staple: revocation.staple, settings: revocation.settings,
-      fetching: revocation.fetching && acceptance.waived == nil, at: time)
+      for: acceptance.path, anchored: anchored, staple: revocation.staple, settings: revocation.settings,
+      fetching: revocation.fetching && anchored, at: time)
     switch RevocationCheck.evaluate(
-      path: acceptance.path, evidence: evidence, settings: revocation.settings, at: time)
+      path: acceptance.path, evidence: evidence, settings: revocation.settings, anchored: anchored, at: time)
     {
     case .refused(let failure): return .rejected(failure)
     case .needs(let fetches): return .rejected(.revocationPending(fetches))

@@ -81,6 +81,14 @@ final class RevocationEvaluateTests: XCTestCase {
       "trusted"
     ),
     (
+      "a distribution point naming only its CRL issuer", "dp-issuer-only", "dp-issuer-only",
+      ["--crl", "indirect-any.crl.pem"], 1, "rejected: revoked: "
+    ),
+    (
+      "staple from a delegated responder whose certificate expired", "muststaple", "muststaple",
+      ["--ocsp-response", "ocsp-muststaple-expired-responder.der"], 1, "whose certificate is not valid now"
+    ),
+    (
       "must-staple with a good staple", "muststaple", "muststaple",
       ["--ocsp-response", "ocsp-muststaple-good.der"], 0, "trusted"
     ),
@@ -99,6 +107,54 @@ final class RevocationEvaluateTests: XCTestCase {
       XCTAssertTrue(
         (result.stdout + result.stderr).contains(fragment), "\(name): \(result.stdout)\(result.stderr)")
     }
+  }
+
+  /// A CRL scoped to a shard by a relative or a directory name covers no
+  /// certificate whose distribution point is a URL: under `crl: require`
+  /// it does not stand in for the CRL the certificate names.
+  func testAShardCRLCoversOnlyItsShard() throws {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+      "revshard-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: directory) }
+    for shard in ["intermediate-shard-relative.crl", "intermediate-shard-dirname.crl"] {
+      let config = directory.appendingPathComponent("c.yaml").path
+      try """
+      anchorSets:
+        rev: {files: ["\(Self.pki("root.pem"))"], crls: ["\(Self.pki(shard))", "\(Self.pki("root.crl"))"]}
+      domains:
+        - {domain: revoked.revocation.test, anchors: [rev], revocation: {crl: require}}
+      """.write(toFile: config, atomically: true, encoding: .utf8)
+      let result = try Subprocess.pinproxy([
+        "evaluate", "--host", "revoked.revocation.test", "--chain", Self.pki("revoked-chain.pem"), "--config",
+        config, "--at", "2026-06-01T00:00:00Z",
+      ])
+      XCTAssertEqual(result.status, 1, "\(shard): \(result.stdout)\(result.stderr)")
+      XCTAssertTrue(result.stdout.contains("revocation-unknown"), "\(shard): \(result.stdout)")
+    }
+  }
+
+  /// A chain accepted only by its pin under allowInvalidCertificates, sent
+  /// without its intermediate: the leaf is still examined, and a supplied
+  /// CRL for its issuer that nothing on the path can verify refuses it.
+  func testAnUnverifiedLeafAloneIsStillExamined() throws {
+    let pin = try Subprocess.run(
+      "/bin/sh",
+      [
+        "-c",
+        "openssl x509 -pubkey -noout -in '\(Self.pki("revoked.pem"))' | openssl pkey -pubin -outform der"
+          + " | openssl dgst -sha256 -binary | base64",
+      ])
+    let arguments = [
+      "evaluate", "--host", "revoked.revocation.test", "--chain", Self.pki("revoked.pem"), "--anchors",
+      Self.pki("root.pem"), "--at", "2026-06-01T00:00:00Z", "--allow-invalid-certificates", "--pinning-mode",
+      "publicKey", "--pinned-public-key-hash",
+      "sha256/" + pin.stdout.trimmingCharacters(in: .whitespacesAndNewlines),
+    ]
+    XCTAssertEqual(try Subprocess.pinproxy(arguments).status, 0)
+    let result = try Subprocess.pinproxy(arguments + ["--crl", Self.pki("intermediate.crl")])
+    XCTAssertEqual(result.status, 1, result.stdout + result.stderr)
+    XCTAssertTrue(result.stdout.contains("revocation-unknown"), result.stdout)
   }
 
   /// A rule's `revocation` settings under `--config`: offline, what the

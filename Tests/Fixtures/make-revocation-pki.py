@@ -400,6 +400,7 @@ def main():
     ]:
         write(filename, der)
     make_indirect(root, root_key, intermediate)
+    make_scope_cases(root, intermediate, int_key, load_key("crl-issuer"))
 
 
 def make_indirect(root, root_key, intermediate):
@@ -463,14 +464,102 @@ def make_indirect(root, root_key, intermediate):
           + pem(unrelated))
 
 
+def make_scope_cases(root, intermediate, int_key, crl_issuer_key):
+    """CRLs and OCSP responses a verifier must not take at face value:
+    - `dp-issuer-only`: a leaf whose distribution point names only its CRL
+      issuer (no URL), revoked in `indirect-any.crl.pem`, an indirect CRL
+      whose issuing distribution point names no point;
+    - `intermediate-shard-relative.crl`, `intermediate-shard-dirname.crl`:
+      empty CRLs of the intermediate scoped to a shard by a relative name or
+      a directory name, which cover none of its leaves (their points are URLs);
+    - `responder-expired` (valid 2020-2021, id-kp-OCSPSigning) and
+      `ocsp-muststaple-expired-responder.der`, a good answer it signed."""
+    issuer_name = name("Revocation Test CRL Issuer")
+    key = rsa_key()
+    host = "dp-issuer-only.revocation.test"
+    builder = (
+        x509.CertificateBuilder().subject_name(name(host)).issuer_name(intermediate.subject)
+        .public_key(key.public_key()).serial_number(0x3001).not_valid_before(VALID_FROM).not_valid_after(VALID_TO)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(key_usage(digital_signature=True, key_encipherment=True), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(int_key.public_key()), critical=False)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(host)]), critical=False)
+        .add_extension(x509.CRLDistributionPoints([x509.DistributionPoint(
+            full_name=None, relative_name=None, reasons=None, crl_issuer=[x509.DirectoryName(issuer_name)])]),
+            critical=False)
+    )
+    leaf = builder.sign(int_key, hashes.SHA256())
+    write_cert("dp-issuer-only", leaf)
+    write_key("dp-issuer-only", key)
+    write("dp-issuer-only-chain.pem", pem(leaf) + pem(intermediate))
+
+    jan = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+    end = datetime.datetime(2035, 1, 1, tzinfo=datetime.timezone.utc)
+
+    def crl(issuer, signing_key, point, revoked=()):
+        built = (
+            x509.CertificateRevocationListBuilder().issuer_name(issuer).last_update(jan).next_update(end)
+            .add_extension(x509.CRLNumber(9), critical=False)
+            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(signing_key.public_key()),
+                           critical=False)
+            .add_extension(point, critical=True)
+        )
+        for serial_number, certificate_issuer in revoked:
+            built = built.add_revoked_certificate(
+                x509.RevokedCertificateBuilder().serial_number(serial_number).revocation_date(jan)
+                .add_extension(x509.CertificateIssuer([x509.DirectoryName(certificate_issuer)]), critical=True)
+                .build())
+        return built.sign(signing_key, hashes.SHA256())
+
+    def point(full_name=None, relative_name=None, indirect=False):
+        return x509.IssuingDistributionPoint(
+            full_name=full_name, relative_name=relative_name, only_contains_user_certs=False,
+            only_contains_ca_certs=False, only_some_reasons=None, indirect_crl=indirect,
+            only_contains_attribute_certs=False)
+
+    crl_issuer = load_cert("crl-issuer")
+    anywhere = crl(issuer_name, crl_issuer_key, point(indirect=True), [(0x3001, intermediate.subject)])
+    write("indirect-any.crl.pem", anywhere.public_bytes(serialization.Encoding.PEM) + pem(crl_issuer))
+    shard = x509.RelativeDistinguishedName([x509.NameAttribute(NameOID.COMMON_NAME, "shard 7")])
+    write("intermediate-shard-relative.crl",
+          crl(intermediate.subject, int_key, point(relative_name=shard)).public_bytes(serialization.Encoding.DER))
+    write("intermediate-shard-dirname.crl",
+          crl(intermediate.subject, int_key, point(full_name=[x509.DirectoryName(name("shard 7"))]))
+          .public_bytes(serialization.Encoding.DER))
+
+    responder_key = rsa_key()
+    responder = (
+        x509.CertificateBuilder().subject_name(name("Revocation Test Expired Responder"))
+        .issuer_name(intermediate.subject).public_key(responder_key.public_key()).serial_number(0x3002)
+        .not_valid_before(datetime.datetime(2020, 1, 1, tzinfo=datetime.timezone.utc))
+        .not_valid_after(datetime.datetime(2021, 1, 1, tzinfo=datetime.timezone.utc))
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(key_usage(digital_signature=True), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.OCSP_SIGNING]), critical=False)
+        .sign(int_key, hashes.SHA256())
+    )
+    write_cert("responder-expired", responder)
+    write_key("responder-expired", responder_key)
+    write("ocsp-muststaple-expired-responder.der",
+          ocsp_response(load_cert("muststaple"), intermediate, responder, responder_key, delegated=True))
+
+
 def load_cert(label):
     return x509.load_pem_x509_certificate(open(os.path.join(OUT, label + ".pem"), "rb").read())
+
+
+def load_key(label):
+    return serialization.load_pem_private_key(open(os.path.join(OUT, label + ".key"), "rb").read(), None)
 
 
 if __name__ == "__main__":
     if sys.argv[1:] == ["--indirect-only"]:
         serial[0] = 0x2000
-        make_indirect(load_cert("root"), serialization.load_pem_private_key(
-            open(os.path.join(OUT, "root.key"), "rb").read(), None), load_cert("intermediate"))
+        make_indirect(load_cert("root"), load_key("root"), load_cert("intermediate"))
+    elif sys.argv[1:] == ["--scope-only"]:
+        make_scope_cases(load_cert("root"), load_cert("intermediate"), load_key("intermediate"),
+                         load_key("crl-issuer"))
     else:
         main()

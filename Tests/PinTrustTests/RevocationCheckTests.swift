@@ -80,7 +80,7 @@ final class RevocationCheckTests: XCTestCase {
   }
 
   func testCRLRequireAndFetching() {
-    let fetch = RevocationFetch.crl(url: "http://crl.test/int.crl")
+    let fetch = RevocationFetch.crl(url: "http://crl.test/int.crl", issuer: [])
     let root = finding(.crlFile("root.crl"), .good)
     let wanted = PathRevocationEvidence(crls: [[], [root]], distributionPoints: [[.wanted(fetch)], []])
     XCTAssertEqual(decide(wanted, RevocationSettings(crl: .require)), .needs([fetch]))
@@ -115,6 +115,30 @@ final class RevocationCheckTests: XCTestCase {
     guard case .passed(_, nil) = decide(stapled, RevocationSettings(ocsp: .hardFail)) else {
       return XCTFail()
     }
+  }
+
+  /// Evidence at hand counts: a held answer saying revoked refuses though
+  /// the server stapled a good one.
+  func testAHeldRevokedAnswerRefusesBesideAGoodStaple() {
+    let entry = RevocationEntry(time: now, reason: "keyCompromise")
+    let evidence = PathRevocationEvidence(
+      crls: [[], []], staple: finding(.staple, .good),
+      responder: .answer(finding(.responder("u"), .revoked(entry))))
+    XCTAssertEqual(code(decide(evidence, RevocationSettings(ocsp: .softFail))), "revoked")
+  }
+
+  /// A path that did not verify (allowInvalidCertificates) has no anchor:
+  /// its last certificate is examined too.
+  func testAnUnanchoredPathExaminesItsLastCertificate() {
+    let leafOnly = [certificate("leaf")]
+    let evidence = PathRevocationEvidence(crls: [[]], distributionPoints: [[.failed("not fetched")]])
+    let anchored = RevocationCheck.evaluate(
+      path: leafOnly, evidence: evidence, settings: RevocationSettings(crl: .require), at: now)
+    guard case .passed = anchored else { return XCTFail("an anchor was examined") }
+    let unanchored = RevocationCheck.evaluate(
+      path: leafOnly, evidence: evidence, settings: RevocationSettings(crl: .require), anchored: false,
+      at: now)
+    XCTAssertEqual(code(unanchored), "revocation-unknown")
   }
 
   func testDatesWithinTheSkewOnly() {

@@ -62,30 +62,39 @@ struct RevocationFetcher: RevocationFetching {
     }
   }
 
+  /// Decodes and verifies what arrived, then keeps it (or keeps what is held).
   private static func store(
     _ body: [UInt8], for fetch: RevocationFetch, key: String, in state: RevocationState
   ) {
     let now = Date()
     switch fetch {
-    case .crl(let url):
+    case .crl(let url, let issuerDER):
       let crl: CertificateRevocationList
       do {
         crl = try CertificateRevocationList(bytes: body)
       } catch {
         return state.finish(key, failure: "\(error)")
       }
+      // Verified here, off the loops, against the issuer that asked; the
+      // result is remembered for the handshakes that use it.
+      if let issuer = try? X509Certificate(der: issuerDER) { _ = crl.check(signedBy: issuer) }
       if let refused = state.fetched.store(crl, from: url, at: now) {
         // A CRL that cannot replace the one held keeps it; it counts as missing only without one.
         return state.finish(key, failure: state.fetched.crl(at: url) == nil ? refused : nil)
       }
       state.persist(crl, url: url)
       state.finish(key, failure: nil)
-    case .ocsp(let url, let request, let certID):
-      guard let dates = OCSPResponseCheck.updateTimes(body) else {
-        return state.finish(key, failure: "the answer is not a successful OCSP response")
+    case .ocsp(let url, _, let certID, let leafDER, let issuerDER):
+      guard let leaf = try? X509Certificate(der: leafDER), let issuer = try? X509Certificate(der: issuerDER)
+      else {
+        return state.finish(key, failure: "the certificate asked about does not parse")
       }
-      state.fetched.store(
-        answer: body, for: certID, request: request, from: url, nextUpdate: dates.nextUpdate, at: now)
+      let finding = OCSPResponseCheck.finding(
+        body, leaf: leaf, issuer: issuer, origin: .responder(url), at: now)
+      if let kept = state.fetched.store(answer: body, finding: finding, for: fetch, at: now) {
+        // A held answer stays; without one, the query failed.
+        return state.finish(key, failure: state.fetched.answer(for: certID) == nil ? kept : nil)
+      }
       state.finish(key, failure: nil)
     }
   }
@@ -93,13 +102,13 @@ struct RevocationFetcher: RevocationFetching {
   /// GET when the base64 request is small (RFC 6960 appendix A.1), else POST.
   static func request(for fetch: RevocationFetch) -> InternalRequest? {
     switch fetch {
-    case .crl(let url):
+    case .crl(let url, _):
       guard let parsed = InternalURL(url) else { return nil }
       var request = InternalRequest(url: parsed, deadline: deadline)
       request.maximumBodyBytes = CertificateRevocationList.maximumBytes
       request.followsCertificate = true
       return request
-    case .ocsp(let url, let der, _):
+    case .ocsp(let url, let der, _, _, _):
       let encoded = Base64.encode(der)
       let escaped = encoded.replacingOccurrences(of: "+", with: "%2B").replacingOccurrences(
         of: "/", with: "%2F"

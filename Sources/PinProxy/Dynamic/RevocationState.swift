@@ -55,6 +55,18 @@ public final class RevocationState: Sendable {
     try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     FileManager.default.createFile(atPath: base + ".crl", contents: Data(crl.der))
     FileManager.default.createFile(atPath: base + ".url", contents: Data(url.utf8))
+    prune(directory)
+  }
+
+  /// Removes the files of CRLs no longer held (evicted), so the directory
+  /// holds at most what memory does.
+  private func prune(_ directory: String) {
+    let held = Set(fetched.crls.compactMap { file(for: $0.url) })
+    let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+    for name in names where name.hasSuffix(".url") || name.hasSuffix(".crl") {
+      let base = directory + "/" + name.dropLast(4)
+      if !held.contains(base) { try? FileManager.default.removeItem(atPath: directory + "/" + name) }
+    }
   }
 
   /// CRLs fetched before a restart, still subject to every check when used.

@@ -23,10 +23,13 @@ public final class CertificateRevocationList: @unchecked Sendable {
   /// Why the CRL cannot be used at all (no CRLNumber, a critical one, a
   /// delta CRL, an unknown critical extension, a scope we do not handle), nil when none.
   public let defect: String?
-  /// The issuing distribution point's full names: when present, the CRL
-  /// covers only certificates whose distribution points name one of them
-  /// (RFC 5280 §6.3.3 (b)(2)(i)); a sharded CRL covers its shard only.
-  let scopeNames: [String]
+  /// The issuing distribution point's names: when it names a point, the
+  /// CRL covers only certificates whose distribution points give one of
+  /// them (RFC 5280 §6.3.3 (b)(2)(i)); a sharded CRL covers its shard only.
+  /// nil: no point named, it covers every certificate of its issuer. Empty:
+  /// a point named in a way not matched here (a relative name), so it
+  /// covers none.
+  let scopeNames: Set<String>?
   let onlyUserCertificates: Bool
   let onlyCACertificates: Bool
   /// An indirect CRL (issuing distribution point indirectCRL): its issuer is
@@ -36,7 +39,7 @@ public final class CertificateRevocationList: @unchecked Sendable {
   /// Certificates that followed the CRL in its PEM file: where the
   /// certificate of an indirect CRL's issuer may come with it.
   let bundled: [X509Certificate]
-  /// Issuers' SPKI digests this CRL was checked against, and the result.
+  /// Issuers' certificate digests this CRL was checked against, and the result.
   private let checked = Locked<[Digest256: String?]>([:])
   private let verifiedBy = Locked<X509Certificate?>(nil)
 
@@ -108,19 +111,33 @@ public final class CertificateRevocationList: @unchecked Sendable {
     var someReasons: Int32 = 0
     var indirect: Int32 = 0
     var onlyAttributes: Int32 = 0
-    var scope: [String] = []
+    var relative: Int32 = 0
+    var scope: Set<String>?
     switch pp_X509_CRL_issuing_point(
-      parsed, &names, &onlyUser, &onlyCA, &someReasons, &indirect, &onlyAttributes)
+      parsed, &names, &relative, &onlyUser, &onlyCA, &someReasons, &indirect, &onlyAttributes)
     {
     case -1: defects.append("its issuing distribution point does not decode")
     case 1:
       if someReasons != 0 { defects.append("it covers only some revocation reasons") }
       if onlyAttributes != 0 { defects.append("it covers attribute certificates only") }
+      if relative != 0 { scope = [] }
       if let names {
-        scope = RevocationPointers.uris(in: names)
+        scope = Set(
+          RevocationPointers.uris(in: names).map { "uri:" + $0 }
+            + RevocationPointers.directoryNames(in: names).map(RevocationPointers.directoryTag))
         pp_GENERAL_NAMES_free(names)
       }
     default: break
+    }
+    if Self.hasUnknownCriticalEntryExtension(parsed) {
+      defects.append("an entry has an unknown critical extension (RFC 5280 §5.3)")
+    }
+    // OpenSSL sorts the entries on the first lookup: done here, where the
+    // CRL is read (off the event loops), not during a handshake.
+    if let zero = ASN1_INTEGER_new() {
+      var ignored: OpaquePointer?
+      _ = X509_CRL_get0_by_serial(parsed, &ignored, zero)
+      ASN1_INTEGER_free(zero)
     }
     scopeNames = scope
     onlyUserCertificates = onlyUser != 0
@@ -133,6 +150,23 @@ public final class CertificateRevocationList: @unchecked Sendable {
   }
 
   deinit { X509_CRL_free(pointer) }
+
+  static func hasUnknownCriticalEntryExtension(_ crl: OpaquePointer) -> Bool {
+    let known = [NID_crl_reason, NID_invalidity_date, NID_certificate_issuer, NID_hold_instruction_code]
+    guard let entries = X509_CRL_get_REVOKED(crl) else { return false }
+    for index in 0..<pp_sk_X509_REVOKED_num(entries) {
+      guard let entry = pp_sk_X509_REVOKED_value(entries, index) else { continue }
+      for position in 0..<X509_REVOKED_get_ext_count(entry) {
+        guard let value = X509_REVOKED_get_ext(entry, position) else { continue }
+        if X509_EXTENSION_get_critical(value) != 0,
+          !known.contains(OBJ_obj2nid(X509_EXTENSION_get_object(value)))
+        {
+          return true
+        }
+      }
+    }
+    return false
+  }
 
   static func isPEM(_ bytes: [UInt8]) -> Bool {
     let marker = Array("-----BEGIN".utf8)
@@ -149,14 +183,15 @@ public final class CertificateRevocationList: @unchecked Sendable {
     let isCA = X509_check_ca(certificate.pointer) > 0
     if onlyUserCertificates && isCA { return false }
     if onlyCACertificates && !isCA { return false }
-    guard !scopeNames.isEmpty else { return true }
-    return scopeNames.contains { pointers.crlNames.contains($0) }
+    guard let scopeNames else { return true }
+    return !scopeNames.isDisjoint(with: pointers.scopeNames)
   }
 
   /// nil when `issuer` signed this CRL and may sign CRLs; otherwise why not.
   /// The answer is remembered per issuer key.
   public func check(signedBy issuer: X509Certificate) -> String? {
-    let key = SHA256.digest(issuer.subjectPublicKeyInfo)
+    // By certificate, not key: the answer depends on its key usage too.
+    let key = SHA256.digest(issuer.der)
     if let known = checked.withLock({ $0[key] }) { return known }
     let result = verify(issuer)
     checked.withLock { checked in

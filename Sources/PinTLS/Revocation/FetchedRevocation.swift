@@ -22,7 +22,13 @@ public final class FetchedRevocation: Sendable {
     /// The request it answered, to ask again before nextUpdate.
     public let request: [UInt8]
     public let der: [UInt8]
+    public let thisUpdate: Date
     public let nextUpdate: Date?
+    /// It says revoked (not certificateHold): no later "good" replaces it.
+    public let revoked: Bool
+    /// The certificate and issuer it is about (DER), to ask again.
+    public let leaf: [UInt8]
+    public let issuer: [UInt8]
     public let fetchedAt: Date
   }
 
@@ -59,13 +65,19 @@ public final class FetchedRevocation: Sendable {
       for stored in state.crls.values {
         guard let next = stored.crl.nextUpdate else { continue }
         let window = max(lead, next.timeIntervalSince(stored.crl.thisUpdate) / 10)
-        if next.timeIntervalSince(time) < window { due.append(.crl(url: stored.url)) }
+        if next.timeIntervalSince(time) < window {
+          due.append(.crl(url: stored.url, issuer: stored.crl.verifiedIssuer?.der ?? []))
+        }
       }
       for (certID, stored) in state.answers {
-        let next = stored.nextUpdate ?? stored.fetchedAt
-        let window = max(lead, next.timeIntervalSince(stored.fetchedAt) / 10)
+        let next =
+          stored.nextUpdate ?? stored.thisUpdate.addingTimeInterval(RevocationCheck.undatedAnswerLifetime)
+        let window = max(lead, next.timeIntervalSince(stored.thisUpdate) / 10)
         if next.timeIntervalSince(time) < window {
-          due.append(.ocsp(url: stored.url, request: stored.request, certID: certID))
+          due.append(
+            .ocsp(
+              url: stored.url, request: stored.request, certID: certID, leaf: stored.leaf,
+              issuer: stored.issuer))
         }
       }
       return due
@@ -77,8 +89,8 @@ public final class FetchedRevocation: Sendable {
   /// The key a fetch's failure is remembered under.
   public static func key(_ fetch: RevocationFetch) -> String {
     switch fetch {
-    case .crl(let url): return "crl " + url
-    case .ocsp(_, _, let certID): return "ocsp " + certID.base64
+    case .crl(let url, _): return "crl " + url
+    case .ocsp(_, _, let certID, _, _): return "ocsp " + certID.base64
     }
   }
 
@@ -134,20 +146,37 @@ public final class FetchedRevocation: Sendable {
     return refused
   }
 
+  /// Stores an answer already verified for its certificate (`finding`).
+  /// It replaces one held only when it is at least as new, and never turns
+  /// a revocation back into "good" (a held certificateHold may be lifted).
+  /// - Returns: why the held answer was kept, nil when stored.
+  @discardableResult
   public func store(
-    answer der: [UInt8], for certID: Digest256, request: [UInt8], from url: String, nextUpdate: Date?,
-    at time: Date
-  ) {
-    state.withLock { state in
-      if state.answers[certID] == nil, state.answers.count >= Self.maximumAnswers,
+    answer der: [UInt8], finding: RevocationFinding, for fetch: RevocationFetch, at time: Date
+  ) -> String? {
+    guard case .ocsp(let url, _, let certID, let leaf, let issuer) = fetch else { return "not an OCSP fetch" }
+    let revoked: Bool
+    switch finding.verdict {
+    case .revoked(let entry): revoked = entry.reason != "certificateHold"
+    case .good, .unknown: revoked = false
+    case .defective(let why): return why
+    }
+    let kept: String? = state.withLock { state in
+      if let held = state.answers[certID] {
+        if finding.thisUpdate < held.thisUpdate { return "it is older than the answer held" }
+        if held.revoked && !revoked { return "the answer held says revoked" }
+      } else if state.answers.count >= Self.maximumAnswers,
         let oldest = state.answers.min(by: { $0.value.fetchedAt < $1.value.fetchedAt })
       {
         state.answers[oldest.key] = nil
       }
       state.answers[certID] = StoredAnswer(
-        url: url, request: request, der: der, nextUpdate: nextUpdate, fetchedAt: time)
+        url: url, request: fetch.request, der: der, thisUpdate: finding.thisUpdate,
+        nextUpdate: finding.nextUpdate, revoked: revoked, leaf: leaf, issuer: issuer, fetchedAt: time)
       state.failures["ocsp " + certID.base64] = nil
+      return nil
     }
-    bump()
+    if kept == nil { bump() }
+    return kept
   }
 }

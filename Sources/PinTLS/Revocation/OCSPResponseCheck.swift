@@ -11,8 +11,9 @@ public enum OCSPResponseCheck {
   public static let maximumBytes = 64 << 10
 
   /// What `der` says about `leaf`, issued by `issuer`.
+  /// - Parameter time: a delegated responder's certificate must be valid then.
   public static func finding(
-    _ der: [UInt8], leaf: X509Certificate, issuer: X509Certificate, origin: EvidenceOrigin
+    _ der: [UInt8], leaf: X509Certificate, issuer: X509Certificate, origin: EvidenceOrigin, at time: Date
   ) -> RevocationFinding {
     defer { OpenSSLErrorQueue.clear() }
     guard der.count <= maximumBytes else {
@@ -33,7 +34,7 @@ public enum OCSPResponseCheck {
     guard let single = matchingResponse(basic, leaf: leaf, issuer: issuer) else {
       return .defective(origin, "it is about another certificate (no CertID matches)")
     }
-    if let problem = signerProblem(basic, issuer: issuer) { return .defective(origin, problem) }
+    if let problem = signerProblem(basic, issuer: issuer, at: time) { return .defective(origin, problem) }
 
     var reason: Int32 = -1
     var revokedAt: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>?
@@ -55,27 +56,6 @@ public enum OCSPResponseCheck {
     return RevocationFinding(
       origin: origin, verdict: verdict, thisUpdate: X509Certificate.date(thisUpdate),
       nextUpdate: nextUpdate.map { X509Certificate.date($0) })
-  }
-
-  /// The first single response's thisUpdate and nextUpdate of a successful
-  /// response, unverified: when a fetched answer is due again. nil when
-  /// `der` is no successful OCSP response.
-  public static func updateTimes(_ der: [UInt8]) -> (thisUpdate: Date, nextUpdate: Date?)? {
-    defer { OpenSSLErrorQueue.clear() }
-    guard der.count <= maximumBytes, let response = decode(der) else { return nil }
-    defer { OCSP_RESPONSE_free(response) }
-    guard OCSP_response_status(response) == OCSP_RESPONSE_STATUS_SUCCESSFUL,
-      let basic = OCSP_response_get1_basic(response)
-    else { return nil }
-    defer { OCSP_BASICRESP_free(basic) }
-    guard OCSP_resp_count(basic) > 0, let single = OCSP_resp_get0(basic, 0) else { return nil }
-    var reason: Int32 = -1
-    var revokedAt: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>?
-    var thisUpdate: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>?
-    var nextUpdate: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>?
-    _ = OCSP_single_get0_status(single, &reason, &revokedAt, &thisUpdate, &nextUpdate)
-    guard let thisUpdate else { return nil }
-    return (X509Certificate.date(thisUpdate), nextUpdate.map { X509Certificate.date($0) })
   }
 
   private static func decode(_ der: [UInt8]) -> OpaquePointer? {
@@ -105,7 +85,8 @@ public enum OCSPResponseCheck {
   /// nil when the issuer signed the response, or a responder the issuer
   /// delegated to (issued and signed by it, with id-kp-OCSPSigning), and the
   /// signature verifies under the signer's key (RFC 6960 §4.2.2.2).
-  private static func signerProblem(_ basic: OpaquePointer, issuer: X509Certificate) -> String? {
+  private static func signerProblem(_ basic: OpaquePointer, issuer: X509Certificate, at time: Date) -> String?
+  {
     guard let extra = pp_sk_X509_new_null() else { return "out of memory" }
     defer { pp_sk_X509_free(extra) }
     _ = pp_sk_X509_push(extra, issuer.pointer)
@@ -121,6 +102,13 @@ public enum OCSPResponseCheck {
       guard X509_get_extension_flags(signer) & UInt32(EXFLAG_XKUSAGE) != 0,
         X509_get_extended_key_usage(signer) & UInt32(XKU_OCSP_SIGN) != 0
       else { return "it is signed by \(subject), which lacks id-kp-OCSPSigning" }
+      let notBefore = X509Certificate.date(X509_get0_notBefore(signer))
+      let notAfter = X509Certificate.date(X509_get0_notAfter(signer))
+      guard notBefore <= time, time <= notAfter else {
+        return
+          "it is signed by \(subject), whose certificate is not valid now (\(RevocationCheck.instant(notBefore))"
+          + " to \(RevocationCheck.instant(notAfter)))"
+      }
     }
     // The signer is trusted by the checks above, so OpenSSL checks only the
     // signature (OCSP_NOVERIFY: no path building of its own); it finds the

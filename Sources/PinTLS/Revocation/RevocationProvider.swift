@@ -36,7 +36,8 @@ public final class RevocationProvider: RevocationSource {
   public var generation: UInt64 { fetched?.generation ?? 0 }
 
   public func evidence(
-    for path: [Certificate], staple: [UInt8]?, settings: RevocationSettings, fetching: Bool, at time: Date
+    for path: [Certificate], anchored: Bool, staple: [UInt8]?, settings: RevocationSettings, fetching: Bool,
+    at time: Date
   ) -> PathRevocationEvidence {
     var parsed: [X509Certificate] = []
     for certificate in path {
@@ -51,12 +52,14 @@ public final class RevocationProvider: RevocationSource {
 
     if let staple {
       evidence.staple =
-        issuer.map { OCSPResponseCheck.finding(staple, leaf: leaf, issuer: $0, origin: .staple) }
+        issuer.map { OCSPResponseCheck.finding(staple, leaf: leaf, issuer: $0, origin: .staple, at: time) }
         ?? .defective(.staple, "the leaf's issuer is not on the path")
       counters?.count(evidence.staple!)
     }
 
-    for index in parsed.indices.dropLast() {
+    // An anchored path's last certificate is its anchor; an unanchored one's
+    // is examined too, with no issuer on the path to verify a CRL.
+    for index in anchored ? parsed.indices.dropLast() : parsed.indices {
       let certificate = parsed[index]
       let pointers = index == 0 ? leafPointers : RevocationPointers(certificate)
       var findings: [RevocationFinding] = []
@@ -80,7 +83,8 @@ public final class RevocationProvider: RevocationSource {
             }
             continue
           }
-          let fetch = RevocationFetch.crl(url: url)
+          let fetch = RevocationFetch.crl(
+            url: url, issuer: index + 1 < parsed.count ? parsed[index + 1].der : [])
           if let why = fetched?.failure(FetchedRevocation.key(fetch), at: time) {
             counters?.countUnavailable("crl")
             states.append(.failed("\(url): \(why)"))
@@ -116,12 +120,13 @@ public final class RevocationProvider: RevocationSource {
     _ pointers: RevocationPointers, path: [X509Certificate], at time: Date
   ) -> RevocationFinding {
     let position = path.firstIndex { $0 === certificate } ?? 0
-    let issuer = path[position + 1]
+    let issuer = position + 1 < path.count ? path[position + 1] : nil
     let problem: String?
     if let defect = crl.defect {
       problem = defect
     } else if crl.issuerName == certificate.issuerName {
-      problem = crl.check(signedBy: issuer)
+      problem =
+        issuer.map { crl.check(signedBy: $0) } ?? "the certificate's issuer is not on the path to verify it"
     } else if crl.isIndirect && pointers.crlIssuers.contains(crl.issuerName) {
       problem = indirectIssuerProblem(crl, path: path, at: time)
     } else {
@@ -169,12 +174,15 @@ public final class RevocationProvider: RevocationSource {
     url: String, request: (der: [UInt8], certID: Digest256), leaf: X509Certificate, issuer: X509Certificate,
     fetching: Bool, at time: Date
   ) -> ResponderEvidence {
-    let fetch = RevocationFetch.ocsp(url: url, request: request.der, certID: request.certID)
+    let fetch = RevocationFetch.ocsp(
+      url: url, request: request.der, certID: request.certID, leaf: leaf.der, issuer: issuer.der)
+    // A held answer counts while it is fresh, and always when it says
+    // revoked; a stale one is asked again when the network may be.
     if let stored = fetched?.answer(for: request.certID) {
+      let finding = OCSPResponseCheck.finding(
+        stored.der, leaf: leaf, issuer: issuer, origin: .responder(stored.url), at: time)
       let fresh = stored.nextUpdate.map { time <= $0.addingTimeInterval(RevocationCheck.skew) } ?? false
-      if fresh || !fetching {
-        let finding = OCSPResponseCheck.finding(
-          stored.der, leaf: leaf, issuer: issuer, origin: .responder(url))
+      if fresh || !fetching || stored.revoked {
         counters?.count(finding)
         return .answer(finding)
       }

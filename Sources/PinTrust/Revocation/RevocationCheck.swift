@@ -34,8 +34,12 @@ public enum RevocationCheck {
   /// made again this soon, so a CRL or answer that arrives later counts.
   public static let missingRecheck: TimeInterval = 60
 
+  /// - Parameter anchored: the path verified to its anchor (the last
+  ///   certificate, not examined); false examines every certificate.
   public static func evaluate(
-    path: [Certificate], evidence: PathRevocationEvidence, settings: RevocationSettings, at time: Date
+    path: [Certificate], evidence: PathRevocationEvidence, settings: RevocationSettings,
+    anchored: Bool = true,
+    at time: Date
   ) -> RevocationVerdict {
     guard let leaf = path.first else { return .passed(validUntil: .distantFuture, softFailure: nil) }
     var horizon = Date.distantFuture
@@ -59,7 +63,7 @@ public enum RevocationCheck {
     }
 
     // CRLs for every certificate below the anchor.
-    for index in path.indices.dropLast() {
+    for index in anchored ? path.indices.dropLast() : path.indices {
       let certificate = path[index]
       var covered = false
       var defects: [String] = []
@@ -113,23 +117,25 @@ public enum RevocationCheck {
       return .refused(.revocationUnknown(leaf, "\(rule); \(stapleProblem)"))
     }
 
+    // A held answer that validly says revoked refuses, whatever the staple
+    // says; a good staple stands in for a query.
     var softFailure: String?
-    if settings.ocsp != .off && !stapleGood {
+    if settings.ocsp != .off {
       var inconclusive: String?
       switch evidence.responder {
       case .answer(let answer):
         switch judge(answer, at: time) {
-        case .valid(.good): horizon = min(horizon, expiry(of: answer))
         case .valid(.revoked(let entry)): return .refused(.revoked(leaf, entry, by: answer.origin))
+        case .valid(.good): if !stapleGood { horizon = min(horizon, expiry(of: answer)) }
         case .valid(.unknown): inconclusive = "\(answer.origin) does not know the certificate"
         case .valid(.defective(let why)), .unusable(let why):
           inconclusive = "\(answer.origin) gave no valid answer: \(why)"
         }
-      case .pending(.wanted(let fetch)): wanted.append(fetch)
+      case .pending(.wanted(let fetch)): if !stapleGood { wanted.append(fetch) }
       case .pending(.failed(let why)): inconclusive = why
       case nil: inconclusive = "the leaf names no OCSP responder"
       }
-      if let inconclusive {
+      if let inconclusive, !stapleGood {
         if settings.ocsp == .hardFail {
           return .refused(
             .revocationUnknown(leaf, "no conclusive OCSP answer (ocsp: hardFail): \(inconclusive)"))

@@ -90,22 +90,31 @@ public struct RevocationFinding: Sendable, Equatable {
 
 /// Something the check could learn from the network.
 public enum RevocationFetch: Sendable, Hashable, CustomStringConvertible {
-  /// A CRL distribution point (`http://` only).
-  case crl(url: String)
+  /// A CRL distribution point (`http://` only); `issuer` is the DER
+  /// certificate of the issuer that asked, so the CRL is verified off the
+  /// event loop as it arrives.
+  case crl(url: String, issuer: [UInt8])
   /// An OCSP query to `url` for one certificate; `request` is the DER
-  /// OCSPRequest and `certID` the key its answer is cached under.
-  case ocsp(url: String, request: [UInt8], certID: Digest256)
+  /// OCSPRequest and `certID` the key its answer is cached under; `leaf` and
+  /// `issuer` (DER) verify the answer before it replaces one held.
+  case ocsp(url: String, request: [UInt8], certID: Digest256, leaf: [UInt8], issuer: [UInt8])
 
   public var url: String {
     switch self {
-    case .crl(let url), .ocsp(let url, _, _): return url
+    case .crl(let url, _), .ocsp(let url, _, _, _, _): return url
     }
+  }
+
+  /// The DER OCSPRequest of an OCSP fetch (empty for a CRL).
+  public var request: [UInt8] {
+    if case .ocsp(_, let request, _, _, _) = self { return request }
+    return []
   }
 
   public var description: String {
     switch self {
-    case .crl(let url): return "CRL \(url)"
-    case .ocsp(let url, _, _): return "OCSP \(url)"
+    case .crl(let url, _): return "CRL \(url)"
+    case .ocsp(let url, _, _, _, _): return "OCSP \(url)"
     }
   }
 }
@@ -120,8 +129,8 @@ public enum FetchState: Sendable, Equatable {
 
 /// Everything the TLS layer found about the revocation of a path.
 public struct PathRevocationEvidence: Sendable, Equatable {
-  /// For each certificate of the path but the last (the anchor, which no
-  /// issuer on the path can revoke), the CRLs that cover it.
+  /// For each certificate of the path examined (all but the anchor of an
+  /// anchored path, which no issuer on the path can revoke), the CRLs that cover it.
   public var crls: [[RevocationFinding]]
   /// For each such certificate, the distribution points without a usable
   /// CRL (only when the rule fetches CRLs).
@@ -157,13 +166,17 @@ public enum ResponderEvidence: Sendable, Equatable {
 /// responses (as `ChainVerifier` is for paths). PinTrust only decides what
 /// the findings mean.
 public protocol RevocationSource: Sendable {
-  /// What is known about `path` (leaf first, anchor last, as built).
+  /// What is known about `path` (leaf first, as built).
   /// - Parameters:
+  ///   - anchored: the path verified and ends in its anchor, which nothing
+  ///     on it revokes; false (a chain accepted under
+  ///     `allowInvalidCertificates`): its last certificate is examined too.
   ///   - staple: the DER OCSP response the server stapled, if any.
   ///   - fetching: whether evidence the network could give should be asked
   ///     for (`FetchState.wanted`); false decides with what is at hand.
   func evidence(
-    for path: [Certificate], staple: [UInt8]?, settings: RevocationSettings, fetching: Bool, at time: Date
+    for path: [Certificate], anchored: Bool, staple: [UInt8]?, settings: RevocationSettings, fetching: Bool,
+    at time: Date
   ) -> PathRevocationEvidence
 }
 
