@@ -1,6 +1,5 @@
 import Foundation
 import PinTrust
-import Synchronization
 
 /// The `RevocationSource` of one compiled policy: the CRLs its anchor sets
 /// supply, and (in the daemon) what was fetched. It decodes and verifies;
