@@ -129,6 +129,7 @@ final class RevocationTests: ProxyTestCase {
     XCTAssertEqual(try fetch("muststaple", through: port).status, 200, proxy!.log)
     // The resumed handshake carries no staple; the one kept with the session decides.
     XCTAssertEqual(try fetch("muststaple", through: port).status, 200, proxy!.log)
+    XCTAssertTrue(proxy!.child.wait(for: "upstream_tls=resumed"), proxy!.log)
   }
 
   func testAnAnchorSetCRLRevokesALeafAndAnIntermediate() throws {
