@@ -109,26 +109,33 @@ final class RevocationEvaluateTests: XCTestCase {
     }
   }
 
+  /// `evaluate --config` with one rule for `HOST.revocation.test` under
+  /// anchor set `rev` (the revocation root and `crls`), with `revocation`.
+  func evaluate(_ host: String, revocation: String, crls: [String] = []) throws -> ProcessResult {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+      "reveval-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let config = directory.appendingPathComponent("c.yaml").path
+    try """
+    anchorSets:
+      rev: {files: ["\(Self.pki("root.pem"))"], crls: [\(crls.map { "\"\(Self.pki($0))\"" }.joined(separator: ", "))]}
+    domains:
+      - {domain: \(host).revocation.test, anchors: [rev], revocation: \(revocation)}
+    """.write(toFile: config, atomically: true, encoding: .utf8)
+    return try Subprocess.pinproxy([
+      "evaluate", "--host", "\(host).revocation.test", "--chain", Self.pki("\(host)-chain.pem"), "--config",
+      config,
+      "--at", "2026-06-01T00:00:00Z",
+    ])
+  }
+
   /// A CRL scoped to a shard by a relative or a directory name covers no
   /// certificate whose distribution point is a URL: under `crl: require`
   /// it does not stand in for the CRL the certificate names.
   func testAShardCRLCoversOnlyItsShard() throws {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-      "revshard-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: directory) }
     for shard in ["intermediate-shard-relative.crl", "intermediate-shard-dirname.crl"] {
-      let config = directory.appendingPathComponent("c.yaml").path
-      try """
-      anchorSets:
-        rev: {files: ["\(Self.pki("root.pem"))"], crls: ["\(Self.pki(shard))", "\(Self.pki("root.crl"))"]}
-      domains:
-        - {domain: revoked.revocation.test, anchors: [rev], revocation: {crl: require}}
-      """.write(toFile: config, atomically: true, encoding: .utf8)
-      let result = try Subprocess.pinproxy([
-        "evaluate", "--host", "revoked.revocation.test", "--chain", Self.pki("revoked-chain.pem"), "--config",
-        config, "--at", "2026-06-01T00:00:00Z",
-      ])
+      let result = try evaluate("revoked", revocation: "{crl: require}", crls: [shard, "root.crl"])
       XCTAssertEqual(result.status, 1, "\(shard): \(result.stdout)\(result.stderr)")
       XCTAssertTrue(result.stdout.contains("revocation-unknown"), "\(shard): \(result.stdout)")
     }
@@ -161,26 +168,11 @@ final class RevocationEvaluateTests: XCTestCase {
   /// network would give is missing, so `require` and `hardFail` refuse and
   /// `ifAvailable` and `softFail` accept, saying so.
   func testRuleSettingsDecideWithWhatIsAtHand() throws {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-      "reveval-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: directory) }
     for (setting, status, fragment) in [
       ("{crl: require}", Int32(1), "not fetched (offline)"), ("{crl: ifAvailable}", 0, "trusted"),
       ("{ocsp: hardFail}", 1, "not queried (offline)"), ("{ocsp: softFail}", 0, "accepted without an answer"),
     ] {
-      let config = directory.appendingPathComponent("c.yaml").path
-      try """
-      anchorSets:
-        rev: {files: ["\(Self.pki("root.pem"))"]}
-      domains:
-        - {domain: good.revocation.test, anchors: [rev], revocation: \(setting)}
-      """.write(toFile: config, atomically: true, encoding: .utf8)
-      let result = try Subprocess.pinproxy([
-        "evaluate", "--host", "good.revocation.test", "--chain", Self.pki("good-chain.pem"), "--config",
-        config,
-        "--at", "2026-06-01T00:00:00Z",
-      ])
+      let result = try evaluate("good", revocation: setting)
       XCTAssertEqual(result.status, status, "\(setting): \(result.stdout)\(result.stderr)")
       XCTAssertTrue(
         (result.stdout + result.stderr).contains(fragment), "\(setting): \(result.stdout)\(result.stderr)")

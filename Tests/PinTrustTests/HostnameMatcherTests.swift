@@ -4,19 +4,7 @@ import XCTest
 
 final class HostnameMatcherTests: XCTestCase {
   func leaf(dns: [String] = [], ip: [String] = [], cn: String? = nil) -> Certificate {
-    let zero = Digest256(bytes: [UInt8](repeating: 0, count: 32))!
-    return Certificate(
-      der: [], fingerprint: zero, spkiFingerprint: zero, subject: "CN=test", issuer: "CN=test",
-      commonName: cn,
-      dnsNames: dns, ipAddresses: ip.compactMap(IPAddress.init), notBefore: .distantPast,
-      notAfter: .distantFuture,
-      publicKey: PublicKeyDescription(algorithm: .rsa, bits: 2048),
-      signatureAlgorithm: "sha256WithRSAEncryption",
-      profile: CertificateProfile(
-        version: 3, extensionCount: 1, basicConstraints: nil, assertsKeyCertSign: false,
-        hasSubjectKeyIdentifier: false, authorityKeyIdentifierHasKeyID: true, subjectAltNameCritical: false,
-        subjectIsEmpty: false, policyConstraintsCritical: nil, nameConstraints: nil, malformedExtensions: [],
-        isSelfSigned: false, signatureDigest: "sha256"))
+    .stub(commonName: cn, dns: dns, ip: ip)
   }
 
   func matches(_ patterns: [String], _ host: String) -> Bool {

@@ -9,17 +9,7 @@ final class RevocationCheckTests: XCTestCase {
   let now = Date(timeIntervalSince1970: 1_780_000_000)
 
   func certificate(_ cn: String, ip: [String] = [], dns: [String] = []) -> Certificate {
-    let zero = Digest256(bytes: [UInt8](repeating: 0, count: 32))!
-    return Certificate(
-      der: [], fingerprint: zero, spkiFingerprint: zero, subject: "CN=\(cn)", issuer: "CN=issuer",
-      commonName: cn, dnsNames: dns, ipAddresses: ip.compactMap(IPAddress.init), notBefore: .distantPast,
-      notAfter: .distantFuture, publicKey: PublicKeyDescription(algorithm: .rsa, bits: 2048),
-      signatureAlgorithm: "sha256WithRSAEncryption",
-      profile: CertificateProfile(
-        version: 3, extensionCount: 1, basicConstraints: nil, assertsKeyCertSign: false,
-        hasSubjectKeyIdentifier: false, authorityKeyIdentifierHasKeyID: true, subjectAltNameCritical: false,
-        subjectIsEmpty: false, policyConstraintsCritical: nil, nameConstraints: nil, malformedExtensions: [],
-        isSelfSigned: false, signatureDigest: "sha256"))
+    .stub(subject: "CN=\(cn)", commonName: cn, dns: dns, ip: ip)
   }
 
   var path: [Certificate] { [certificate("leaf"), certificate("intermediate"), certificate("root")] }
