@@ -32,6 +32,12 @@ let package = Package(
         "FuzzSupport", .product(name: "PinTLS", package: "pinproxy"),
         .product(name: "PinTrust", package: "pinproxy"),
       ]),
+    .executableTarget(
+      name: "FuzzRevocation",
+      dependencies: [
+        "FuzzSupport", .product(name: "PinTLS", package: "pinproxy"),
+        .product(name: "PinTrust", package: "pinproxy"),
+      ]),
     .target(
       name: "FuzzHTTP2Support", dependencies: ["FuzzSupport", .product(name: "PinHTTP2", package: "pinproxy")]),
     .executableTarget(

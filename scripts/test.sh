@@ -30,7 +30,7 @@ passed=$((passed + $(grep -cE "^sanitizers: .*(clean|no growth)" "$sanitizer_log
 failed=$((failed + $(grep -cE "^sanitizers: .*FAILED" "$sanitizer_log" || true)))
 rm -f "$sanitizer_log"
 fuzz_log=$(mktemp)
-Fuzz/run.sh "${FUZZ_SECONDS:-30}" 2>&1 | tee "$fuzz_log" || status=1
+Fuzz/run.sh "${FUZZ_SECONDS:-25}" 2>&1 | tee "$fuzz_log" || status=1
 passed=$((passed + $(grep -c "^stat::number_of_executed_units" "$fuzz_log" || true)))
 failed=$((failed + $(grep -c "^FAILED: " "$fuzz_log" || true)))
 rm -f "$fuzz_log"
