@@ -56,12 +56,6 @@ public final class AnchorSetRegistry: Sendable {
     Set(names).sorted().flatMap { sets[$0] ?? [] }
   }
 
-  /// The fingerprints of the configured (not system) anchors among `names`:
-  /// a path ending in one of them is privately trusted.
-  public func configuredAnchors(for names: [String]) -> Set<Digest256> {
-    Set(names.flatMap { sets[$0] ?? [] }.map { SHA256.digest($0.der) })
-  }
-
   /// The store for the union of `names`; built once per distinct union.
   public func store(for names: [String]) throws -> AnchorStore {
     try validate(names)

@@ -26,10 +26,11 @@ public final class CompiledPolicy: ChainVerifier, @unchecked Sendable {
     self.policy = policy
     self.identity = identity
     anchors = try registry.store(for: policy.anchors)
+    let configured = registry.certificates(for: policy.anchors)
     revocation = RevocationProvider(
       crls: registry.crls(for: policy.anchors), fetched: fetched, counters: counters, anchors: anchors,
-      anchorCertificates: registry.certificates(for: policy.anchors))
-    configuredAnchors = registry.configuredAnchors(for: policy.anchors)
+      anchorCertificates: configured)
+    configuredAnchors = Set(configured.map { SHA256.digest($0.der) })
     usesSystemStore = policy.anchors.contains(SecurityPolicy.systemAnchors)
     if policy.pinnedCertificates.isEmpty {
       pinnedAnchors = nil

@@ -110,8 +110,12 @@ struct UpstreamDialer {
     let sessions = self.sessions
     if resumable {
       let staple = trust.staple(of:)
+      // Read once: the session is stored again after every response, and
+      // the staple does not change within a connection. On the loop only.
+      var kept: [UInt8]??
       channel.storeSession = { engine in
-        if let session = TLSSession(from: engine, staple: staple(engine)) {
+        if kept == nil { kept = .some(staple(engine)) }
+        if let session = TLSSession(from: engine, staple: kept!) {
           sessions.store(session, for: key)
         }
       }

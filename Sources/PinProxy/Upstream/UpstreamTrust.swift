@@ -3,6 +3,23 @@ import PinEventLoop
 import PinTLS
 import PinTrust
 
+/// Told about every refused chain and every pin failure a rule's
+/// `report.enforce: false` waived (the pin-failure reporter implements it;
+/// owned here so that the dial path does not depend on what reports).
+protocol PinFailureReporting: Sendable {
+  func refused(_ failure: TrustFailure, presented: [X509Certificate], key: UpstreamKey, route: UpstreamRoute)
+  func waived(_ failure: TrustFailure, presented: [X509Certificate], key: UpstreamKey, route: UpstreamRoute)
+}
+
+/// Fetches revocation information a decision waits for, then calls back on
+/// `loop`'s queue (the revocation fetcher implements it; owned here so that
+/// the dial path does not depend on the internal client).
+protocol RevocationFetching: Sendable {
+  func fetch(
+    _ fetches: [RevocationFetch], dialer: UpstreamDialer, on loop: EventLoop,
+    _ completion: @escaping () -> Void)
+}
+
 /// Where the upstream trust decision is taken: once the TLS handshake with
 /// an origin completes, before any request byte is written (the
 /// `established` check of its `TLSChannel`). The policy decides through the
@@ -13,23 +30,6 @@ import PinTrust
 /// A rule with `dynamicPins` is evaluated under its list as it is at this
 /// moment, and the verdict is cached under that list's version, so a list
 /// update is in force for the very next handshake.
-/// Told about every refused chain and every pin failure a rule's
-/// `report.enforce: false` waived (the pin-failure reporter implements it;
-/// owned here so that the dial path does not depend on what reports).
-/// Fetches revocation information a decision waits for, then calls back on
-/// `loop`'s queue (the revocation fetcher implements it; owned here so that
-/// the dial path does not depend on the internal client).
-protocol RevocationFetching: Sendable {
-  func fetch(
-    _ fetches: [RevocationFetch], dialer: UpstreamDialer, on loop: EventLoop,
-    _ completion: @escaping () -> Void)
-}
-
-protocol PinFailureReporting: Sendable {
-  func refused(_ failure: TrustFailure, presented: [X509Certificate], key: UpstreamKey, route: UpstreamRoute)
-  func waived(_ failure: TrustFailure, presented: [X509Certificate], key: UpstreamKey, route: UpstreamRoute)
-}
-
 struct UpstreamTrust {
   let key: UpstreamKey
   let route: UpstreamRoute
@@ -79,14 +79,14 @@ struct UpstreamTrust {
       chain, host: route.host, dynamicPins: route.pinStore?.requirement(), staple: staple,
       fetching: revocation != nil, engine: engine, at: Date())
     guard case .rejected(.revocationPending(let fetches)) = decision, let revocation else {
-      return conclude(decision, presented: presented, tls: tls)
+      return conclude(decision, policy: policy, presented: presented, tls: tls)
     }
     return .wait { done in
       revocation.fetcher.fetch(fetches, dialer: revocation.dialer, on: revocation.loop) {
         let again = policy.evaluate(
           chain, host: route.host, dynamicPins: route.pinStore?.requirement(), staple: staple,
           fetching: false, engine: engine, at: Date())
-        if case .refuse(let failure) = conclude(again, presented: presented, tls: tls) {
+        if case .refuse(let failure) = conclude(again, policy: policy, presented: presented, tls: tls) {
           return done(failure)
         }
         done(nil)
@@ -94,9 +94,9 @@ struct UpstreamTrust {
     }
   }
 
-  private func conclude(_ decision: TrustDecision, presented: [X509Certificate], tls: TLSEngine)
-    -> TLSChannel.Verdict
-  {
+  private func conclude(
+    _ decision: TrustDecision, policy: CompiledPolicy, presented: [X509Certificate], tls: TLSEngine
+  ) -> TLSChannel.Verdict {
     switch decision {
     case .rejected(let failure):
       reporter?.refused(failure, presented: presented, key: key, route: route)
@@ -105,7 +105,7 @@ struct UpstreamTrust {
       // SCTs arrive with each handshake (the TLS extension, the OCSP
       // staple), not with the chain, so they are counted for every
       // connection, outside the fingerprint cache.
-      if let logs = route.transparency, let policy = route.policy,
+      if let logs = route.transparency,
         let failure = policy.transparencyFailure(presented, evidence: .handshake(tls), logs: logs, at: Date())
       {
         return .refuse(.refused(failure, presented: presented))

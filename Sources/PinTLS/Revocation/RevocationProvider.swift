@@ -67,23 +67,26 @@ public final class RevocationProvider: RevocationSource {
         + pointers.crlIssuers.flatMap { crls.crls(issuedBy: $0) }.filter(\.crl.isIndirect)
       for entry in supplied where entry.crl.covers(certificate, pointers: pointers) {
         findings.append(
-          finding(entry.crl, origin: .crlFile(entry.path), certificate, pointers, path: parsed, at: time))
+          finding(
+            entry.crl, origin: .crlFile(entry.path), certificate, pointers, path: parsed,
+            anchor: path[parsed.count - 1].fingerprint, at: time))
       }
       var states: [FetchState] = []
       if settings.crl != .off {
         for url in pointers.crlURLs {
           if let stored = fetched?.crl(at: url),
-            stored.crl.nextUpdate.map({ time <= $0.addingTimeInterval(RevocationCheck.skew) }) ?? false
+            RevocationCheck.isCurrent(nextUpdate: stored.crl.nextUpdate, at: time)
           {
             if stored.crl.covers(certificate, pointers: pointers) {
               findings.append(
                 finding(
-                  stored.crl, origin: .distributionPoint(url), certificate, pointers, path: parsed, at: time))
+                  stored.crl, origin: .distributionPoint(url), certificate, pointers, path: parsed,
+                  anchor: path[parsed.count - 1].fingerprint, at: time))
             }
             continue
           }
           let fetch = RevocationFetch.crl(
-            url: url, issuer: index + 1 < parsed.count ? parsed[index + 1].der : [])
+            url: url, issuer: index + 1 < parsed.count ? path[index + 1].der : [])
           if let why = fetched?.failure(FetchedRevocation.key(fetch), at: time) {
             counters?.countUnavailable("crl")
             states.append(.failed("\(url): \(why)"))
@@ -105,7 +108,9 @@ public final class RevocationProvider: RevocationSource {
       let request = OCSPResponseCheck.request(leaf: leaf, issuer: issuer)
     {
       evidence.responder = responder(
-        url: url, request: request, leaf: leaf, issuer: issuer, fetching: fetching, at: time)
+        url: url, request: request, leaf: (leaf, path[0].der), issuer: (issuer, path[1].der),
+        fetching: fetching,
+        at: time)
     }
     return evidence
   }
@@ -116,7 +121,7 @@ public final class RevocationProvider: RevocationSource {
   /// path's anchor.
   private func finding(
     _ crl: CertificateRevocationList, origin: EvidenceOrigin, _ certificate: X509Certificate,
-    _ pointers: RevocationPointers, path: [X509Certificate], at time: Date
+    _ pointers: RevocationPointers, path: [X509Certificate], anchor: Digest256, at time: Date
   ) -> RevocationFinding {
     let position = path.firstIndex { $0 === certificate } ?? 0
     let issuer = position + 1 < path.count ? path[position + 1] : nil
@@ -127,7 +132,7 @@ public final class RevocationProvider: RevocationSource {
       problem =
         issuer.map { crl.check(signedBy: $0) } ?? "the certificate's issuer is not on the path to verify it"
     } else if crl.isIndirect && pointers.crlIssuers.contains(crl.issuerName) {
-      problem = indirectIssuerProblem(crl, path: path, at: time)
+      problem = indirectIssuerProblem(crl, path: path, anchor: anchor, at: time)
     } else {
       problem = "it is issued by \(crl.issuer), neither the certificate's issuer nor a CRL issuer it names"
     }
@@ -140,17 +145,15 @@ public final class RevocationProvider: RevocationSource {
   /// nil when a certificate named as the indirect CRL's issuer (from the
   /// CRL's file, the path or the anchor set) signed it, may sign CRLs, and
   /// chains, valid now, to the anchor the path ends in.
-  private func indirectIssuerProblem(_ crl: CertificateRevocationList, path: [X509Certificate], at time: Date)
-    -> String?
-  {
+  private func indirectIssuerProblem(
+    _ crl: CertificateRevocationList, path: [X509Certificate], anchor anchorFingerprint: Digest256,
+    at time: Date
+  ) -> String? {
     let candidates = (crl.bundled + path + anchorCertificates).filter { $0.subjectName == crl.issuerName }
     guard !candidates.isEmpty else {
       return "its issuer \(crl.issuer) is not in the CRL's file, on the path or in the anchor set"
     }
-    guard let anchors, let anchor = path.last else {
-      return "no anchors to verify its issuer \(crl.issuer) against"
-    }
-    let anchorFingerprint = SHA256.digest(anchor.der)
+    guard let anchors else { return "no anchors to verify its issuer \(crl.issuer) against" }
     var problems: [String] = []
     for signer in candidates {
       let chain = ChainBuilder.verify(
@@ -169,9 +172,10 @@ public final class RevocationProvider: RevocationSource {
     return problems.first
   }
 
+  /// `leaf` and `issuer` come with their DER as the path holds it.
   private func responder(
-    url: String, request: (der: [UInt8], certID: Digest256), leaf: X509Certificate, issuer: X509Certificate,
-    fetching: Bool, at time: Date
+    url: String, request: (der: [UInt8], certID: Digest256), leaf: (X509Certificate, der: [UInt8]),
+    issuer: (X509Certificate, der: [UInt8]), fetching: Bool, at time: Date
   ) -> ResponderEvidence {
     let fetch = RevocationFetch.ocsp(
       url: url, request: request.der, certID: request.certID, leaf: leaf.der, issuer: issuer.der)
@@ -179,8 +183,8 @@ public final class RevocationProvider: RevocationSource {
     // revoked; a stale one is asked again when the network may be.
     if let stored = fetched?.answer(for: request.certID) {
       let finding = OCSPResponseCheck.finding(
-        stored.der, leaf: leaf, issuer: issuer, origin: .responder(stored.url), at: time)
-      let fresh = stored.nextUpdate.map { time <= $0.addingTimeInterval(RevocationCheck.skew) } ?? false
+        stored.der, leaf: leaf.0, issuer: issuer.0, origin: .responder(stored.url), at: time)
+      let fresh = RevocationCheck.isCurrent(nextUpdate: stored.nextUpdate, at: time)
       if fresh || !fetching || stored.revoked {
         counters?.count(finding)
         return .answer(finding)

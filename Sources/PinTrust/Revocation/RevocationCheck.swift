@@ -169,6 +169,12 @@ public enum RevocationCheck {
     return .valid(finding.verdict)
   }
 
+  /// Whether information with this nextUpdate may still be used at `time`
+  /// without asking again (none: it may not).
+  public static func isCurrent(nextUpdate: Date?, at time: Date) -> Bool {
+    nextUpdate.map { time <= $0.addingTimeInterval(skew) } ?? false
+  }
+
   static func expiry(of finding: RevocationFinding) -> Date {
     finding.nextUpdate ?? finding.thisUpdate.addingTimeInterval(undatedAnswerLifetime)
   }
