@@ -15,6 +15,10 @@ packages+=(nginx nghttp2-client nghttp2-server)
 # Who may use the proxy: htpasswd (bcrypt files for proxyAuth) and ip (the
 # network-namespace test of a listener on a non-loopback address).
 packages+=(apache2-utils iproute2)
+# The benchmarks' smoke run (Benchmarks/smoke.sh): Benchmarks/compare's peers
+# and load (HAProxy, stunnel, wrk, socat), strace for system calls per
+# request, gcc for its malloc counter.
+packages+=(haproxy stunnel4 wrk socat strace gcc)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

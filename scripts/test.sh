@@ -2,7 +2,8 @@
 # Runs every test: unit tests of each module, the AFSecurityPolicy scenarios,
 # end-to-end tests that run the real pinproxy binary against openssl, curl and
 # Python clients; then the sanitizer builds (scripts/sanitizers.sh) and a
-# short run of every fuzz target (Fuzz/run.sh). The last line counts them all.
+# short run of every fuzz target (Fuzz/run.sh) and a smoke run of the
+# benchmarks (Benchmarks/smoke.sh). The last line counts them all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -29,6 +30,13 @@ scripts/sanitizers.sh 2>&1 | tee "$sanitizer_log" || status=1
 passed=$((passed + $(grep -cE "^sanitizers: .*(clean|no growth)" "$sanitizer_log" || true)))
 failed=$((failed + $(grep -cE "^sanitizers: .*FAILED" "$sanitizer_log" || true)))
 rm -f "$sanitizer_log"
+# The benchmarks build and run (a few iterations each, figures not asserted):
+# each check of Benchmarks/smoke.sh counts as one more test.
+bench_log=$(mktemp)
+Benchmarks/smoke.sh 2>&1 | tee "$bench_log" || status=1
+passed=$((passed + $(grep -cE "^benchmarks: .* ok$" "$bench_log" || true)))
+failed=$((failed + $(grep -cE "^benchmarks: .* FAILED$" "$bench_log" || true)))
+rm -f "$bench_log"
 fuzz_log=$(mktemp)
 Fuzz/run.sh "${FUZZ_SECONDS:-25}" 2>&1 | tee "$fuzz_log" || status=1
 passed=$((passed + $(grep -c "^stat::number_of_executed_units" "$fuzz_log" || true)))

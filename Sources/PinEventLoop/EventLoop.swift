@@ -8,6 +8,8 @@ import Synchronization
 public final class EventLoop: Sendable {
   public let queue: DispatchQueue
   public let name: String
+  /// Its place in its group (0 alone): what per-loop state is indexed by.
+  public let index: Int
   let timers: TimerTable
   let readiness: Readiness
   /// Where every socket of the loop reads into, and where TLS decrypts into:
@@ -21,8 +23,9 @@ public final class EventLoop: Sendable {
     byteCount: 64 * 1024, alignment: 16)
   private static let identity = DispatchSpecificKey<ObjectIdentifier>()
 
-  public init(name: String) {
+  public init(name: String, index: Int = 0) {
     self.name = name
+    self.index = index
     queue = DispatchQueue(label: "pinproxy.loop.\(name)")
     timers = TimerTable(queue: queue)
     readiness = Readiness(queue: queue)
@@ -181,7 +184,7 @@ public final class EventLoopGroup: Sendable {
   private let counter = Counter()
 
   public init(count: Int = ProcessInfo.processInfo.activeProcessorCount) {
-    loops = (0..<max(1, count)).map { EventLoop(name: "\($0)") }
+    loops = (0..<max(1, count)).map { EventLoop(name: "\($0)", index: $0) }
     EventLoopGroup.armDispatchTimers()
   }
 

@@ -2,10 +2,48 @@ import Foundation
 
 /// The evaluator behind the fingerprint cache: the entry point the data path
 /// calls for every upstream handshake.
+///
+/// The cache is partitioned, one partition per event loop, and a loop's
+/// handshakes use its own (`partition(_:)`). A cache shared by two loops made
+/// two loops slower than one: every hit retains and releases the stored
+/// entry and its shard, whose reference counts then moved between the cores
+/// on every hit. A chain cached on one loop is evaluated once more on another
+/// (as nginx's workers each keep their own caches); the bound on entries is
+/// split between the partitions, so it is unchanged.
 public struct TrustEngine: Sendable {
-  public let cache: FingerprintCache
+  public let caches: [FingerprintCache]
+  private let selected: Int
 
-  public init(cache: FingerprintCache = FingerprintCache()) { self.cache = cache }
+  /// The cache this engine's evaluations use.
+  public var cache: FingerprintCache { caches[selected] }
+
+  public init(cache: FingerprintCache = FingerprintCache()) {
+    caches = [cache]
+    selected = 0
+  }
+
+  /// `partitions` caches sharing `capacity` entries between them.
+  public init(partitions: Int, capacity: Int = 8192) {
+    let count = max(1, partitions)
+    caches = (0..<count).map { _ in FingerprintCache(capacity: max(1, capacity / count)) }
+    selected = 0
+  }
+
+  private init(caches: [FingerprintCache], selected: Int) {
+    self.caches = caches
+    self.selected = selected
+  }
+
+  /// The same engine on partition `index` (a loop's index; wraps around).
+  public func partition(_ index: Int) -> TrustEngine {
+    TrustEngine(caches: caches, selected: index % caches.count)
+  }
+
+  /// Empties every partition (a reload).
+  public func removeAll() { for cache in caches { cache.removeAll() } }
+  public var hits: Int { caches.reduce(0) { $0 + $1.hits } }
+  public var misses: Int { caches.reduce(0) { $0 + $1.misses } }
+  public var entryCount: Int { caches.reduce(0) { $0 + $1.count } }
 
   /// A cached acceptance when one is in force; otherwise a full evaluation
   /// (`RuleEvaluator`), whose acceptance is cached. Refusals are never

@@ -107,6 +107,31 @@ final class UpstreamHTTP2Tests: ProxyTestCase {
     XCTAssertTrue(proxy!.child.wait(for: "upstream_protocol=http/1.1"), proxy!.log)
   }
 
+  /// Idle HTTP/1.1 upstream connections: reused while idle, closed by the
+  /// pool's sweep once `upstreamIdle` passed (one timer per pool, not one per
+  /// connection put back).
+  func testAnIdleHTTP11ConnectionIsReusedThenClosedAtItsIdleTimeout() throws {
+    nginx = try NginxOrigin()
+    let port = try startProxy(
+      map: [:],
+      domains: "  - {domain: httpbin.org, anchors: [test], upstreamHTTP2: false}",
+      extra: "admin: {address: \"127.0.0.1:{port:admin}\"}\ntimeouts: {upstreamIdle: 2}", names: ["admin"],
+      closedPorts: ["httpbin.org": nginx.port])
+    for _ in 0..<3 { XCTAssertEqual(try get("http://httpbin.org/small", through: port).status, 200) }
+    let accepted = try nginx.acceptedConnections()
+    XCTAssertEqual(accepted, 1, "three requests on one pooled connection")
+    XCTAssertEqual(try metric("pinproxy_upstream_pool_idle_connections"), 1)
+    let deadline = Date().addingTimeInterval(6)
+    while try metric("pinproxy_upstream_pool_idle_connections") != 0, Date() < deadline { usleep(100_000) }
+    XCTAssertEqual(try metric("pinproxy_upstream_pool_idle_connections"), 0, "closed at the idle timeout")
+    XCTAssertEqual(try get("http://httpbin.org/small", through: port).status, 200)
+    // Each count is itself a connection to the origin (its stub_status).
+    XCTAssertEqual(
+      try nginx.acceptedConnections(), accepted + 2, "the next request dialled a new connection")
+    let proxied = nginx.requests.filter { !$0.contains("/status") }
+    XCTAssertEqual(proxied, Array(repeating: "HTTP/1.1 GET /small 200 20", count: 4))
+  }
+
   func testFiftyMegabytesArriveByteIdentical() throws {
     let port = try startProxy()
     let original = try nginx.file("big.bin", size: 50 << 20)

@@ -29,6 +29,35 @@ final class CachedEvaluationTests: XCTestCase {
     XCTAssertEqual(engine.cache.hits, 10)
   }
 
+  /// Each loop has a partition of its own: a verdict cached on one is not
+  /// served on another, a reload empties them all, and the counts add up.
+  func testPartitionsAreSeparateAndClearedTogether() {
+    let compiled = harness.compile(.default)
+    let counting = CountingVerifier(compiled)
+    let engine = TrustEngine(partitions: 2, capacity: 16)
+    XCTAssertEqual(engine.caches.map(\.capacity), [8, 8])
+    func evaluate(on loop: Int) -> TrustDecision {
+      engine.partition(loop).evaluate(
+        chain, host: host, policy: .default, identity: compiled.identity, verifier: counting, at: Fixtures.now
+      )
+    }
+    XCTAssertTrue(evaluate(on: 0).isTrusted)
+    let oneEvaluation = counting.count
+    XCTAssertTrue(evaluate(on: 0).isTrusted)
+    XCTAssertEqual(counting.count, oneEvaluation, "a hit on its own partition")
+    XCTAssertTrue(evaluate(on: 1).isTrusted)
+    XCTAssertEqual(counting.count, 2 * oneEvaluation, "the other loop's partition evaluates once itself")
+    XCTAssertTrue(evaluate(on: 3).isTrusted)
+    XCTAssertEqual(counting.count, 2 * oneEvaluation, "loop 3 wraps around to partition 1")
+    XCTAssertEqual(engine.hits, 2)
+    XCTAssertEqual(engine.misses, 2)
+    XCTAssertEqual(engine.entryCount, 2)
+    engine.removeAll()
+    XCTAssertEqual(engine.entryCount, 0)
+    XCTAssertTrue(evaluate(on: 1).isTrusted)
+    XCTAssertEqual(counting.count, 3 * oneEvaluation, "after removeAll the verdict is made again")
+  }
+
   func testRejectionsAreNotCached() {
     let compiled = harness.compile(.default)
     let counting = CountingVerifier(compiled)

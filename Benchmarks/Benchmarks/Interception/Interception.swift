@@ -40,7 +40,11 @@ let benchmarks: @Sendable () -> Void = {
   }
   let host = TrustHost("api.bank.example")!
   _ = try? ca.leaf(for: host)
-  let configuration = Benchmark.Configuration(metrics: [.wallClock, .throughput], maxDuration: .seconds(3))
+  // BENCHMARK_SMOKE=1 (CI): a few iterations of each, to prove they still build and run.
+  let smoke = ProcessInfo.processInfo.environment["BENCHMARK_SMOKE"] != nil
+  let configuration = Benchmark.Configuration(
+    metrics: [.wallClock, .throughput], maxDuration: smoke ? .milliseconds(50) : .seconds(3),
+    maxIterations: smoke ? 5 : 100_000)
   nonisolated(unsafe) var counter = 0
 
   Benchmark(

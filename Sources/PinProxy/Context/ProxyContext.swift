@@ -37,7 +37,7 @@ final class ProxyContext: Sendable {
     current = Locked(snapshot)
     generation = Atomic(snapshot.generation)
     budget = UpstreamBudget(limits: snapshot.limits)
-    trustEngine = TrustEngine(cache: FingerprintCache())
+    trustEngine = TrustEngine(partitions: group.loops.count)
     self.logger = logger
     var pools: [ObjectIdentifier: UpstreamPool] = [:]
     var registries: [ObjectIdentifier: SessionRegistry] = [:]
@@ -107,7 +107,7 @@ final class ProxyContext: Sendable {
     generation.store(snapshot.generation, ordering: .releasing)
     snapshot.pins.keep(only: Set(snapshot.pinStores.map(\.spec.id)))
     updater.configurationChanged()
-    trustEngine.cache.removeAll()
+    trustEngine.removeAll()
     sessions.removeAll()
     for loop in group.loops {
       let (pool, registry) = (self.pool(for: loop), self.registry(for: loop))

@@ -151,7 +151,9 @@ extension DownstreamHTTP2Session {
   /// Takes an upstream for `stream`'s exchange: its answer goes to the
   /// stream's machine while the stream is still open and acquiring.
   func acquire(for stream: DownstreamHTTP2Stream, poolAllowed: Bool) {
-    acquirer.acquire(stream.target, poolAllowed: poolAllowed) { [weak self, weak stream] result in
+    let bodyFollows = stream.machine.exchange.hasBody
+    acquirer.acquire(stream.target, poolAllowed: poolAllowed, bodyFollows: bodyFollows) {
+      [weak self, weak stream] result in
       guard let self, let stream, stream.machine.isConnecting, self.streams[stream.id] === stream else {
         if case .success(let acquired) = result { acquired.link.close() }
         return

@@ -7,7 +7,8 @@ extension ForwardSession {
   }
 
   func acquireUpstream(exchange id: Int, _ target: ForwardTarget, poolAllowed: Bool) {
-    acquirer.acquire(target, poolAllowed: poolAllowed) { [weak self] result in
+    let bodyFollows = machine.exchange?.exchange.hasBody ?? true
+    acquirer.acquire(target, poolAllowed: poolAllowed, bodyFollows: bodyFollows) { [weak self] result in
       guard let self else {
         if case .success(let acquired) = result { acquired.link.close() }
         return

@@ -111,9 +111,9 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
         respond(status: 200, type: "text/plain", body: "ok\n")
       }
     case "/metrics":
-      let cache = context.trustEngine.cache
+      let cache = context.trustEngine
       let gauges = ProxyMetrics.Gauges(
-        cacheHits: cache.hits, cacheMisses: cache.misses, cacheEntries: cache.count,
+        cacheHits: cache.hits, cacheMisses: cache.misses, cacheEntries: cache.entryCount,
         openConnections: context.admission.open.load(ordering: .relaxed),
         upstreamSockets: context.budget.openSockets, upstreamSocketLimit: context.budget.socketLimit,
         generation: context.snapshot.generation,

@@ -22,13 +22,17 @@ struct UpstreamAcquirer {
 
   typealias Completion = (Result<(link: any UpstreamLink, pooled: Bool), ProxyFailure>) -> Void
 
-  func acquire(_ target: ForwardTarget, poolAllowed: Bool, _ completion: @escaping Completion) {
+  /// `bodyFollows`: the request has a body, which could not be sent again
+  /// were a pooled connection found closed (see `UpstreamPool.take`).
+  func acquire(
+    _ target: ForwardTarget, poolAllowed: Bool, bodyFollows: Bool = true, _ completion: @escaping Completion
+  ) {
     loop.preconditionInLoop()
     let key = target.key
     // An idle HTTP/1.1 connection becomes this client's while it serves it.
     if poolAllowed, pool.hasIdle(key) {
       guard budget.chargeClient(client) else { return completion(.failure(budget.refusal(client: client))) }
-      if let pooled = pool.take(key) {
+      if let pooled = pool.take(key, bodyFollows: bodyFollows) {
         pooled.charge?.assign(to: client)
         return completion(.success((pooled, true)))
       }
@@ -41,7 +45,8 @@ struct UpstreamAcquirer {
       let waiting = http2.join(key) { outcome in
         switch outcome {
         case .stream(let stream): completion(.success((stream, false)))
-        case .acquireAgain: self.acquire(target, poolAllowed: poolAllowed, completion)
+        case .acquireAgain:
+          self.acquire(target, poolAllowed: poolAllowed, bodyFollows: bodyFollows, completion)
         case .failed(let failure): completion(.failure(failure))
         }
       }

@@ -100,7 +100,8 @@ struct UpstreamDialer {
           ProxyFailure(status: 502, code: .handshakeFailed, reason: "TLS setup failed: \(error.description)"))
       )
     }
-    var trust = UpstreamTrust(key: key, route: route, engine: trustEngine, reporter: reporter)
+    var trust = UpstreamTrust(
+      key: key, route: route, engine: trustEngine.partition(loop.index), reporter: reporter)
     trust.revocation = revocationFetcher.map {
       UpstreamTrust.RevocationFetchRoute(fetcher: $0, dialer: self, loop: loop)
     }

@@ -5,15 +5,15 @@ import PinTLS
 import PinTrust
 
 /// Idle upstream connections of one loop, used only on that loop (`loop.queue`). Each idle
-/// connection has a timer; one that closes or sends anything while idle is
-/// dropped.
+/// connection has a deadline, enforced by one sweep timer per pool; one that
+/// closes or sends anything while idle is dropped.
 final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
   let loop: EventLoop
   /// Idle connections per key, oldest first. A key's list stays when it
   /// empties (a keep-alive load empties and refills it constantly, and each
   /// new list is an allocation); empty lists are dropped past
   /// `maxEmptyLists` and on retirement.
-  private var idle: [UpstreamKey: [(UpstreamConnection, LoopTimer)]] = [:]
+  private var idle: [UpstreamKey: [(connection: UpstreamConnection, deadline: UInt64)]] = [:]
   static let maxEmptyLists = 256
   /// The idle count across all loops' pools, for /metrics.
   private let idleGauge: SharedCount
@@ -24,6 +24,12 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
   /// The policy generation in force: a connection verified under an older
   /// one (a dial that finished after a reload) is never kept for reuse.
   private var generation: UInt64 = 0
+  /// Closes the connections whose idle time is up. One timer, made once and
+  /// re-armed for the earliest deadline, rather than a timer and a closure
+  /// per connection put back (one per request under keep-alive load).
+  private lazy var sweepTimer: LoopTimer = loop.makeTimer { [weak self] in self?.sweep() }
+  /// When the sweep timer fires next (uptime ns); nil while it is not armed.
+  private var sweepDeadline: UInt64?
 
   init(loop: EventLoop, idleGauge: SharedCount, pins: DynamicPinRegistry) {
     self.loop = loop
@@ -39,22 +45,30 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
   func closeOneIdle() -> Bool {
     loop.preconditionInLoop()
     guard let key = idle.first(where: { !$0.value.isEmpty })?.key,
-      let (connection, timer) = idle[key]?.removeFirst()
+      let (connection, _) = idle[key]?.removeFirst()
     else { return false }
-    timer.cancel()
     idleGauge.add(-1)
     connection.close()
     return true
   }
 
-  func take(_ key: UpstreamKey) -> UpstreamConnection? {
+  /// The most recently used idle connection for `key`.
+  ///
+  /// An idle connection stays in the loop's readiness set, and anything it
+  /// reads (bytes, a FIN, a reset) ends its use, so the kernel is not asked
+  /// again here (nginx's upstream keepalive does the same): a request
+  /// without a body that meets an idle close raced with it is sent once more
+  /// on a new connection (`mayRetryAfterClose`). `bodyFollows`: a request
+  /// body cannot be sent twice, so such a request takes a connection only
+  /// after the kernel says nothing arrived on it since the last readiness
+  /// batch (`MSG_PEEK`, one syscall).
+  func take(_ key: UpstreamKey, bodyFollows: Bool) -> UpstreamConnection? {
     loop.preconditionInLoop()
     // Popped in place: a copy of the list taken out and put back would
     // copy it (and release every entry of the old one) on each request.
-    while let (connection, timer) = idle[key]?.popLast() {
-      timer.cancel()
+    while let (connection, _) = idle[key]?.popLast() {
       idleGauge.add(-1)
-      if connection.isReusable && connection.hasNoUnreadInput {
+      if connection.isReusable && (!bodyFollows || connection.hasNoUnreadInput) {
         connection.markReused()
         return connection
       }
@@ -76,15 +90,12 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
     // Read while idle (the session may have paused it for back-pressure):
     // anything an idle connection sends ends its use.
     connection.resumeReading()
-    let timer = loop.schedule(after: idleTimeout) { [weak self, weak connection] in
-      guard let self, let connection else { return }
-      self.remove(connection)
-      connection.close()
-    }
+    let deadline = Self.deadline(after: idleTimeout)
+    if sweepDeadline.map({ deadline < $0 }) ?? true { arm(at: deadline, after: idleTimeout) }
     if idle[connection.key] == nil && idle.count >= Self.maxEmptyLists {
       idle = idle.filter { !$0.value.isEmpty }
     }
-    idle[connection.key, default: []].append((connection, timer))
+    idle[connection.key, default: []].append((connection, deadline))
     idleGauge.add(1)
   }
 
@@ -95,8 +106,7 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
     self.generation = max(self.generation, generation)
     http2.retire(keeping: generation) { [pins] in pins.isCurrent($0.policy.pinList) }
     for (key, list) in idle where key.policy.generation != generation || !pins.isCurrent(key.policy.pinList) {
-      for (connection, timer) in list {
-        timer.cancel()
+      for (connection, _) in list {
         connection.close()
         idleGauge.add(-1)
       }
@@ -107,7 +117,44 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
   private func remove(_ connection: UpstreamConnection) {
     guard let index = idle[connection.key]?.firstIndex(where: { $0.0 === connection }) else { return }
     idleGauge.add(-1)
-    idle[connection.key]?.remove(at: index).1.cancel()
+    idle[connection.key]?.remove(at: index)
+  }
+
+  private func arm(at deadline: UInt64, after seconds: Double) {
+    sweepDeadline = deadline
+    sweepTimer.schedule(after: seconds)
+  }
+
+  /// Closes every connection past its deadline and re-arms for the earliest
+  /// one left. Every entry is looked at: a reload may have shortened the idle
+  /// timeout, so a list's deadlines need not grow with its order.
+  private func sweep() {
+    loop.preconditionInLoop()
+    sweepDeadline = nil
+    let now = DispatchTime.now().uptimeNanoseconds
+    var expired: [UpstreamConnection] = []
+    var earliest: UInt64?
+    for key in Array(idle.keys) {
+      idle[key]?.removeAll { entry in
+        if entry.deadline <= now {
+          expired.append(entry.connection)
+          return true
+        }
+        earliest = min(earliest ?? entry.deadline, entry.deadline)
+        return false
+      }
+    }
+    idleGauge.add(-expired.count)
+    for connection in expired { connection.close() }
+    if let earliest { arm(at: earliest, after: Double(earliest - now) / 1e9) }
+  }
+
+  /// Uptime nanoseconds `seconds` from now, saturating.
+  private static func deadline(after seconds: Double) -> UInt64 {
+    let now = DispatchTime.now().uptimeNanoseconds
+    let delay = seconds.isFinite && seconds > 0 ? min(seconds * 1e9, 9.2e18) : 0
+    let (sum, overflow) = now.addingReportingOverflow(UInt64(delay))
+    return overflow ? UInt64.max : sum
   }
 
   /// The idle connection that `link` is. The pool is the delegate of its

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Keeps the benchmarks from rotting unseen: builds every target of the
+# Benchmarks package, runs each package-benchmark target for a few iterations
+# (BENCHMARK_SMOKE=1; figures are printed, never asserted), checks that the
+# load generator starts, and runs Benchmarks/compare once, briefly, against
+# nginx with the debug pinproxy the test run built.
+#
+# A debug build: the point is that the code builds and runs, and a debug build
+# of this package takes a fraction of a release one. Prints one line per check,
+# "benchmarks: NAME ok" or "benchmarks: NAME FAILED"; exits 1 if any failed.
+set -uo pipefail
+cd "$(dirname "$0")"
+status=0
+say() { echo "benchmarks: $1 $2"; [ "$2" = ok ] || status=1; }
+
+if ! swift build --build-path .build-smoke 2>&1 | tail -3; then
+  say build FAILED
+  exit 1
+fi
+say build ok
+bin=$(swift build --build-path .build-smoke --show-bin-path)
+
+for target in TrustEvaluation Interception; do
+  log=$(mktemp)
+  # Run directly (not through the plugin), each benchmark prints "Debug
+  # results for NAME" once it ran: every one declared in the source must.
+  declared=$(grep -cE '^\s*Benchmark\(' "Benchmarks/$target/$target.swift")
+  if BENCHMARK_SMOKE=1 timeout 300 "$bin/$target" --quiet true >"$log" 2>&1 &&
+    ran=$(grep -c "^Debug results for" "$log") && [ "$ran" -eq "$declared" ]; then
+    grep "^Debug results for" "$log" | sed 's/^Debug results for /  ran: /'
+    say "$target" ok
+  else
+    tail -20 "$log"
+    say "$target" FAILED
+  fi
+  rm -f "$log"
+done
+
+if "$bin/pinproxy-load" --help >/dev/null 2>&1; then say pinproxy-load ok; else say pinproxy-load FAILED; fi
+
+pinproxy="$(cd .. && pwd)/.build/debug/pinproxy"
+[ -x "$pinproxy" ] || { say compare FAILED; echo "  $pinproxy not built" >&2; exit 1; }
+if timeout 600 ./compare --duration 1 --runs 1 --loads keep-alive --only nginx,smoke-forward \
+  --pinproxy "smoke=$pinproxy"; then
+  say compare ok
+else
+  say compare FAILED
+fi
+exit "$status"
