@@ -40,21 +40,31 @@ public enum ForwardedHead {
   /// The request head for the upstream: `target` in origin-form, `authority`
   /// as the only Host, the client's fields less hop-by-hop ones and
   /// Proxy-Authorization (meant for this proxy), framing from `head.framing`.
+  ///
+  /// Written in one pass into one buffer sized up front: the client's fields
+  /// are copied from the parsed head, skipping the dropped ones, with no
+  /// intermediate list of fields.
   public static func request(_ head: HTTPRequestHead, target: String, authority: String, via: String)
     -> [UInt8]
   {
-    var headers = HTTPHeaders()
-    headers.add("Host", authority)
-    for field in endToEnd(head.headers, dropping: droppedFromRequests) {
-      headers.add(field)
-    }
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(
+      head.method.utf8.count + target.utf8.count + authority.utf8.count + via.utf8.count + 96
+        + HTTPSerializer.fieldsSize(head.headers))
+    bytes += head.method.utf8
+    bytes.append(0x20)
+    bytes += target.utf8
+    bytes += " HTTP/1.1\r\n".utf8
+    HTTPSerializer.appendField(name: "Host", value: authority.utf8, to: &bytes)
+    appendEndToEnd(head.headers, dropping: droppedFromRequests, to: &bytes)
     switch head.framing {
-    case .length(let length): headers.add("Content-Length", String(length))
-    case .chunked: headers.add("Transfer-Encoding", "chunked")
+    case .length(let length): HTTPSerializer.appendField(name: "Content-Length", decimal: length, to: &bytes)
+    case .chunked: HTTPSerializer.appendField(name: "Transfer-Encoding", value: "chunked".utf8, to: &bytes)
     case .none, .untilClose: break
     }
-    headers.add("Via", via)
-    return HTTPSerializer.requestHead(method: head.method, target: target, headers: headers)
+    HTTPSerializer.appendField(name: "Via", value: via.utf8, to: &bytes)
+    bytes += [0x0d, 0x0a]
+    return bytes
   }
 
   /// How a response body is sent to the client.
@@ -73,16 +83,21 @@ public enum ForwardedHead {
   public static func response(
     _ head: HTTPResponseHead, clientVersion: HTTPVersion, closing: Bool, via: String
   ) -> (head: [UInt8], framing: ClientFraming) {
-    var headers = HTTPHeaders()
-    for field in endToEnd(head.headers, dropping: droppedFromResponses) { headers.add(field) }
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(
+      head.reason.utf8.count + via.utf8.count + 128 + HTTPSerializer.fieldsSize(head.headers))
+    HTTPSerializer.appendStatusLine(status: head.status, reason: head.reason, to: &bytes)
+    appendEndToEnd(head.headers, dropping: droppedFromResponses, to: &bytes)
     let framing: ClientFraming
     switch head.framing {
     case .length(let length):
       framing = .length(length)
-      headers.add("Content-Length", String(length))
+      HTTPSerializer.appendField(name: "Content-Length", decimal: length, to: &bytes)
     case .chunked, .untilClose:
       framing = clientVersion == .http11 ? .chunked : .untilClose
-      if framing == .chunked { headers.add("Transfer-Encoding", "chunked") }
+      if framing == .chunked {
+        HTTPSerializer.appendField(name: "Transfer-Encoding", value: "chunked".utf8, to: &bytes)
+      }
     case .none:
       framing = .none
       // HEAD and 304 may state the length the body would have had (RFC 9110
@@ -91,13 +106,14 @@ public enum ForwardedHead {
         head.headers.contains("Content-Length"),
         let length = try? HTTP1Framing.contentLength(head.headers)
       {
-        headers.add("Content-Length", String(length))
+        HTTPSerializer.appendField(name: "Content-Length", decimal: length, to: &bytes)
       }
     }
-    if closing || framing == .untilClose { headers.add("Connection", "close") }
-    headers.add("Via", via)
-    let bytes = HTTPSerializer.responseHead(
-      HTTPResponseHead(status: head.status, reason: head.reason, headers: headers))
+    if closing || framing == .untilClose {
+      HTTPSerializer.appendField(name: "Connection", value: "close".utf8, to: &bytes)
+    }
+    HTTPSerializer.appendField(name: "Via", value: via.utf8, to: &bytes)
+    bytes += [0x0d, 0x0a]
     return (bytes, framing)
   }
 
@@ -124,11 +140,31 @@ public enum ForwardedHead {
   /// protected framing and routing fields, whose tokens are ignored. Names
   /// are compared as bytes, without building a string per field.
   static func endToEnd(_ headers: HTTPHeaders, dropping fixed: HeaderNameSet) -> HTTPHeaders {
-    var named = fixed
-    let tokens = headers.tokens("Connection") + headers.tokens("Proxy-Connection")
-    if !tokens.isEmpty { named.insert(contentsOf: tokens.filter { !protected.contains($0) }) }
+    let named = dropped(headers, fixed: fixed)
     var kept = headers
     kept.filter { field in !named.contains(field.nameBytes) }
     return kept
+  }
+
+  /// `fixed` and what `Connection`/`Proxy-Connection` name (less the
+  /// protected names). Most heads have neither field, or only
+  /// `Connection: keep-alive`: then `fixed` itself, copied by reference.
+  static func dropped(_ headers: HTTPHeaders, fixed: HeaderNameSet) -> HeaderNameSet {
+    var named = fixed
+    // Already named (`keep-alive` is), or protected: nothing to add.
+    func add(_ token: UnsafeBufferPointer<UInt8>) {
+      if !named.contains(token) && !protected.contains(token) { named.insert(token) }
+    }
+    headers.forEachToken("Connection", add)
+    headers.forEachToken("Proxy-Connection", add)
+    return named
+  }
+
+  /// Appends the fields `endToEnd` keeps, in order, as received.
+  static func appendEndToEnd(_ headers: HTTPHeaders, dropping fixed: HeaderNameSet, to bytes: inout [UInt8]) {
+    let named = dropped(headers, fixed: fixed)
+    for field in headers where !named.contains(field.nameBytes) {
+      HTTPSerializer.appendField(name: field.nameBytes, value: field.valueBytes, to: &bytes)
+    }
   }
 }

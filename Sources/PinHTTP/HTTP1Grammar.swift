@@ -15,6 +15,14 @@ enum HTTP1Grammar {
     let start = index
     var position = max(start, resumeAt)
     while position < input.count {
+      // Eight bytes a step while none of them is LF, CR or NUL and the limit
+      // is not within them: those bytes need nothing but skipping.
+      while position + 8 <= input.count && position + 8 - start <= limit {
+        let word = input.loadUnaligned(fromByteOffset: position, as: UInt64.self)
+        if hasLineByte(word) { break }
+        position += 8
+      }
+      guard position < input.count else { break }
       let byte = input[position]
       if byte == lf {
         guard position > start, input[position - 1] == cr else {
@@ -40,6 +48,17 @@ enum HTTP1Grammar {
       throw HTTPParseError(.headersTooLarge, "\(what) exceeds \(limit) bytes")
     }
     return nil
+  }
+
+  /// Whether any byte of `word` is LF, CR or NUL (the bit trick for a zero
+  /// byte, applied to the word and to it XORed with LF and with CR bytes;
+  /// exact as to whether one exists).
+  @inline(__always)
+  static func hasLineByte(_ word: UInt64) -> Bool {
+    let ones: UInt64 = 0x0101_0101_0101_0101
+    let highs: UInt64 = 0x8080_8080_8080_8080
+    func hasZero(_ value: UInt64) -> Bool { (value &- ones) & ~value & highs != 0 }
+    return hasZero(word) || hasZero(word ^ (ones &* UInt64(lf))) || hasZero(word ^ (ones &* UInt64(cr)))
   }
 
   /// One CRLF-terminated line starting at `index`, without its CRLF.
@@ -89,18 +108,24 @@ enum HTTP1Grammar {
     -> HTTPRequestHead
   {
     let (startLine, fieldBytes) = splitStartLine(head)
-    let parts = startLine.split(separator: 0x20, omittingEmptySubsequences: false)
-    guard parts.count == 3, let method = token(parts[0]) else {
+    // method SP request-target SP HTTP-version: exactly two spaces (found in
+    // place, no array of parts).
+    guard let first = startLine.firstIndex(of: 0x20),
+      let second = startLine[(first + 1)...].firstIndex(of: 0x20),
+      !startLine[(second + 1)...].contains(0x20),
+      let method = token(startLine[..<first])
+    else {
       throw HTTPParseError(.badRequest, "malformed request line")
     }
-    guard parts[1].count <= limits.maxURILength else {
+    let targetBytes = startLine[(first + 1)..<second]
+    guard targetBytes.count <= limits.maxURILength else {
       throw HTTPParseError(.uriTooLong, "request target longer than \(limits.maxURILength) bytes")
     }
-    guard !parts[1].isEmpty, parts[1].allSatisfy({ $0 > 0x20 && $0 < 0x7f }) else {
+    guard !targetBytes.isEmpty, targetBytes.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) else {
       throw HTTPParseError(.badRequest, "malformed request target")
     }
-    let version = try httpVersion(parts[2])
-    let rawTarget = String(decoding: parts[1], as: UTF8.self)
+    let version = try httpVersion(startLine[(second + 1)...])
+    let rawTarget = String(decoding: targetBytes, as: UTF8.self)
     guard let target = RequestTarget.parse(rawTarget, method: method) else {
       throw HTTPParseError(
         .badRequest, "request target \"\(rawTarget.prefix(200))\" is not valid for \(method)")
@@ -116,9 +141,10 @@ enum HTTP1Grammar {
   /// pick different Hosts would route one request two ways. CONNECT names its
   /// authority in the target, so there Host may be absent (old clients omit it).
   static func checkHost(_ headers: HTTPHeaders, version: HTTPVersion, method: String) throws(HTTPParseError) {
-    let hosts = headers.values("Host")
-    guard hosts.count <= 1 else { throw HTTPParseError(.badRequest, "more than one Host header field") }
-    guard let host = hosts.first else {
+    guard headers.count(of: "Host") <= 1 else {
+      throw HTTPParseError(.badRequest, "more than one Host header field")
+    }
+    guard let host = headers.first("Host") else {
       if version == .http11 && method != "CONNECT" {
         throw HTTPParseError(.badRequest, "an HTTP/1.1 request needs a Host header field")
       }
@@ -133,12 +159,20 @@ enum HTTP1Grammar {
     -> HTTPResponseHead
   {
     let (startLine, fieldBytes) = splitStartLine(head)
-    let parts = startLine.split(separator: 0x20, maxSplits: 2, omittingEmptySubsequences: false)
-    guard parts.count >= 2, parts[1].count == 3, parts[1].allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
-      let status = Int(String(decoding: parts[1], as: UTF8.self)), status >= 100
-    else { throw HTTPParseError(.badRequest, "malformed status line") }
-    let version = try httpVersion(parts[0])
-    let reason = parts.count == 3 ? String(decoding: parts[2], as: UTF8.self) : ""
+    // HTTP-version SP 3DIGIT [SP reason]: the parts found in place.
+    guard let first = startLine.firstIndex(of: 0x20) else {
+      throw HTTPParseError(.badRequest, "malformed status line")
+    }
+    let rest = startLine[(first + 1)...]
+    let second = rest.firstIndex(of: 0x20)
+    let digits = rest[..<(second ?? rest.endIndex)]
+    guard digits.count == 3, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+      throw HTTPParseError(.badRequest, "malformed status line")
+    }
+    let status = digits.reduce(0) { $0 * 10 + Int($1 - 0x30) }
+    guard status >= 100 else { throw HTTPParseError(.badRequest, "malformed status line") }
+    let version = try httpVersion(startLine[..<first])
+    let reason = second.map { String(decoding: rest[($0 + 1)...], as: UTF8.self) } ?? ""
     let headers = try fields(fieldBytes, limits: limits)
     return HTTPResponseHead(version: version, status: status, reason: reason, headers: headers)
   }
@@ -148,6 +182,11 @@ enum HTTP1Grammar {
   static func fields(_ bytes: ArraySlice<UInt8>, limits: HTTPLimits) throws(HTTPParseError) -> HTTPHeaders {
     var headers = HTTPHeaders()
     guard !bytes.isEmpty else { return headers }
+    // One allocation for the list: every line is a field (the section has
+    // no bare CR, so each CR ends one).
+    var lines = 1
+    for byte in bytes where byte == cr { lines += 1 }
+    headers.reserveCapacity(min(lines, limits.maxHeaderCount + 1))
     var lineStart = bytes.startIndex
     while lineStart < bytes.endIndex {
       var lineEnd = lineStart

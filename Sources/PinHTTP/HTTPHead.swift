@@ -163,8 +163,7 @@ extension HTTPHeaders {
   /// HTTP/1.0 peer may not share (RFC 9112 §6.1).
   func keepsAlive(_ version: HTTPVersion) -> Bool {
     if version == .http10 && contains("Transfer-Encoding") { return false }
-    let connection = tokens("Connection")
-    if connection.contains("close") { return false }
-    return version == .http11 || connection.contains("keep-alive")
+    if containsToken("Connection", "close") { return false }
+    return version == .http11 || containsToken("Connection", "keep-alive")
   }
 }

@@ -23,7 +23,11 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
     /// The value as text; bytes that are not UTF-8 read as U+FFFD here only.
     public var value: String { String(decoding: valueBytes, as: UTF8.self) }
 
-    func hasName(_ other: String) -> Bool { ASCII.equalsIgnoringCase(nameBytes, other.utf8) }
+    /// Lengths first: a lookup runs over every field of a head, and most
+    /// names differ in length from the one sought.
+    func hasName(_ other: String) -> Bool {
+      nameBytes.count == other.utf8.count && ASCII.equalsIgnoringCase(nameBytes, other.utf8)
+    }
   }
 
   public private(set) var fields: [Field] = []
@@ -33,6 +37,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
   }
 
   public var count: Int { fields.count }
+  public mutating func reserveCapacity(_ count: Int) { fields.reserveCapacity(count) }
   public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
 
   public mutating func add(_ name: String, _ value: String) { fields.append(Field(name: name, value: value)) }
@@ -74,6 +79,19 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
   /// every message, and most messages have none of them.
   public func tokens(_ name: String) -> [String] {
     var result: [String] = []
+    forEachToken(name) { token in
+      result.append(
+        String(unsafeUninitializedCapacity: token.count) { text in
+          for index in token.indices { text[index] = ASCII.lower(token[index]) }
+          return token.count
+        })
+    }
+    return result
+  }
+
+  /// Calls `body` with each comma-separated list element of every field of
+  /// that name, trimmed, as received (not lower-cased): nothing is allocated.
+  public func forEachToken(_ name: String, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
     for field in fields where field.hasName(name) {
       field.valueBytes.withUnsafeBufferPointer { value in
         var start = 0
@@ -84,14 +102,21 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
           var high = end
           while low < high && ASCII.isBlank(value[low]) { low += 1 }
           while high > low && ASCII.isBlank(value[high - 1]) { high -= 1 }
-          if low < high {
-            result.append(String(decoding: value[low..<high].lazy.map(ASCII.lower), as: UTF8.self))
-          }
+          if low < high { body(UnsafeBufferPointer(rebasing: value[low..<high])) }
           start = end + 1
         }
       }
     }
-    return result
+  }
+
+  /// Whether a list element of a field of that name is `token` (ASCII case
+  /// ignored), without allocating.
+  public func containsToken(_ name: String, _ token: String) -> Bool {
+    var found = false
+    forEachToken(name) { element in
+      if !found && ASCII.equalsIgnoringCase(element, token.utf8) { found = true }
+    }
+    return found
   }
 }
 
@@ -100,6 +125,17 @@ enum ASCII {
   static func lower(_ byte: UInt8) -> UInt8 { (0x41...0x5a).contains(byte) ? byte | 0x20 : byte }
   /// Optional whitespace (RFC 9110 §5.6.3): space or horizontal tab.
   static func isBlank(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
+
+  static func equalsIgnoringCase<Bytes: Collection<UInt8>, S: Sequence<UInt8>>(_ bytes: Bytes, _ other: S)
+    -> Bool
+  {
+    var index = bytes.startIndex
+    for byte in other {
+      guard index < bytes.endIndex, lower(bytes[index]) == lower(byte) else { return false }
+      index = bytes.index(after: index)
+    }
+    return index == bytes.endIndex
+  }
 
   static func equalsIgnoringCase<S: Sequence<UInt8>>(_ bytes: [UInt8], _ other: S) -> Bool {
     var index = 0

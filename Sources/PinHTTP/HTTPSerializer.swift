@@ -24,17 +24,55 @@ public enum HTTPSerializer {
     return bytes
   }
 
+  /// `HTTP/1.1 STATUS REASON` and its CRLF.
+  static func appendStatusLine(status: Int, reason: String, to bytes: inout [UInt8]) {
+    bytes += "HTTP/1.1 ".utf8
+    appendDecimal(status, to: &bytes)
+    bytes.append(0x20)
+    bytes += reason.utf8
+    bytes += [0x0d, 0x0a]
+  }
+
+  /// `name: value` and its CRLF.
+  static func appendField<Name: Collection<UInt8>, Value: Collection<UInt8>>(
+    name: Name, value: Value, to bytes: inout [UInt8]
+  ) {
+    bytes += name
+    bytes += [0x3a, 0x20]
+    bytes += value
+    bytes += [0x0d, 0x0a]
+  }
+
+  static func appendField(name: StaticString, value: some Collection<UInt8>, to bytes: inout [UInt8]) {
+    name.withUTF8Buffer { appendField(name: $0, value: value, to: &bytes) }
+  }
+
+  /// `name: DIGITS` for a non-negative number, without making a String.
+  static func appendField(name: StaticString, decimal value: Int, to bytes: inout [UInt8]) {
+    name.withUTF8Buffer { bytes += $0 }
+    bytes += [0x3a, 0x20]
+    appendDecimal(value, to: &bytes)
+    bytes += [0x0d, 0x0a]
+  }
+
+  static func appendDecimal(_ value: Int, to bytes: inout [UInt8]) {
+    precondition(value >= 0)
+    var divisor = 1
+    while divisor <= value / 10 { divisor *= 10 }
+    var rest = value
+    while divisor > 0 {
+      bytes.append(UInt8(ascii: "0") + UInt8(rest / divisor))
+      rest %= divisor
+      divisor /= 10
+    }
+  }
+
   static func fieldsSize(_ headers: HTTPHeaders) -> Int {
     headers.fields.reduce(0) { $0 + $1.nameBytes.count + $1.valueBytes.count + 4 }
   }
 
   static func appendFields(_ headers: HTTPHeaders, to bytes: inout [UInt8]) {
-    for field in headers {
-      bytes += field.nameBytes
-      bytes += [0x3a, 0x20]
-      bytes += field.valueBytes
-      bytes += [0x0d, 0x0a]
-    }
+    for field in headers { appendField(name: field.nameBytes, value: field.valueBytes, to: &bytes) }
   }
 
   /// One chunk; empty input writes nothing (an empty chunk would end the body).

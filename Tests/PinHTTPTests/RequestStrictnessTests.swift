@@ -15,6 +15,32 @@ final class RequestStrictnessTests: XCTestCase {
     return head
   }
 
+  /// The head scan skips eight bytes at a time: a NUL, a bare CR or a bare
+  /// LF is refused at every offset within a word, and a head that passes the
+  /// byte limit is refused at every alignment of the limit.
+  func testEveryOffsetOfAForbiddenByteAndOfTheLimitIsSeen() throws {
+    for offset in 0..<24 {
+      let filler = String(repeating: "a", count: offset)
+      for forbidden in ["\u{0}", "\r", "\n"] {
+        let text = "GET / HTTP/1.1\r\nHost: a\r\nX-Value: \(filler)\(forbidden)bbbbbbbbbbbbbbbb\r\n\r\n"
+        XCTAssertEqual(
+          outcome(text), .failure(.badRequest), "byte \(forbidden.utf8.first!) after \(offset) bytes")
+      }
+      let clean = "GET / HTTP/1.1\r\nHost: a\r\nX-Value: \(filler)bbbbbbbbbbbbbbbb\r\n\r\n"
+      XCTAssertEqual(try firstHead(clean).headers.first("X-Value"), filler + "bbbbbbbbbbbbbbbb")
+    }
+    for limit in 40..<56 {
+      let head = Array(
+        "GET / HTTP/1.1\r\nHost: a\r\nX-Value: \(String(repeating: "v", count: 40))\r\n\r\n".utf8)
+      var parser = HTTP1Parser(role: .request, limits: HTTPLimits(maxHeaderBytes: limit))
+      XCTAssertThrowsError(try parser.feed(head), "limit \(limit)") { error in
+        XCTAssertEqual((error as? HTTPParseError)?.kind, .headersTooLarge, "limit \(limit)")
+      }
+      var roomy = HTTP1Parser(role: .request, limits: HTTPLimits(maxHeaderBytes: head.count))
+      XCTAssertNoThrow(try roomy.feed(head), "a head of exactly the limit (\(head.count)) passes")
+    }
+  }
+
   func testHTTP11NeedsExactlyOneValidHost() {
     XCTAssertEqual(outcome("GET / HTTP/1.1\r\n\r\n"), .failure(.badRequest))
     XCTAssertEqual(outcome("GET http://a/ HTTP/1.1\r\n\r\n"), .failure(.badRequest))
