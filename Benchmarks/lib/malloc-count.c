@@ -35,10 +35,16 @@ static int range_count;
 static void find_openssl(void) {
   int fd = open("/proc/self/maps", O_RDONLY);
   if (fd < 0) return;
-  static char text[1 << 16];
-  ssize_t length = read(fd, text, sizeof text - 1);
+  // procfs hands out a page or so per read: read to the end.
+  static char text[1 << 18];
+  size_t length = 0;
+  for (;;) {
+    ssize_t got = read(fd, text + length, sizeof text - 1 - length);
+    if (got <= 0) break;
+    length += (size_t)got;
+  }
   close(fd);
-  if (length <= 0) return;
+  if (length == 0) return;
   text[length] = 0;
   for (char *line = text; line && *line && range_count < 16;) {
     char *next = strchr(line, '\n');

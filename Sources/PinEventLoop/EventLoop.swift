@@ -111,7 +111,14 @@ public final class LoopTimer: Sendable {
 final class TimerTable: @unchecked Sendable {
   private let queue: DispatchQueue
   private let lock = NSLock()
-  private var entries: [UInt64: (deadline: UInt64, work: @Sendable () -> Void)] = [:]
+  /// A struct, not a tuple: a closure stored in a tuple inside a generic
+  /// container is re-abstracted, and that allocated a thunk on every
+  /// re-arm (three per keep-alive request).
+  private struct Entry {
+    let deadline: UInt64
+    let work: @Sendable () -> Void
+  }
+  private var entries: [UInt64: Entry] = [:]
   private var nextID: UInt64 = 0
   private var source: DispatchSourceTimer?
   static let tick = DispatchTimeInterval.milliseconds(100)
@@ -122,7 +129,7 @@ final class TimerTable: @unchecked Sendable {
     lock.lock()
     nextID &+= 1
     let id = nextID
-    entries[id] = (deadline, work)
+    entries[id] = Entry(deadline: deadline, work: work)
     startIfNeeded()
     lock.unlock()
     return LoopTimer(id: id, table: self)
@@ -150,7 +157,7 @@ final class TimerTable: @unchecked Sendable {
   /// Arms `id` for `deadline`, replacing its earlier deadline if any.
   func set(_ id: UInt64, deadline: UInt64, _ work: @escaping @Sendable () -> Void) {
     lock.lock()
-    entries[id] = (deadline, work)
+    entries[id] = Entry(deadline: deadline, work: work)
     startIfNeeded()
     lock.unlock()
   }

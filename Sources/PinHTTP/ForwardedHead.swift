@@ -164,7 +164,7 @@ public enum ForwardedHead {
   static func appendEndToEnd(_ headers: HTTPHeaders, dropping fixed: HeaderNameSet, to bytes: inout [UInt8]) {
     let named = dropped(headers, fixed: fixed)
     for field in headers where !named.contains(field.nameBytes) {
-      HTTPSerializer.appendField(name: field.nameBytes, value: field.valueBytes, to: &bytes)
+      HTTPSerializer.appendField(name: field.nameBytes, value: field.valueSlice, to: &bytes)
     }
   }
 }

@@ -41,10 +41,10 @@ enum HTTP1Framing {
   static func contentLength(_ headers: HTTPHeaders) throws(HTTPParseError) -> Int {
     var first: ArraySlice<UInt8>?
     for field in headers where field.hasName("Content-Length") {
-      var start = field.valueBytes.startIndex
-      while start <= field.valueBytes.endIndex {
-        let end = field.valueBytes[start...].firstIndex(of: UInt8(ascii: ",")) ?? field.valueBytes.endIndex
-        var element = field.valueBytes[start..<end]
+      var start = field.valueSlice.startIndex
+      while start <= field.valueSlice.endIndex {
+        let end = field.valueSlice[start...].firstIndex(of: UInt8(ascii: ",")) ?? field.valueSlice.endIndex
+        var element = field.valueSlice[start..<end]
         while let byte = element.first, ASCII.isBlank(byte) { element = element.dropFirst() }
         while let byte = element.last, ASCII.isBlank(byte) { element = element.dropLast() }
         if let first {

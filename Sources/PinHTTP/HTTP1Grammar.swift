@@ -211,7 +211,7 @@ enum HTTP1Grammar {
           .badRequest, "control character in header \(String(decoding: nameBytes.prefix(200), as: UTF8.self))"
         )
       }
-      headers.add(HTTPHeaders.Field(nameBytes: CommonHeaderNames.shared(nameBytes), valueBytes: Array(value)))
+      headers.add(HTTPHeaders.Field(nameBytes: CommonHeaderNames.shared(nameBytes), valueSlice: value))
       guard headers.count <= limits.maxHeaderCount else {
         throw HTTPParseError(.headersTooLarge, "more than \(limits.maxHeaderCount) header fields")
       }

@@ -6,22 +6,32 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
   public struct Field: Sendable, Equatable {
     /// The name's bytes: token characters only (the parser refuses others).
     public var nameBytes: [UInt8]
-    /// The value's bytes without surrounding whitespace.
-    public var valueBytes: [UInt8]
+    /// The value's bytes without surrounding whitespace. A parsed value is a
+    /// slice of the head it arrived in: one buffer for a whole head, not an
+    /// array per field.
+    public var valueSlice: ArraySlice<UInt8>
 
     public init(name: String, value: String) {
       nameBytes = CommonHeaderNames.shared(name.utf8)
-      valueBytes = Array(value.utf8)
+      valueSlice = Array(value.utf8)[...]
     }
 
     public init(nameBytes: [UInt8], valueBytes: [UInt8]) {
       self.nameBytes = nameBytes
-      self.valueBytes = valueBytes
+      self.valueSlice = valueBytes[...]
     }
+
+    public init(nameBytes: [UInt8], valueSlice: ArraySlice<UInt8>) {
+      self.nameBytes = nameBytes
+      self.valueSlice = valueSlice
+    }
+
+    /// The value as an array of its own (a copy when it is a slice).
+    public var valueBytes: [UInt8] { Array(valueSlice) }
 
     public var name: String { String(decoding: nameBytes, as: UTF8.self) }
     /// The value as text; bytes that are not UTF-8 read as U+FFFD here only.
-    public var value: String { String(decoding: valueBytes, as: UTF8.self) }
+    public var value: String { String(decoding: valueSlice, as: UTF8.self) }
 
     /// Lengths first: a lookup runs over every field of a head, and most
     /// names differ in length from the one sought.
@@ -69,6 +79,11 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
     fields.first { $0.hasName(name) }?.valueBytes
   }
 
+  /// The first value of that name as received, sharing the head's storage.
+  public func firstValueSlice(_ name: String) -> ArraySlice<UInt8>? {
+    fields.first { $0.hasName(name) }?.valueSlice
+  }
+
   public func contains(_ name: String) -> Bool { fields.contains { $0.hasName(name) } }
 
   /// How many field lines carry that name.
@@ -93,7 +108,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
   /// that name, trimmed, as received (not lower-cased): nothing is allocated.
   public func forEachToken(_ name: String, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
     for field in fields where field.hasName(name) {
-      field.valueBytes.withUnsafeBufferPointer { value in
+      field.valueSlice.withUnsafeBufferPointer { value in
         var start = 0
         while start <= value.count {
           var end = start

@@ -68,11 +68,11 @@ public enum HTTPSerializer {
   }
 
   static func fieldsSize(_ headers: HTTPHeaders) -> Int {
-    headers.fields.reduce(0) { $0 + $1.nameBytes.count + $1.valueBytes.count + 4 }
+    headers.fields.reduce(0) { $0 + $1.nameBytes.count + $1.valueSlice.count + 4 }
   }
 
   static func appendFields(_ headers: HTTPHeaders, to bytes: inout [UInt8]) {
-    for field in headers { appendField(name: field.nameBytes, value: field.valueBytes, to: &bytes) }
+    for field in headers { appendField(name: field.nameBytes, value: field.valueSlice, to: &bytes) }
   }
 
   /// One chunk; empty input writes nothing (an empty chunk would end the body).
