@@ -191,6 +191,13 @@ public final class TLSEngine {
   }
   public var sessionReused: Bool { SSL_session_reused(ssl) == 1 }
 
+  /// The address of the session the connection holds now, for telling
+  /// whether it changed (a TLS 1.3 ticket arriving after the handshake
+  /// replaces it); never dereferenced. nil before there is one.
+  public var currentSessionAddress: UnsafeRawPointer? {
+    SSL_get_session(ssl).map { UnsafeRawPointer($0) }
+  }
+
   private func classify(_ result: Int32) throws(Failure) -> Progress {
     switch SSL_get_error(ssl, result) {
     case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE: return .wantsInput

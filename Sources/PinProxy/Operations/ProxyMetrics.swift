@@ -74,7 +74,7 @@ final class ProxyMetrics: Sendable {
   }
 
   func request(listener: String, status: Int) {
-    requests.increment([listener, ProxyMetrics.statusClass(status)])
+    requests.increment(listener, ProxyMetrics.statusClass(status))
   }
 
   func refusal(_ failure: ProxyFailure, rule: String) { refusals.increment([failure.code.rawValue, rule]) }
@@ -201,7 +201,11 @@ final class ProxyMetrics: Sendable {
       .replacingOccurrences(of: "\n", with: "\\n")
   }
 
-  static func statusClass(_ status: Int) -> String { "\(status / 100)xx" }
+  static func statusClass(_ status: Int) -> String {
+    (1...5).contains(status / 100) ? statusClasses[status / 100 - 1] : "\(status / 100)xx"
+  }
+  /// Made once: counted for every request.
+  private static let statusClasses = ["1xx", "2xx", "3xx", "4xx", "5xx"]
 }
 
 /// A counter shared by reference between components (pools, sessions).
@@ -219,7 +223,32 @@ final class LabeledCounter: Sendable {
   let name: String
   let help: String
   let labelNames: [String]
-  private let values = Locked<[[String]: Int]>([:])
+  private let values = Locked<[Labels: Int]>([:])
+
+  /// Label values: the first two inline, so that counting a request (two
+  /// labels) builds no array.
+  private struct Labels: Hashable {
+    let first: String
+    let second: String
+    let rest: [String]
+
+    init(_ labels: [String]) {
+      first = labels.first ?? ""
+      second = labels.count > 1 ? labels[1] : ""
+      rest = Array(labels.dropFirst(2))
+      count = labels.count
+    }
+
+    init(_ first: String, _ second: String) {
+      self.first = first
+      self.second = second
+      rest = []
+      count = 2
+    }
+
+    let count: Int
+    var all: [String] { Array([first, second].prefix(count)) + rest }
+  }
 
   init(_ name: String, _ help: String, labels: [String]) {
     self.name = name
@@ -228,13 +257,19 @@ final class LabeledCounter: Sendable {
   }
 
   /// `labels` in the order of `labelNames`.
-  func increment(_ labels: [String]) { values.withLock { $0[labels, default: 0] += 1 } }
+  func increment(_ labels: [String]) { values.withLock { $0[Labels(labels), default: 0] += 1 } }
 
-  func value(_ labels: [String]) -> Int { values.withLock { $0[labels] ?? 0 } }
+  /// Two label values, without an array.
+  func increment(_ first: String, _ second: String) {
+    values.withLock { $0[Labels(first, second), default: 0] += 1 }
+  }
+
+  func value(_ labels: [String]) -> Int { values.withLock { $0[Labels(labels)] ?? 0 } }
 
   func render() -> String {
     var out = "# HELP \(name) \(help)\n# TYPE \(name) counter\n"
-    for (labels, value) in values.withLock({ $0 }).sorted(by: { $0.key.joined() < $1.key.joined() }) {
+    let rows = values.withLock { $0 }.map { (labels: $0.key.all, value: $0.value) }
+    for (labels, value) in rows.sorted(by: { $0.labels.joined() < $1.labels.joined() }) {
       let rendered = zip(labelNames, labels).map { "\($0)=\"\(ProxyMetrics.escape($1))\"" }.joined(
         separator: ",")
       out += "\(name){\(rendered)} \(value)\n"

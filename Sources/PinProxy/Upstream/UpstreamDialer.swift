@@ -111,13 +111,22 @@ struct UpstreamDialer {
     let sessions = self.sessions
     if resumable {
       let staple = trust.staple(of:)
-      // Read once: the session is stored again after every response, and
+      // Read once: the session is offered again after every response, and
       // the staple does not change within a connection. On the loop only.
       var kept: [UInt8]??
+      // Stored once per session the connection holds: a keep-alive
+      // connection's responses would otherwise each make a session object and
+      // take the shared cache's lock. `stored` moves only when a resumable
+      // session was stored, because OpenSSL fills the first TLS 1.3 ticket
+      // into the handshake's session in place (same address, resumable only
+      // from then on) and copies the session for each later ticket.
+      var stored: UnsafeRawPointer?
       channel.storeSession = { engine in
+        guard let current = engine.currentSessionAddress, current != stored else { return }
         if kept == nil { kept = .some(staple(engine)) }
         if let session = TLSSession(from: engine, staple: kept!) {
           sessions.store(session, for: key)
+          stored = current
         }
       }
     }

@@ -13,7 +13,15 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
   /// empties (a keep-alive load empties and refills it constantly, and each
   /// new list is an allocation); empty lists are dropped past
   /// `maxEmptyLists` and on retirement.
-  private var idle: [UpstreamKey: [(connection: UpstreamConnection, deadline: UInt64)]] = [:]
+  private var idle: [UpstreamKey: IdleList] = [:]
+
+  /// One key's idle connections. A class, so that taking and putting back
+  /// only read the dictionary: a dictionary value changed in place goes
+  /// through nested modify coroutines, whose frames were allocated on the
+  /// heap three times per keep-alive request.
+  private final class IdleList {
+    var entries: [(connection: UpstreamConnection, deadline: UInt64)] = []
+  }
   static let maxEmptyLists = 256
   /// The idle count across all loops' pools, for /metrics.
   private let idleGauge: SharedCount
@@ -38,15 +46,14 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
     http2 = HTTP2UpstreamPool(loop: loop)
   }
 
-  func hasIdle(_ key: UpstreamKey) -> Bool { idle[key]?.isEmpty == false }
+  func hasIdle(_ key: UpstreamKey) -> Bool { idle[key]?.entries.isEmpty == false }
 
   /// Closes the idle connection that waited longest, to make room under the
   /// upstream socket limit; false when none is idle.
   func closeOneIdle() -> Bool {
     loop.preconditionInLoop()
-    guard let key = idle.first(where: { !$0.value.isEmpty })?.key,
-      let (connection, _) = idle[key]?.removeFirst()
-    else { return false }
+    guard let list = idle.first(where: { !$0.value.entries.isEmpty })?.value else { return false }
+    let (connection, _) = list.entries.removeFirst()
     idleGauge.add(-1)
     connection.close()
     return true
@@ -64,9 +71,8 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
   /// batch (`MSG_PEEK`, one syscall).
   func take(_ key: UpstreamKey, bodyFollows: Bool) -> UpstreamConnection? {
     loop.preconditionInLoop()
-    // Popped in place: a copy of the list taken out and put back would
-    // copy it (and release every entry of the old one) on each request.
-    while let (connection, _) = idle[key]?.popLast() {
+    guard let list = idle[key] else { return nil }
+    while let (connection, _) = list.entries.popLast() {
       idleGauge.add(-1)
       if connection.isReusable && (!bodyFollows || connection.hasNoUnreadInput) {
         connection.markReused()
@@ -81,7 +87,7 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
   /// full, or when it was verified under a pin list that has since been replaced.
   func put(_ connection: UpstreamConnection, idleTimeout: Double, maxIdle: Int) {
     loop.preconditionInLoop()
-    guard connection.isReusable, (idle[connection.key]?.count ?? 0) < maxIdle,
+    guard connection.isReusable, (idle[connection.key]?.entries.count ?? 0) < maxIdle,
       connection.key.policy.generation >= generation, pins.isCurrent(connection.key.policy.pinList)
     else {
       return connection.close()
@@ -92,10 +98,15 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
     connection.resumeReading()
     let deadline = Self.deadline(after: idleTimeout)
     if sweepDeadline.map({ deadline < $0 }) ?? true { arm(at: deadline, after: idleTimeout) }
-    if idle[connection.key] == nil && idle.count >= Self.maxEmptyLists {
-      idle = idle.filter { !$0.value.isEmpty }
+    let list: IdleList
+    if let existing = idle[connection.key] {
+      list = existing
+    } else {
+      if idle.count >= Self.maxEmptyLists { idle = idle.filter { !$0.value.entries.isEmpty } }
+      list = IdleList()
+      idle[connection.key] = list
     }
-    idle[connection.key, default: []].append((connection, deadline))
+    list.entries.append((connection, deadline))
     idleGauge.add(1)
   }
 
@@ -106,7 +117,7 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
     self.generation = max(self.generation, generation)
     http2.retire(keeping: generation) { [pins] in pins.isCurrent($0.policy.pinList) }
     for (key, list) in idle where key.policy.generation != generation || !pins.isCurrent(key.policy.pinList) {
-      for (connection, _) in list {
+      for (connection, _) in list.entries {
         connection.close()
         idleGauge.add(-1)
       }
@@ -115,9 +126,11 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
   }
 
   private func remove(_ connection: UpstreamConnection) {
-    guard let index = idle[connection.key]?.firstIndex(where: { $0.0 === connection }) else { return }
+    guard let list = idle[connection.key],
+      let index = list.entries.firstIndex(where: { $0.connection === connection })
+    else { return }
     idleGauge.add(-1)
-    idle[connection.key]?.remove(at: index)
+    list.entries.remove(at: index)
   }
 
   private func arm(at deadline: UInt64, after seconds: Double) {
@@ -134,8 +147,8 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
     let now = DispatchTime.now().uptimeNanoseconds
     var expired: [UpstreamConnection] = []
     var earliest: UInt64?
-    for key in Array(idle.keys) {
-      idle[key]?.removeAll { entry in
+    for list in idle.values {
+      list.entries.removeAll { entry in
         if entry.deadline <= now {
           expired.append(entry.connection)
           return true
@@ -160,7 +173,7 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
   /// The idle connection that `link` is. The pool is the delegate of its
   /// idle connections only, so a call from anything else finds none.
   private func idleConnection(_ link: any UpstreamLink) -> UpstreamConnection? {
-    idle[link.key]?.first { $0.0 === link }?.0
+    idle[link.key]?.entries.first { $0.connection === link }?.connection
   }
 
   // An idle connection must stay silent; anything from it ends its use.
