@@ -167,7 +167,7 @@ public final class Connection: ByteChannel, ReadinessHandler, @unchecked Sendabl
     state = .closing
     wanted = []
     if let token {
-      loop.readiness.deregister(fd, token)
+      loop.readiness.forgetBeforeClose(token)
       self.token = nil
     }
     _ = Glibc.close(fd)

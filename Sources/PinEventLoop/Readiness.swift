@@ -119,6 +119,18 @@ final class Readiness: @unchecked Sendable {
     release(token)
   }
 
+  /// Releases `token`'s slot without telling epoll: for a socket about to be
+  /// closed. Closing the last descriptor of a file removes it from every
+  /// epoll set (epoll(7)), and the process never duplicates a socket, so the
+  /// `EPOLL_CTL_DEL` would be one more system call per connection for
+  /// nothing (nginx skips it the same way when it closes). An event for the
+  /// socket already fetched in this batch meets a released slot, whose
+  /// generation no longer matches, and is dropped.
+  func forgetBeforeClose(_ token: ReadinessToken) {
+    dispatchPrecondition(condition: .onQueue(queue))
+    release(token)
+  }
+
   private func release(_ token: ReadinessToken) {
     let index = Int(token.slot)
     guard slots[index].generation == token.generation else { return }
