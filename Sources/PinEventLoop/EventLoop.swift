@@ -70,7 +70,9 @@ public final class EventLoop: Sendable {
   }
 
   /// Now plus `seconds`, in uptime nanoseconds, saturating.
-  static func deadline(after seconds: Double, now: UInt64 = DispatchTime.now().uptimeNanoseconds) -> UInt64 {
+  public static func deadline(after seconds: Double, now: UInt64 = DispatchTime.now().uptimeNanoseconds)
+    -> UInt64
+  {
     let nanoseconds = seconds * 1e9
     let delay: UInt64 =
       nanoseconds.isNaN || nanoseconds <= 0

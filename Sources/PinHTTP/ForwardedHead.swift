@@ -51,10 +51,7 @@ public enum ForwardedHead {
     bytes.reserveCapacity(
       head.method.utf8.count + target.utf8.count + authority.utf8.count + via.utf8.count + 96
         + HTTPSerializer.fieldsSize(head.headers))
-    bytes += head.method.utf8
-    bytes.append(0x20)
-    bytes += target.utf8
-    bytes += " HTTP/1.1\r\n".utf8
+    HTTPSerializer.appendRequestLine(method: head.method, target: target, to: &bytes)
     HTTPSerializer.appendField(name: "Host", value: authority.utf8, to: &bytes)
     appendEndToEnd(head.headers, dropping: droppedFromRequests, to: &bytes)
     switch head.framing {

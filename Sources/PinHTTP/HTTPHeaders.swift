@@ -79,11 +79,6 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
     fields.first { $0.hasName(name) }?.valueBytes
   }
 
-  /// The first value of that name as received, sharing the head's storage.
-  public func firstValueSlice(_ name: String) -> ArraySlice<UInt8>? {
-    fields.first { $0.hasName(name) }?.valueSlice
-  }
-
   public func contains(_ name: String) -> Bool { fields.contains { $0.hasName(name) } }
 
   /// How many field lines carry that name.
@@ -150,15 +145,6 @@ enum ASCII {
       index = bytes.index(after: index)
     }
     return index == bytes.endIndex
-  }
-
-  static func equalsIgnoringCase<S: Sequence<UInt8>>(_ bytes: [UInt8], _ other: S) -> Bool {
-    var index = 0
-    for byte in other {
-      guard index < bytes.count, lower(bytes[index]) == lower(byte) else { return false }
-      index += 1
-    }
-    return index == bytes.count
   }
 }
 

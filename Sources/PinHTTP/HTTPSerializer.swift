@@ -4,10 +4,7 @@ public enum HTTPSerializer {
   public static func requestHead(method: String, target: String, headers: HTTPHeaders) -> [UInt8] {
     var bytes: [UInt8] = []
     bytes.reserveCapacity(64 + fieldsSize(headers))
-    bytes += method.utf8
-    bytes.append(0x20)
-    bytes += target.utf8
-    bytes += " HTTP/1.1\r\n".utf8
+    appendRequestLine(method: method, target: target, to: &bytes)
     appendFields(headers, to: &bytes)
     bytes += [0x0d, 0x0a]
     return bytes
@@ -16,18 +13,24 @@ public enum HTTPSerializer {
   public static func responseHead(_ head: HTTPResponseHead) -> [UInt8] {
     var bytes: [UInt8] = []
     bytes.reserveCapacity(64 + fieldsSize(head.headers))
-    bytes += "HTTP/1.1 \(head.status) ".utf8
-    bytes += head.reason.utf8
-    bytes += [0x0d, 0x0a]
+    appendStatusLine(status: head.status, reason: head.reason, to: &bytes)
     appendFields(head.headers, to: &bytes)
     bytes += [0x0d, 0x0a]
     return bytes
   }
 
+  /// `METHOD TARGET HTTP/1.1` and its CRLF.
+  static func appendRequestLine(method: String, target: String, to bytes: inout [UInt8]) {
+    bytes += method.utf8
+    bytes.append(0x20)
+    bytes += target.utf8
+    bytes += " HTTP/1.1\r\n".utf8
+  }
+
   /// `HTTP/1.1 STATUS REASON` and its CRLF.
   static func appendStatusLine(status: Int, reason: String, to bytes: inout [UInt8]) {
     bytes += "HTTP/1.1 ".utf8
-    appendDecimal(status, to: &bytes)
+    bytes += String(status).utf8
     bytes.append(0x20)
     bytes += reason.utf8
     bytes += [0x0d, 0x0a]
@@ -47,24 +50,9 @@ public enum HTTPSerializer {
     name.withUTF8Buffer { appendField(name: $0, value: value, to: &bytes) }
   }
 
-  /// `name: DIGITS` for a non-negative number, without making a String.
+  /// `name: DIGITS` (a number's digits fit a small string: no allocation).
   static func appendField(name: StaticString, decimal value: Int, to bytes: inout [UInt8]) {
-    name.withUTF8Buffer { bytes += $0 }
-    bytes += [0x3a, 0x20]
-    appendDecimal(value, to: &bytes)
-    bytes += [0x0d, 0x0a]
-  }
-
-  static func appendDecimal(_ value: Int, to bytes: inout [UInt8]) {
-    precondition(value >= 0)
-    var divisor = 1
-    while divisor <= value / 10 { divisor *= 10 }
-    var rest = value
-    while divisor > 0 {
-      bytes.append(UInt8(ascii: "0") + UInt8(rest / divisor))
-      rest %= divisor
-      divisor /= 10
-    }
+    appendField(name: name, value: String(value).utf8, to: &bytes)
   }
 
   static func fieldsSize(_ headers: HTTPHeaders) -> Int {

@@ -8,16 +8,12 @@ struct HeaderNameSet: Sendable {
     self.names = names.map { Array($0.utf8) }
   }
 
-  func contains(_ name: [UInt8]) -> Bool {
-    names.contains { $0.count == name.count && ASCII.equalsIgnoringCase($0, name) }
-  }
-
-  func contains(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
+  func contains(_ name: some Collection<UInt8>) -> Bool {
     names.contains { $0.count == name.count && ASCII.equalsIgnoringCase($0, name) }
   }
 
   /// Adds one name, given as received (compared without case anyway).
   mutating func insert(_ name: UnsafeBufferPointer<UInt8>) { names.append(Array(name)) }
 
-  func contains(_ name: String) -> Bool { contains(Array(name.utf8)) }
+  func contains(_ name: String) -> Bool { contains(name.utf8) }
 }

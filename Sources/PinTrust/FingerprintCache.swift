@@ -128,40 +128,29 @@ struct KeyHash {
       mix(UInt64(bitPattern: Int64(host?.hashValue ?? 0)))
       return
     }
-    name.withUTF8 { bytes in
-      mix(UInt64(bytes.count))
-      var offset = 0
-      while offset + 8 <= bytes.count {
-        mix(UnsafeRawBufferPointer(bytes).loadUnaligned(fromByteOffset: offset, as: UInt64.self))
-        offset += 8
-      }
-      var last: UInt64 = 0
-      while offset < bytes.count {
-        last = last << 8 | UInt64(bytes[offset])
-        offset += 1
-      }
-      mix(last)
-    }
+    name.withUTF8 { mixBytes(UnsafeRawBufferPointer($0)) }
   }
 
   /// The length and the last 16 bytes (fewer when shorter).
   mutating func mixTail(_ bytes: [UInt8]) {
     mix(UInt64(bytes.count))
-    bytes.withUnsafeBytes { raw in
-      if raw.count >= 16 {
-        mix(raw.loadUnaligned(fromByteOffset: raw.count - 16, as: UInt64.self))
-        mix(raw.loadUnaligned(fromByteOffset: raw.count - 8, as: UInt64.self))
-      } else {
-        var last: UInt64 = 0
-        var high: UInt64 = 0
-        for byte in raw {
-          high = high << 8 | last >> 56
-          last = last << 8 | UInt64(byte)
-        }
-        mix(high)
-        mix(last)
-      }
+    bytes.withUnsafeBytes { mixBytes(UnsafeRawBufferPointer(rebasing: $0.suffix(16))) }
+  }
+
+  /// Every byte, eight at a time, then the rest in one word; the count first.
+  private mutating func mixBytes(_ bytes: UnsafeRawBufferPointer) {
+    mix(UInt64(bytes.count))
+    var offset = 0
+    while offset + 8 <= bytes.count {
+      mix(bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+      offset += 8
     }
+    var last: UInt64 = 0
+    while offset < bytes.count {
+      last = last << 8 | UInt64(bytes[offset])
+      offset += 1
+    }
+    mix(last)
   }
 
   var value: Int {

@@ -96,7 +96,7 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
     // Read while idle (the session may have paused it for back-pressure):
     // anything an idle connection sends ends its use.
     connection.resumeReading()
-    let deadline = Self.deadline(after: idleTimeout)
+    let deadline = EventLoop.deadline(after: idleTimeout)
     if sweepDeadline.map({ deadline < $0 }) ?? true { arm(at: deadline, after: idleTimeout) }
     let list: IdleList
     if let existing = idle[connection.key] {
@@ -160,14 +160,6 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
     idleGauge.add(-expired.count)
     for connection in expired { connection.close() }
     if let earliest { arm(at: earliest, after: Double(earliest - now) / 1e9) }
-  }
-
-  /// Uptime nanoseconds `seconds` from now, saturating.
-  private static func deadline(after seconds: Double) -> UInt64 {
-    let now = DispatchTime.now().uptimeNanoseconds
-    let delay = seconds.isFinite && seconds > 0 ? min(seconds * 1e9, 9.2e18) : 0
-    let (sum, overflow) = now.addingReportingOverflow(UInt64(delay))
-    return overflow ? UInt64.max : sum
   }
 
   /// The idle connection that `link` is. The pool is the delegate of its
