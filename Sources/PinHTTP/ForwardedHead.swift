@@ -81,8 +81,20 @@ public enum ForwardedHead {
     _ head: HTTPResponseHead, clientVersion: HTTPVersion, closing: Bool, via: String
   ) -> (head: [UInt8], framing: ClientFraming) {
     var bytes: [UInt8] = []
-    bytes.reserveCapacity(
-      head.reason.utf8.count + via.utf8.count + 128 + HTTPSerializer.fieldsSize(head.headers))
+    let framing = appendResponse(head, clientVersion: clientVersion, closing: closing, via: via, to: &bytes)
+    return (bytes, framing)
+  }
+
+  /// The same, appended to `bytes`, which grows once: by the head and, when
+  /// the body's length is known and small, by the body too, so that the body
+  /// that usually follows in the same read lands without another allocation.
+  public static func appendResponse(
+    _ head: HTTPResponseHead, clientVersion: HTTPVersion, closing: Bool, via: String,
+    to bytes: inout [UInt8]
+  ) -> ClientFraming {
+    var room = head.reason.utf8.count + via.utf8.count + 128 + HTTPSerializer.fieldsSize(head.headers)
+    if case .length(let length) = head.framing, length <= bodyRoom { room += length }
+    bytes.reserveCapacity(bytes.count + room)
     HTTPSerializer.appendStatusLine(status: head.status, reason: head.reason, to: &bytes)
     appendEndToEnd(head.headers, dropping: droppedFromResponses, to: &bytes)
     let framing: ClientFraming
@@ -111,8 +123,11 @@ public enum ForwardedHead {
     }
     HTTPSerializer.appendField(name: "Via", value: via.utf8, to: &bytes)
     bytes += [0x0d, 0x0a]
-    return (bytes, framing)
+    return framing
   }
+
+  /// The largest body `appendResponse` makes room for beside the head.
+  static let bodyRoom = 16 * 1024
 
   /// The request fields `request` passes on, without the Host and framing
   /// it writes anew: for a head sent in another HTTP version.

@@ -104,10 +104,11 @@ enum HTTP1Grammar {
     return digits.reduce(0) { $0 * 16 + hexValue($1) }
   }
 
-  static func requestHead(_ head: ArraySlice<UInt8>, limits: HTTPLimits) throws(HTTPParseError)
+  /// `head` is the section's own copy: its fields stay indices into it.
+  static func requestHead(_ head: [UInt8], limits: HTTPLimits) throws(HTTPParseError)
     -> HTTPRequestHead
   {
-    let (startLine, fieldBytes) = splitStartLine(head)
+    let (startLine, fieldBytes) = splitStartLine(head[...])
     // method SP request-target SP HTTP-version: exactly two spaces (found in
     // place, no array of parts).
     guard let first = startLine.firstIndex(of: 0x20),
@@ -130,7 +131,7 @@ enum HTTP1Grammar {
       throw HTTPParseError(
         .badRequest, "request target \"\(rawTarget.prefix(200))\" is not valid for \(method)")
     }
-    let headers = try fields(fieldBytes, limits: limits)
+    let headers = try fields(fieldBytes, in: head, limits: limits)
     try checkHost(headers, version: version, method: method)
     return HTTPRequestHead(
       method: method, target: target, rawTarget: rawTarget, version: version, headers: headers)
@@ -155,10 +156,10 @@ enum HTTP1Grammar {
     }
   }
 
-  static func responseHead(_ head: ArraySlice<UInt8>, limits: HTTPLimits) throws(HTTPParseError)
+  static func responseHead(_ head: [UInt8], limits: HTTPLimits) throws(HTTPParseError)
     -> HTTPResponseHead
   {
-    let (startLine, fieldBytes) = splitStartLine(head)
+    let (startLine, fieldBytes) = splitStartLine(head[...])
     // HTTP-version SP 3DIGIT [SP reason]: the parts found in place.
     guard let first = startLine.firstIndex(of: 0x20) else {
       throw HTTPParseError(.badRequest, "malformed status line")
@@ -173,20 +174,23 @@ enum HTTP1Grammar {
     guard status >= 100 else { throw HTTPParseError(.badRequest, "malformed status line") }
     let version = try httpVersion(startLine[..<first])
     let reason = second.map { String(decoding: rest[($0 + 1)...], as: UTF8.self) } ?? ""
-    let headers = try fields(fieldBytes, limits: limits)
+    let headers = try fields(fieldBytes, in: head, limits: limits)
     return HTTPResponseHead(version: version, status: status, reason: reason, headers: headers)
   }
 
   /// `field-name ":" OWS field-value OWS` lines; obs-fold and whitespace
-  /// before the colon are refused (RFC 9112 §5.1, §5.2).
-  static func fields(_ bytes: ArraySlice<UInt8>, limits: HTTPLimits) throws(HTTPParseError) -> HTTPHeaders {
-    var headers = HTTPHeaders()
-    guard !bytes.isEmpty else { return headers }
-    // One allocation for the list: every line is a field (the section has
+  /// before the colon are refused (RFC 9112 §5.1, §5.2). `bytes` is a slice
+  /// of `storage`: the list keeps `storage` and the ranges of each name and
+  /// value in it, nothing per field.
+  static func fields(_ bytes: ArraySlice<UInt8>, in storage: [UInt8], limits: HTTPLimits)
+    throws(HTTPParseError) -> HTTPHeaders
+  {
+    guard !bytes.isEmpty else { return HTTPHeaders() }
+    // One allocation for the table: every line is a field (the section has
     // no bare CR, so each CR ends one).
     var lines = 1
     for byte in bytes where byte == cr { lines += 1 }
-    headers.reserveCapacity(min(lines, limits.maxHeaderCount + 1))
+    var headers = HTTPHeaders(parsedFrom: storage, capacity: min(lines, limits.maxHeaderCount + 1))
     var lineStart = bytes.startIndex
     while lineStart < bytes.endIndex {
       var lineEnd = lineStart
@@ -211,7 +215,7 @@ enum HTTP1Grammar {
           .badRequest, "control character in header \(String(decoding: nameBytes.prefix(200), as: UTF8.self))"
         )
       }
-      headers.add(HTTPHeaders.Field(nameBytes: CommonHeaderNames.shared(nameBytes), valueSlice: value))
+      headers.appendParsed(name: nameBytes.indices, value: value.indices)
       guard headers.count <= limits.maxHeaderCount else {
         throw HTTPParseError(.headersTooLarge, "more than \(limits.maxHeaderCount) header fields")
       }

@@ -18,6 +18,18 @@ public struct HTTP1Parser: Sendable {
     case end(trailers: HTTPHeaders)
   }
 
+  /// An event as the proxy's data path takes it: body bytes are not copied
+  /// out but lent, straight from the input that was fed (or, for bytes the
+  /// parser had kept, from its own buffer). They stay valid until the
+  /// parser is next called and while that input lives: whoever takes them
+  /// copies them once, into the next hop's send path, before returning.
+  public enum BorrowedEvent {
+    case request(HTTPRequestHead)
+    case response(HTTPResponseHead)
+    case body(UnsafeRawBufferPointer)
+    case end(trailers: HTTPHeaders)
+  }
+
   enum State: Sendable, Equatable {
     case head
     case fixedBody(remaining: Int)
@@ -52,6 +64,9 @@ public struct HTTP1Parser: Sendable {
   /// (indexing as `consumed` does; bytes before it were already scanned).
   var scanned = 0
   var paused = false
+  /// Kept buffers whose bytes were lent as body events, held until the
+  /// parser is next called (see `BorrowedEvent`).
+  var lent: [[UInt8]] = []
   /// The peer closed while parsing was paused; applied on `resume()`.
   var inputFinished = false
   var responseToMethod = "GET"
@@ -100,12 +115,22 @@ public struct HTTP1Parser: Sendable {
   /// of it once, and only what cannot be parsed yet (a partial head or line,
   /// the next message while paused, what follows a CONNECT) is kept.
   public mutating func feed(_ input: UnsafeRawBufferPointer) throws(HTTPParseError) -> [Event] {
+    var events = CopiedEvents()
+    try feed(input, into: &events)
+    return events.list
+  }
+
+  /// Parses straight from `input` into `sink`: body bytes are handed over
+  /// as they lie (see `BorrowedEvent`), never copied by the parser.
+  public mutating func feed<Sink: HTTP1EventSink>(_ input: UnsafeRawBufferPointer, into events: inout Sink)
+    throws(HTTPParseError)
+  {
     guard state != .failed else { throw HTTPParseError(.badRequest, "connection already failed") }
+    lent.removeAll(keepingCapacity: true)
     if paused || state == .upgraded {
       buffer.append(contentsOf: input)
-      return []
+      return
     }
-    var events: [Event] = []
     do {
       var offset = 0
       // Kept bytes begin a head or a line that ends in this input. It is
@@ -128,7 +153,6 @@ public struct HTTP1Parser: Sendable {
       clearBuffer()
       throw error
     }
-    return events
   }
 
   /// The same for bytes already in an array (tests, fuzzers, a body held whole).
@@ -145,10 +169,17 @@ public struct HTTP1Parser: Sendable {
 
   /// After a pause between messages: parses what has arrived of the next one.
   public mutating func resume() throws(HTTPParseError) -> [Event] {
+    var events = CopiedEvents()
+    try resume(into: &events)
+    return events.list
+  }
+
+  /// The same into `sink`, body bytes lent from the parser's buffer.
+  public mutating func resume<Sink: HTTP1EventSink>(into events: inout Sink) throws(HTTPParseError) {
     guard state != .failed else { throw HTTPParseError(.badRequest, "connection already failed") }
-    guard paused else { return [] }
+    lent.removeAll(keepingCapacity: true)
+    guard paused else { return }
     paused = false
-    var events: [Event] = []
     do {
       try parseBuffer(&events)
     } catch {
@@ -156,14 +187,15 @@ public struct HTTP1Parser: Sendable {
       clearBuffer()
       throw error
     }
-    if inputFinished && !paused { events += try finish() }
-    return events
+    if inputFinished && !paused { try finish(into: &events) }
   }
 
   /// Parses `input` where it lies, then keeps the part it could not use yet.
   /// Only called with nothing kept, so `consumed` and `scanned` index `input`
   /// here and `buffer` again afterwards.
-  private mutating func parseInPlace(_ input: UnsafeRawBufferPointer, _ events: inout [Event])
+  private mutating func parseInPlace<Sink: HTTP1EventSink>(
+    _ input: UnsafeRawBufferPointer, _ events: inout Sink
+  )
     throws(HTTPParseError)
   {
     consumed = 0
@@ -179,10 +211,13 @@ public struct HTTP1Parser: Sendable {
   }
 
   /// Parses the kept bytes as far as they go.
-  private mutating func parseBuffer(_ events: inout [Event]) throws(HTTPParseError) {
+  private mutating func parseBuffer<Sink: HTTP1EventSink>(_ events: inout Sink) throws(HTTPParseError) {
     // A second reference to the storage, not a copy: the steps read it while
     // they change the rest of the parser (nothing appends to it meanwhile).
     let kept = buffer
+    // Body bytes lent from it must outlive this call: the storage is held
+    // until the parser is next called.
+    if Sink.borrowsBody { lent.append(kept) }
     let result: Result<Void, HTTPParseError> = kept.withUnsafeBytes { input in
       do throws(HTTPParseError) {
         while !paused, try step(input, &events) {}
@@ -211,16 +246,22 @@ public struct HTTP1Parser: Sendable {
   /// The peer closed its side. Ends a close-delimited response; anywhere
   /// else inside a message it is a truncation.
   public mutating func finish() throws(HTTPParseError) -> [Event] {
+    var events = CopiedEvents()
+    try finish(into: &events)
+    return events.list
+  }
+
+  /// The same into `sink`.
+  public mutating func finish<Sink: HTTP1EventSink>(into events: inout Sink) throws(HTTPParseError) {
     switch state {
     case .untilClose:
       state = .head
-      return [.end(trailers: HTTPHeaders())]
+      events.append(.end(trailers: HTTPHeaders()))
     case .head where paused:
       // What follows the delivered message is judged once parsing resumes.
       inputFinished = true
-      return []
     case .head where !hasBufferedInput, .upgraded:
-      return []
+      break
     default:
       state = .failed
       throw HTTPParseError(.truncated, "connection closed in the middle of a message")
@@ -228,7 +269,7 @@ public struct HTTP1Parser: Sendable {
   }
 
   /// A final message ended: the next one starts, unless parsing pauses here.
-  private mutating func endMessage(_ trailers: HTTPHeaders, _ events: inout [Event]) {
+  private mutating func endMessage<Sink: HTTP1EventSink>(_ trailers: HTTPHeaders, _ events: inout Sink) {
     state = .head
     scanned = consumed
     events.append(.end(trailers: trailers))
@@ -237,8 +278,8 @@ public struct HTTP1Parser: Sendable {
 
   /// Advances by one state transition over `input` (the kept buffer, or a
   /// read parsed in place), from `consumed`; false when it needs more input.
-  private mutating func step(_ input: UnsafeRawBufferPointer, _ events: inout [Event]) throws(HTTPParseError)
-    -> Bool
+  private mutating func step<Sink: HTTP1EventSink>(_ input: UnsafeRawBufferPointer, _ events: inout Sink)
+    throws(HTTPParseError) -> Bool
   {
     guard consumed < input.count else { return false }
     switch state {
@@ -256,11 +297,11 @@ public struct HTTP1Parser: Sendable {
         scanned = max(start, input.count - 3)
         return false
       }
-      try beginMessage(Array(input[head])[...], &events)
+      try beginMessage(Array(input[head]), &events)
       return true
     case .fixedBody(let remaining):
       let count = min(remaining, input.count - consumed)
-      events.append(.body(Array(input[consumed..<consumed + count])))
+      events.appendBody(UnsafeRawBufferPointer(rebasing: input[consumed..<consumed + count]))
       consumed += count
       if count == remaining {
         endMessage(HTTPHeaders(), &events)
@@ -278,7 +319,7 @@ public struct HTTP1Parser: Sendable {
       return true
     case .chunkData(let remaining):
       let count = min(remaining, input.count - consumed)
-      events.append(.body(Array(input[consumed..<consumed + count])))
+      events.appendBody(UnsafeRawBufferPointer(rebasing: input[consumed..<consumed + count]))
       consumed += count
       state = count == remaining ? .chunkDataEnd : .chunkData(remaining: remaining - count)
       return true
@@ -304,11 +345,12 @@ public struct HTTP1Parser: Sendable {
         scanned = max(start, input.count - 3)
         return false
       }
-      let trailers = try HTTP1Grammar.fields(Array(input[section])[...], limits: limits)
+      let copied = Array(input[section])
+      let trailers = try HTTP1Grammar.fields(copied[...], in: copied, limits: limits)
       endMessage(trailers, &events)
       return true
     case .untilClose:
-      events.append(.body(Array(input[consumed...])))
+      events.appendBody(UnsafeRawBufferPointer(rebasing: input[consumed...]))
       consumed = input.count
       return true
     case .upgraded, .failed:
@@ -316,7 +358,7 @@ public struct HTTP1Parser: Sendable {
     }
   }
 
-  private mutating func beginMessage(_ head: ArraySlice<UInt8>, _ events: inout [Event])
+  private mutating func beginMessage<Sink: HTTP1EventSink>(_ head: [UInt8], _ events: inout Sink)
     throws(HTTPParseError)
   {
     switch role {
@@ -350,7 +392,7 @@ public struct HTTP1Parser: Sendable {
     }
   }
 
-  private mutating func enterBody(_ framing: BodyFraming, _ events: inout [Event]) {
+  private mutating func enterBody<Sink: HTTP1EventSink>(_ framing: BodyFraming, _ events: inout Sink) {
     switch framing {
     case .none:
       endMessage(HTTPHeaders(), &events)
@@ -361,4 +403,45 @@ public struct HTTP1Parser: Sendable {
     case .untilClose: state = .untilClose
     }
   }
+}
+
+/// Where the parser puts what it finds, in order, as it finds it.
+public protocol HTTP1EventSink {
+  /// Whether body bytes are kept after `appendBody` returns (lent, not
+  /// copied): the parser then keeps the buffer they lie in alive.
+  static var borrowsBody: Bool { get }
+  /// A head or the end of a message (never `.body`).
+  mutating func append(_ event: HTTP1Parser.Event)
+  /// Body bytes where they lie (see `HTTP1Parser.BorrowedEvent`).
+  mutating func appendBody(_ bytes: UnsafeRawBufferPointer)
+}
+
+/// Events with bodies copied into arrays of their own: for callers that
+/// hold events past the input (a client's pipelined requests, tests).
+struct CopiedEvents: HTTP1EventSink {
+  var list: [HTTP1Parser.Event] = []
+  static var borrowsBody: Bool { false }
+  mutating func append(_ event: HTTP1Parser.Event) { list.append(event) }
+  mutating func appendBody(_ bytes: UnsafeRawBufferPointer) { list.append(.body(Array(bytes))) }
+}
+
+/// Events with body bytes lent, in a list reused from read to read: the
+/// response path's sink, which allocates nothing once warm.
+public struct BorrowedEvents: HTTP1EventSink {
+  public private(set) var list: [HTTP1Parser.BorrowedEvent] = []
+  public init() {}
+  public static var borrowsBody: Bool { true }
+  public var isEmpty: Bool { list.isEmpty }
+  public mutating func removeAll() { list.removeAll(keepingCapacity: list.capacity <= 64) }
+
+  public mutating func append(_ event: HTTP1Parser.Event) {
+    switch event {
+    case .request(let head): list.append(.request(head))
+    case .response(let head): list.append(.response(head))
+    case .body(let bytes): preconditionFailure("body of \(bytes.count) bytes as a copied event")
+    case .end(let trailers): list.append(.end(trailers: trailers))
+    }
+  }
+
+  public mutating func appendBody(_ bytes: UnsafeRawBufferPointer) { list.append(.body(bytes)) }
 }

@@ -1,57 +1,109 @@
 /// An ordered list of header fields as received, kept as bytes: a value is
 /// forwarded exactly as it arrived (obs-text included, RFC 9110 §5.5), never
 /// re-encoded. Names keep their spelling; lookups compare names as ASCII
-/// bytes, case-insensitively (RFC 9110 §5.1).
-public struct HTTPHeaders: Sendable, Equatable, Sequence {
+/// bytes, case-insensitively (RFC 9110 §5.1), lengths first.
+///
+/// One storage, indices into it (as swift-nio's `HTTPHeaders`): a parsed
+/// section is the head's bytes, copied once out of the read, and a table of
+/// (name, value) ranges into them. No field has an array or a string of its
+/// own, and copying a list copies two references, not one per field. Fields
+/// added later append their bytes; removed ones leave the table only.
+public struct HTTPHeaders: Sendable, Equatable, RandomAccessCollection {
+  /// One field as a value of its own: handed out by the list (slices of its
+  /// storage), or made to be added.
   public struct Field: Sendable, Equatable {
     /// The name's bytes: token characters only (the parser refuses others).
-    public var nameBytes: [UInt8]
-    /// The value's bytes without surrounding whitespace. A parsed value is a
-    /// slice of the head it arrived in: one buffer for a whole head, not an
-    /// array per field.
+    public var nameBytes: ArraySlice<UInt8>
+    /// The value's bytes without surrounding whitespace.
     public var valueSlice: ArraySlice<UInt8>
 
     public init(name: String, value: String) {
-      nameBytes = CommonHeaderNames.shared(name.utf8)
+      nameBytes = Array(name.utf8)[...]
       valueSlice = Array(value.utf8)[...]
     }
 
     public init(nameBytes: [UInt8], valueBytes: [UInt8]) {
-      self.nameBytes = nameBytes
+      self.nameBytes = nameBytes[...]
       self.valueSlice = valueBytes[...]
     }
 
-    public init(nameBytes: [UInt8], valueSlice: ArraySlice<UInt8>) {
+    public init(nameBytes: ArraySlice<UInt8>, valueSlice: ArraySlice<UInt8>) {
       self.nameBytes = nameBytes
       self.valueSlice = valueSlice
     }
 
-    /// The value as an array of its own (a copy when it is a slice).
+    /// The value as an array of its own (a copy).
     public var valueBytes: [UInt8] { Array(valueSlice) }
 
     public var name: String { String(decoding: nameBytes, as: UTF8.self) }
     /// The value as text; bytes that are not UTF-8 read as U+FFFD here only.
     public var value: String { String(decoding: valueSlice, as: UTF8.self) }
 
-    /// Lengths first: a lookup runs over every field of a head, and most
-    /// names differ in length from the one sought.
     func hasName(_ other: String) -> Bool {
       nameBytes.count == other.utf8.count && ASCII.equalsIgnoringCase(nameBytes, other.utf8)
     }
   }
 
-  public private(set) var fields: [Field] = []
-
-  public init(_ pairs: [(String, String)] = []) {
-    fields = pairs.map { Field(name: $0.0, value: $0.1) }
+  /// Where one field's name and value lie in `storage`.
+  struct Entry: Sendable {
+    var name: Range<Int32>
+    var value: Range<Int32>
   }
 
-  public var count: Int { fields.count }
-  public mutating func reserveCapacity(_ count: Int) { fields.reserveCapacity(count) }
-  public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
+  /// The bytes every entry points into: a parsed section's head, then the
+  /// bytes of fields added since.
+  private var storage: [UInt8] = []
+  private var entries: [Entry] = []
 
-  public mutating func add(_ name: String, _ value: String) { fields.append(Field(name: name, value: value)) }
-  public mutating func add(_ field: Field) { fields.append(field) }
+  public init(_ pairs: [(String, String)] = []) {
+    for (name, value) in pairs { add(name, value) }
+  }
+
+  /// A parsed section: `storage` is the head its fields lie in, and the
+  /// table is sized once for `capacity` fields.
+  init(parsedFrom storage: [UInt8], capacity: Int) {
+    self.storage = storage
+    entries.reserveCapacity(capacity)
+  }
+
+  /// A field the parser found at these ranges of the storage.
+  mutating func appendParsed(name: Range<Int>, value: Range<Int>) {
+    entries.append(
+      Entry(
+        name: Int32(name.lowerBound)..<Int32(name.upperBound),
+        value: Int32(value.lowerBound)..<Int32(value.upperBound)))
+  }
+
+  // MARK: Collection
+
+  public var startIndex: Int { 0 }
+  public var endIndex: Int { entries.count }
+  public var count: Int { entries.count }
+
+  public subscript(position: Int) -> Field {
+    let entry = entries[position]
+    return Field(nameBytes: storage[range(entry.name)], valueSlice: storage[range(entry.value)])
+  }
+
+  /// The fields as a list of values (for tests and diagnostics).
+  public var fields: [Field] { Array(self) }
+
+  public mutating func reserveCapacity(_ count: Int) { entries.reserveCapacity(count) }
+
+  private func range(_ range: Range<Int32>) -> Range<Int> { Int(range.lowerBound)..<Int(range.upperBound) }
+
+  // MARK: Changes
+
+  public mutating func add(_ name: String, _ value: String) { append(name: name.utf8, value: value.utf8) }
+  public mutating func add(_ field: Field) { append(name: field.nameBytes, value: field.valueSlice) }
+
+  private mutating func append(name: some Collection<UInt8>, value: some Collection<UInt8>) {
+    let nameStart = storage.count
+    storage += name
+    let valueStart = storage.count
+    storage += value
+    appendParsed(name: nameStart..<valueStart, value: valueStart..<storage.count)
+  }
 
   /// Replaces every field of that name with one.
   public mutating func replace(_ name: String, _ value: String) {
@@ -60,30 +112,101 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
   }
 
   public mutating func remove(_ name: String) {
-    fields.removeAll { $0.hasName(name) }
+    let named = Array(name.utf8)
+    storage.withUnsafeBufferPointer { bytes in
+      entries.removeAll { Self.name(of: $0, in: bytes, is: named) }
+    }
   }
 
   /// Keeps only the fields for which `keep` holds.
-  public mutating func filter(_ keep: (Field) -> Bool) { fields.removeAll { !keep($0) } }
+  public mutating func filter(_ keep: (Field) -> Bool) {
+    let kept = indices.filter { keep(self[$0]) }
+    guard kept.count < entries.count else { return }
+    entries = kept.map { entries[$0] }
+  }
+
+  // MARK: Equality: the same fields in the same order, byte for byte
+
+  public static func == (left: HTTPHeaders, right: HTTPHeaders) -> Bool {
+    left.count == right.count
+      && zip(left, right).allSatisfy {
+        $0.nameBytes.elementsEqual($1.nameBytes) && $0.valueSlice.elementsEqual($1.valueSlice)
+      }
+  }
+
+  // MARK: Lookups, on the bytes
+
+  /// Whether the entry's name is `name`, ASCII case ignored: the length
+  /// decides for most names.
+  private static func name(
+    of entry: Entry, in bytes: UnsafeBufferPointer<UInt8>, is name: some Collection<UInt8>
+  )
+    -> Bool
+  {
+    let start = Int(entry.name.lowerBound)
+    let end = Int(entry.name.upperBound)
+    return end - start == name.count
+      && ASCII.equalsIgnoringCase(UnsafeBufferPointer(rebasing: bytes[start..<end]), name)
+  }
+
+  /// Calls `body` with the value of each field of that name, in order, as
+  /// bytes in place; stops when it returns false.
+  func forEachValue(_ name: String, _ body: (UnsafeBufferPointer<UInt8>) -> Bool) {
+    storage.withUnsafeBufferPointer { bytes in
+      for entry in entries where Self.name(of: entry, in: bytes, is: name.utf8) {
+        let value = UnsafeBufferPointer(
+          rebasing: bytes[Int(entry.value.lowerBound)..<Int(entry.value.upperBound)])
+        if !body(value) { return }
+      }
+    }
+  }
 
   public func values(_ name: String) -> [String] {
-    fields.filter { $0.hasName(name) }.map(\.value)
+    var result: [String] = []
+    forEachValue(name) { value in
+      result.append(String(decoding: value, as: UTF8.self))
+      return true
+    }
+    return result
   }
 
   public func first(_ name: String) -> String? {
-    fields.first { $0.hasName(name) }?.value
+    var result: String?
+    forEachValue(name) { value in
+      result = String(decoding: value, as: UTF8.self)
+      return false
+    }
+    return result
   }
 
   /// The first value of that name as the bytes received (no String made).
   public func firstValueBytes(_ name: String) -> [UInt8]? {
-    fields.first { $0.hasName(name) }?.valueBytes
+    var result: [UInt8]?
+    forEachValue(name) { value in
+      result = Array(value)
+      return false
+    }
+    return result
   }
 
-  public func contains(_ name: String) -> Bool { fields.contains { $0.hasName(name) } }
+  public func contains(_ name: String) -> Bool {
+    var found = false
+    forEachValue(name) { _ in
+      found = true
+      return false
+    }
+    return found
+  }
 
   /// How many field lines carry that name.
-  public func count(of name: String) -> Int { fields.reduce(0) { $0 + ($1.hasName(name) ? 1 : 0) } }
-
+  public func count(of name: String) -> Int {
+    var count = 0
+    forEachValue(name) { _ in
+      count += 1
+      return true
+    }
+    return count
+  }
   /// Comma-separated list elements of every field of that name, trimmed and
   /// lower-cased. Worked out on the bytes: this runs for several fields of
   /// every message, and most messages have none of them.
@@ -102,20 +225,19 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
   /// Calls `body` with each comma-separated list element of every field of
   /// that name, trimmed, as received (not lower-cased): nothing is allocated.
   public func forEachToken(_ name: String, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
-    for field in fields where field.hasName(name) {
-      field.valueSlice.withUnsafeBufferPointer { value in
-        var start = 0
-        while start <= value.count {
-          var end = start
-          while end < value.count && value[end] != UInt8(ascii: ",") { end += 1 }
-          var low = start
-          var high = end
-          while low < high && ASCII.isBlank(value[low]) { low += 1 }
-          while high > low && ASCII.isBlank(value[high - 1]) { high -= 1 }
-          if low < high { body(UnsafeBufferPointer(rebasing: value[low..<high])) }
-          start = end + 1
-        }
+    forEachValue(name) { value in
+      var start = 0
+      while start <= value.count {
+        var end = start
+        while end < value.count && value[end] != UInt8(ascii: ",") { end += 1 }
+        var low = start
+        var high = end
+        while low < high && ASCII.isBlank(value[low]) { low += 1 }
+        while high > low && ASCII.isBlank(value[high - 1]) { high -= 1 }
+        if low < high { body(UnsafeBufferPointer(rebasing: value[low..<high])) }
+        start = end + 1
       }
+      return true
     }
   }
 

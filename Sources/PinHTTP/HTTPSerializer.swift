@@ -67,21 +67,35 @@ public enum HTTPSerializer {
   /// Built in one allocation of its final size: the body is copied once, not
   /// once per concatenation.
   public static func chunk(_ bytes: [UInt8]) -> [UInt8] {
-    guard !bytes.isEmpty else { return [] }
-    let size = String(bytes.count, radix: 16).utf8
     var framed: [UInt8] = []
-    framed.reserveCapacity(size.count + bytes.count + 4)
-    framed += size
-    framed += [0x0d, 0x0a]
-    framed += bytes
-    framed += [0x0d, 0x0a]
+    framed.reserveCapacity(bytes.count + 20)
+    bytes.withUnsafeBytes { appendChunk($0, to: &framed) }
     return framed
   }
 
+  /// Appends one chunk (nothing for no bytes), growing `output` at most
+  /// once, and geometrically: called again and again on one buffer, an
+  /// exact `reserveCapacity` would copy it every time.
+  public static func appendChunk(_ bytes: UnsafeRawBufferPointer, to output: inout [UInt8]) {
+    guard !bytes.isEmpty else { return }
+    let needed = output.count + bytes.count + 20
+    if output.capacity < needed { output.reserveCapacity(max(needed, output.capacity * 2)) }
+    output += String(bytes.count, radix: 16).utf8
+    output += [0x0d, 0x0a]
+    output += bytes
+    output += [0x0d, 0x0a]
+  }
+
   public static func lastChunk(trailers: HTTPHeaders = HTTPHeaders()) -> [UInt8] {
-    var bytes: [UInt8] = [0x30, 0x0d, 0x0a]
+    var bytes: [UInt8] = []
+    appendLastChunk(trailers: trailers, to: &bytes)
+    return bytes
+  }
+
+  /// The last chunk, the trailer section and the blank line that ends the body.
+  public static func appendLastChunk(trailers: HTTPHeaders, to bytes: inout [UInt8]) {
+    bytes += [0x30, 0x0d, 0x0a]
     appendFields(trailers, to: &bytes)
     bytes += [0x0d, 0x0a]
-    return bytes
   }
 }

@@ -52,7 +52,7 @@ struct OutgoingBody {
 
   var count: Int { bytes.count - offset }
 
-  mutating func append(_ more: [UInt8]) {
+  mutating func append(_ more: some Collection<UInt8>) {
     if offset > 0 && offset >= bytes.count / 2 {
       bytes.removeFirst(offset)
       offset = 0

@@ -164,9 +164,8 @@ public enum HTTP2Mapping {
     ForwardedHead.trailers(trailers).map { HTTP2Header(name: lowercased($0.nameBytes), value: $0.valueBytes) }
   }
 
-  static func lowercased(_ name: [UInt8]) -> [UInt8] {
-    guard name.contains(where: { $0 >= 0x41 && $0 <= 0x5a }) else { return name }
-    return name.map { $0 >= 0x41 && $0 <= 0x5a ? $0 | 0x20 : $0 }
+  static func lowercased(_ name: ArraySlice<UInt8>) -> [UInt8] {
+    name.map { $0 >= 0x41 && $0 <= 0x5a ? $0 | 0x20 : $0 }
   }
 
   enum Names {

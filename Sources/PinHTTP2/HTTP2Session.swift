@@ -185,7 +185,7 @@ public final class HTTP2Session {
   ///
   /// The buffer is changed in place in the dictionary: a copy taken out and
   /// put back would copy every buffered byte on each call.
-  public func sendBody(stream: Int32, _ bytes: [UInt8]) {
+  public func sendBody(stream: Int32, _ bytes: some Collection<UInt8>) {
     guard state.outgoing[stream]?.ended == false else { return }
     state.outgoing[stream]?.append(bytes)
     state.outgoingBytes += bytes.count

@@ -4,7 +4,10 @@ import XCTest
 /// Feeds a message whole, split in two at every position, and byte by byte,
 /// and requires the same outcome each time. Body events are merged so that
 /// only the bytes, not how they were cut, are compared. Each split is fed
-/// twice: as arrays, and through one reused buffer (as a socket delivers).
+/// three times: as arrays, through one reused buffer (as a socket
+/// delivers), and through that buffer into a `BorrowedEvents` sink whose
+/// lent body bytes are read before the next read overwrites them (as the
+/// upstream path takes them).
 enum SplitFeeding {
   enum Outcome: Equatable {
     case events([HTTP1Parser.Event])
@@ -13,7 +16,7 @@ enum SplitFeeding {
 
   static func feed(
     _ pieces: [[UInt8]], role: HTTP1Parser.Role, limits: HTTPLimits, method: String?, finish: Bool,
-    throughReusedBuffer: Bool = false
+    throughReusedBuffer: Bool = false, borrowing: Bool = false
   )
     -> Outcome
   {
@@ -30,12 +33,25 @@ enum SplitFeeding {
           continue
         }
         piece.withUnsafeBytes { reused.copyMemory(from: $0) }
-        events += try parser.feed(UnsafeRawBufferPointer(rebasing: reused[..<piece.count]))
+        let read = UnsafeRawBufferPointer(rebasing: reused[..<piece.count])
+        if borrowing {
+          var sink = BorrowedEvents()
+          try parser.feed(read, into: &sink)
+          events += owned(sink.list)
+        } else {
+          events += try parser.feed(read)
+        }
         // The next read overwrites the buffer: a parser that kept a pointer
         // into it instead of the bytes would now see this.
         reused.initializeMemory(as: UInt8.self, repeating: 0xa5)
       }
-      if finish { events += try parser.finish() }
+      if finish && borrowing {
+        var sink = BorrowedEvents()
+        try parser.finish(into: &sink)
+        events += owned(sink.list)
+      } else if finish {
+        events += try parser.finish()
+      }
     } catch {
       return .failure(error.kind)
     }
@@ -52,7 +68,24 @@ enum SplitFeeding {
       pieces, role: role, limits: limits, method: method, finish: finish, throughReusedBuffer: true)
     XCTAssertEqual(
       fromBuffer, fromArrays, "\(what): buffer feed differs from array feed", file: file, line: line)
+    let borrowed = feed(
+      pieces, role: role, limits: limits, method: method, finish: finish, throughReusedBuffer: true,
+      borrowing: true)
+    XCTAssertEqual(
+      borrowed, fromArrays, "\(what): lent body bytes differ from copied ones", file: file, line: line)
     return fromArrays
+  }
+
+  /// Lent events as owned ones, body bytes copied while they are valid.
+  static func owned(_ lent: [HTTP1Parser.BorrowedEvent]) -> [HTTP1Parser.Event] {
+    lent.map { event in
+      switch event {
+      case .request(let head): .request(head)
+      case .response(let head): .response(head)
+      case .body(let bytes): .body(Array(bytes))
+      case .end(let trailers): .end(trailers: trailers)
+      }
+    }
   }
 
   static func merge(_ events: [HTTP1Parser.Event]) -> [HTTP1Parser.Event] {

@@ -31,7 +31,7 @@ final class RecordingUpstreamDelegate: UpstreamDelegate, @unchecked Sendable {
   var ended: Bool { lock.withLock { _ended } }
   var close: Close? { lock.withLock { _close } }
 
-  func upstream(_ upstream: any UpstreamLink, didReceive events: [HTTP1Parser.Event]) {
+  func upstream(_ upstream: any UpstreamLink, didReceive events: [HTTP1Parser.BorrowedEvent]) {
     lock.withLock {
       for event in events {
         switch event {

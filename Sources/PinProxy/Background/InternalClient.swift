@@ -112,7 +112,7 @@ final class InternalExchange: UpstreamDelegate, @unchecked Sendable {
     retainedUntilFinished = nil
   }
 
-  func upstream(_ upstream: any UpstreamLink, didReceive events: [HTTP1Parser.Event]) {
+  func upstream(_ upstream: any UpstreamLink, didReceive events: [HTTP1Parser.BorrowedEvent]) {
     loop.preconditionInLoop()
     guard case .waiting(let connection, var head, var body) = state, connection === upstream else { return }
     // The state lets go of the body while it grows: were it still held

@@ -12,7 +12,8 @@ protocol DownstreamLink {
   mutating func sendInterim(_ head: HTTPResponseHead)
   /// The final head. False when the client can no longer take a response.
   mutating func sendHead(_ head: HTTPResponseHead, upstreamProtocol: WireProtocol) -> Bool
-  mutating func sendBody(_ bytes: [UInt8])
+  /// Body bytes, copied on before the call returns.
+  mutating func sendBody(_ bytes: UnsafeRawBufferPointer)
   mutating func end(trailers: HTTPHeaders)
   /// Answers a refusal: status, `pinproxy-error`, and the plain-text reason
   /// or, for a client that asked for HTML, the page made at `time`.
@@ -56,18 +57,26 @@ struct HTTP1Downstream: DownstreamLink {
   }
 
   mutating func sendHead(_ head: HTTPResponseHead, upstreamProtocol: WireProtocol) -> Bool {
-    let (bytes, framing) = ForwardedHead.response(
-      head, clientVersion: clientVersion, closing: closing, via: ForwardedRequest.via(upstreamProtocol))
+    let framing = ForwardedHead.appendResponse(
+      head, clientVersion: clientVersion, closing: closing, via: ForwardedRequest.via(upstreamProtocol),
+      to: &output)
     chunked = framing == .chunked
     endsWithConnection = framing == .untilClose
-    emit(bytes)
     return true
   }
 
-  mutating func sendBody(_ bytes: [UInt8]) { emit(chunked ? HTTPSerializer.chunk(bytes) : bytes) }
+  mutating func sendBody(_ bytes: UnsafeRawBufferPointer) {
+    if chunked {
+      HTTPSerializer.appendChunk(bytes, to: &output)
+    } else {
+      output.append(contentsOf: bytes)
+    }
+  }
 
   mutating func end(trailers: HTTPHeaders) {
-    if chunked { emit(HTTPSerializer.lastChunk(trailers: ForwardedHead.trailers(trailers))) }
+    guard chunked else { return }
+    HTTPSerializer.appendLastChunk(
+      trailers: trailers.count == 0 ? trailers : ForwardedHead.trailers(trailers), to: &output)
   }
 
   mutating func refuse(_ refusal: Refusal, at time: Date) {

@@ -21,7 +21,10 @@ enum ExchangeAction<Upstream: SameUpstream> {
   indirect case respondInterim(HTTPResponseHead)
   /// The final response head; `Upstream` is read again once the client drains.
   indirect case respondHead(HTTPResponseHead, Upstream)
-  case respondBody([UInt8], Upstream)
+  /// Body bytes lent from the upstream's read: whoever runs this action
+  /// copies them on before the event that produced it returns (both
+  /// runners empty their queue inside the upstream's delegate call).
+  case respondBody(UnsafeRawBufferPointer, Upstream)
   case respondEnd(HTTPHeaders, Upstream)
   indirect case record(ExchangeRecord)
   /// Answer the failure: nothing of the response went out.
@@ -143,7 +146,9 @@ struct ExchangeMachine<Upstream: SameUpstream> {
   // MARK: Response
 
   /// Response events from `upstream`.
-  mutating func upstreamEvents(_ events: [HTTP1Parser.Event], from upstream: Upstream, _ out: inout Actions) {
+  mutating func upstreamEvents(
+    _ events: [HTTP1Parser.BorrowedEvent], from upstream: Upstream, _ out: inout Actions
+  ) {
     guard isServed(by: upstream) else { return out.append(.closeUpstream(upstream)) }
     for event in events {
       switch event {

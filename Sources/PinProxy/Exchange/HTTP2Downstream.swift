@@ -32,7 +32,7 @@ struct HTTP2Downstream: DownstreamLink {
     }
   }
 
-  mutating func sendBody(_ bytes: [UInt8]) { session.sendBody(stream: stream, bytes) }
+  mutating func sendBody(_ bytes: UnsafeRawBufferPointer) { session.sendBody(stream: stream, bytes) }
 
   mutating func end(trailers: HTTPHeaders) {
     if hasBody { session.endBody(stream: stream, trailers: HTTP2Mapping.trailerBlock(trailers)) }

@@ -120,7 +120,7 @@ final class DownstreamHTTP2Stream: UpstreamDelegate, @unchecked Sendable {
 
   // MARK: UpstreamDelegate
 
-  func upstream(_ upstream: any UpstreamLink, didReceive events: [HTTP1Parser.Event]) {
+  func upstream(_ upstream: any UpstreamLink, didReceive events: [HTTP1Parser.BorrowedEvent]) {
     run { $0.upstreamEvents(events, from: UpstreamRef(link: upstream), &$1) }
     session.flush()
   }

@@ -38,7 +38,8 @@ extension ForwardMachine {
   }
 
   /// Response events from `upstream`; `draining` says the proxy is shutting down.
-  mutating func upstreamEvents(_ events: [HTTP1Parser.Event], from upstream: Upstream, draining: Bool) {
+  mutating func upstreamEvents(_ events: [HTTP1Parser.BorrowedEvent], from upstream: Upstream, draining: Bool)
+  {
     guard case .exchanging = state, exchange != nil else { return actions.append(.closeUpstream(upstream)) }
     self.draining = self.draining || draining
     exchange!.upstreamEvents(events, from: upstream, &exchangeActions)

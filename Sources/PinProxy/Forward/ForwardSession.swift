@@ -161,7 +161,7 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
 
   // MARK: UpstreamDelegate
 
-  func upstream(_ upstream: any UpstreamLink, didReceive events: [HTTP1Parser.Event]) {
+  func upstream(_ upstream: any UpstreamLink, didReceive events: [HTTP1Parser.BorrowedEvent]) {
     let draining = context.isDraining
     run { $0.upstreamEvents(events, from: UpstreamRef(link: upstream), draining: draining) }
   }

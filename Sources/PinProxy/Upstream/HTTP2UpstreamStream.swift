@@ -43,6 +43,10 @@ final class HTTP2UpstreamStream: UpstreamLink {
   private var broken: ProxyFailure?
   /// Events gathered during one read, delivered together.
   private var pending: [HTTP1Parser.Event] = []
+  /// The read's DATA pieces joined, when there are several: the session
+  /// takes body bytes lent from one buffer (see `deliver`).
+  private var joinedBody: [UInt8] = []
+  private var lent = BorrowedEvents()
   /// The body was above the high watermark: tell the session when it drains.
   var reportsDrain = false
   /// Counts against the connection's streams until `finished`.
@@ -165,13 +169,40 @@ final class HTTP2UpstreamStream: UpstreamLink {
     return wasEnded ? nil : failure()
   }
 
+  /// Hands the gathered events over in one call, body bytes lent from one
+  /// buffer: the only DATA piece of the read as it is, or the pieces joined.
+  private func deliverPending() {
+    var events: [HTTP1Parser.Event] = []
+    swap(&events, &pending)
+    var pieces = 0
+    var only: [UInt8] = []
+    for case .body(let bytes) in events {
+      pieces += 1
+      only = bytes
+    }
+    if pieces > 1 {
+      joinedBody.removeAll(keepingCapacity: joinedBody.capacity <= 64 * 1024)
+      for case .body(let bytes) in events { joinedBody += bytes }
+      only = joinedBody
+    }
+    only.withUnsafeBytes { source in
+      lent.removeAll()
+      var offset = 0
+      for event in events {
+        guard case .body(let bytes) = event else {
+          lent.append(event)
+          continue
+        }
+        lent.appendBody(UnsafeRawBufferPointer(rebasing: source[offset..<offset + bytes.count]))
+        offset += bytes.count
+      }
+      delegate?.upstream(self, didReceive: lent.list)
+    }
+  }
+
   /// Delivers what one read brought, then a close if there was one.
   func deliver(closing failure: ProxyFailure?) {
-    if !pending.isEmpty {
-      let events = pending
-      pending.removeAll()
-      delegate?.upstream(self, didReceive: events)
-    }
+    if !pending.isEmpty { deliverPending() }
     if let failure { return delegate?.upstreamDidClose(self, failure: failure) ?? () }
     if let broken {
       self.broken = nil

@@ -22,6 +22,8 @@ final class UpstreamConnection: UpstreamLink, ChannelDelegate, @unchecked Sendab
   var mayRetryAfterClose: Bool { reusedFromPool }
   weak var delegate: (any UpstreamDelegate)?
   private var parser: HTTP1Parser
+  /// What one read parsed, body bytes lent from the read (reused per read).
+  private var events = BorrowedEvents()
   /// The request being sent is chunked (its body's framing, from the parser).
   private var requestChunked = false
   private var closed = false
@@ -128,14 +130,16 @@ final class UpstreamConnection: UpstreamLink, ChannelDelegate, @unchecked Sendab
 
   // MARK: ChannelDelegate
 
-  /// The response is parsed where the channel read it: body events copy
-  /// their bytes out once, a partial head or chunk line is all the parser keeps.
+  /// The response is parsed where the channel read it: body bytes are lent
+  /// from the read to the delegate, which copies them once, into the
+  /// client's send path; a partial head or chunk line is all the parser keeps.
   func channel(_ channel: any ByteChannel, didReadBuffer bytes: UnsafeRawBufferPointer) {
     loop.preconditionInLoop()
     guard isOpen else { return }
     do {
-      let events = try parser.feed(bytes)
-      if !events.isEmpty { delegate?.upstream(self, didReceive: events) }
+      events.removeAll()
+      try parser.feed(bytes, into: &events)
+      if !events.isEmpty { delegate?.upstream(self, didReceive: events.list) }
       if isOpen && parser.isPaused && parser.hasBufferedInput {
         // Bytes after a complete response that nobody asked for.
         close()
@@ -151,8 +155,9 @@ final class UpstreamConnection: UpstreamLink, ChannelDelegate, @unchecked Sendab
     sawEndOfStream = true
     guard isOpen else { return }
     do {
-      let events = try parser.finish()
-      if !events.isEmpty { delegate?.upstream(self, didReceive: events) }
+      events.removeAll()
+      try parser.finish(into: &events)
+      if !events.isEmpty { delegate?.upstream(self, didReceive: events.list) }
       close()
       delegate?.upstreamDidClose(self, failure: nil)
     } catch {

@@ -53,8 +53,9 @@ extension UpstreamRelease {
 
 /// What an upstream link reports to the session using it (on its loop).
 protocol UpstreamDelegate: AnyObject {
-  /// Response events, in order.
-  func upstream(_ upstream: any UpstreamLink, didReceive events: [HTTP1Parser.Event])
+  /// Response events, in order. Body bytes are lent: they are valid during
+  /// the call only, so the delegate copies them on before it returns.
+  func upstream(_ upstream: any UpstreamLink, didReceive events: [HTTP1Parser.BorrowedEvent])
   func upstreamDidDrain(_ upstream: any UpstreamLink)
   /// Closed; `failure` says why when it broke a message in progress.
   func upstreamDidClose(_ upstream: any UpstreamLink, failure: ProxyFailure?)

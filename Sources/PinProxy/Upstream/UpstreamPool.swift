@@ -169,7 +169,7 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
   }
 
   // An idle connection must stay silent; anything from it ends its use.
-  func upstream(_ upstream: any UpstreamLink, didReceive events: [HTTP1Parser.Event]) {
+  func upstream(_ upstream: any UpstreamLink, didReceive events: [HTTP1Parser.BorrowedEvent]) {
     loop.preconditionInLoop()
     guard let connection = idleConnection(upstream) else { return upstream.close() }
     drop(connection)
