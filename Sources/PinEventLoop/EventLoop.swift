@@ -83,25 +83,37 @@ public final class EventLoop: Sendable {
 }
 
 /// A timeout registered with a loop; cancelling is idempotent.
-public final class LoopTimer: Sendable {
+///
+/// A re-armable timer's work may hold its owner strongly (no weak
+/// reference, which would move every retain and release of the owner to
+/// the runtime's slow path): the owner then ends the cycle with
+/// `invalidate()` when it ends.
+public final class LoopTimer: @unchecked Sendable {
   let id: UInt64
   let table: TimerTable
-  /// What runs when it fires, kept for `schedule(after:)` (nil for one-shot timers).
-  let work: (@Sendable () -> Void)?
+  /// What runs when it fires, kept for `schedule(after:)` (nil for one-shot
+  /// timers, and once invalidated). Guarded by the table's lock.
+  var work: (@Sendable () -> Void)?
+  let reusable: Bool
 
   init(id: UInt64, table: TimerTable, work: (@Sendable () -> Void)? = nil) {
     self.id = id
     self.table = table
     self.work = work
+    reusable = work != nil
   }
 
   public func cancel() { table.remove(id) }
 
+  /// Cancels it for good and lets go of its work (and what the work holds);
+  /// arming it afterwards does nothing.
+  public func invalidate() { table.invalidate(self) }
+
   /// Arms (or re-arms) a timer made by `EventLoop.makeTimer`: it fires
   /// `seconds` from now, once, unless cancelled or re-armed first.
   public func schedule(after seconds: Double) {
-    guard let work else { preconditionFailure("schedule(after:) needs a timer from EventLoop.makeTimer") }
-    table.set(id, deadline: EventLoop.deadline(after: seconds), work)
+    precondition(reusable, "schedule(after:) needs a timer from EventLoop.makeTimer")
+    table.arm(self, deadline: EventLoop.deadline(after: seconds))
   }
 }
 
@@ -156,11 +168,21 @@ final class TimerTable: @unchecked Sendable {
     return LoopTimer(id: id, table: self, work: work)
   }
 
-  /// Arms `id` for `deadline`, replacing its earlier deadline if any.
-  func set(_ id: UInt64, deadline: UInt64, _ work: @escaping @Sendable () -> Void) {
+  /// Arms `timer` for `deadline`, replacing its earlier deadline if any;
+  /// nothing once it was invalidated.
+  func arm(_ timer: LoopTimer, deadline: UInt64) {
     lock.lock()
-    entries[id] = Entry(deadline: deadline, work: work)
-    startIfNeeded()
+    if let work = timer.work {
+      entries[timer.id] = Entry(deadline: deadline, work: work)
+      startIfNeeded()
+    }
+    lock.unlock()
+  }
+
+  func invalidate(_ timer: LoopTimer) {
+    lock.lock()
+    entries[timer.id] = nil
+    timer.work = nil
     lock.unlock()
   }
 
@@ -170,18 +192,27 @@ final class TimerTable: @unchecked Sendable {
     lock.unlock()
   }
 
-  /// Runs (on the loop) every timer whose deadline has passed.
+  /// Runs (on the loop) every timer whose deadline has passed, earliest
+  /// first. Each is taken from the table only when its turn comes: one that
+  /// the work of an earlier one cancelled or re-armed does not run.
   private func fire() {
     let now = DispatchTime.now().uptimeNanoseconds
     lock.lock()
-    let due = entries.filter { $0.value.deadline <= now }
-    for id in due.keys { entries[id] = nil }
+    let due = entries.filter { $0.value.deadline <= now }.sorted { $0.value.deadline < $1.value.deadline }
+    lock.unlock()
+    for (id, _) in due {
+      lock.lock()
+      let entry = entries[id].flatMap { $0.deadline <= now ? $0 : nil }
+      if entry != nil { entries[id] = nil }
+      lock.unlock()
+      entry?.work()
+    }
+    lock.lock()
     if entries.isEmpty, let source {
       source.cancel()
       self.source = nil
     }
     lock.unlock()
-    for (_, entry) in due.sorted(by: { $0.value.deadline < $1.value.deadline }) { entry.work() }
   }
 
   deinit { source?.cancel() }

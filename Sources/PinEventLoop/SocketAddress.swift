@@ -105,6 +105,10 @@ public enum Resolver {
       loop.execute { completion(.success([literal])) }
       return
     }
+    // The completion may hold a session whose last release must happen on
+    // its loop: it moves there with the result and is let go of there, not
+    // wherever this resolving block happens to be freed.
+    let handOver = HandOver(completion)
     DispatchQueue.global().async {
       var hints = addrinfo()
       hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -122,7 +126,20 @@ public enum Resolver {
         status == 0 && !addresses.isEmpty
         ? .success(addresses)
         : .failure(ResolveError(host: host, detail: String(cString: gai_strerror(status))))
-      loop.execute { completion(outcome) }
+      loop.execute { handOver.take()?(outcome) }
+    }
+  }
+
+  /// A closure taken out once, on the loop that calls it.
+  private final class HandOver: @unchecked Sendable {
+    private var completion: (@Sendable (Result<[SocketAddress], ResolveError>) -> Void)?
+    init(_ completion: @escaping @Sendable (Result<[SocketAddress], ResolveError>) -> Void) {
+      self.completion = completion
+    }
+    /// Called on the loop only, once: nothing else touches `completion`.
+    func take() -> (@Sendable (Result<[SocketAddress], ResolveError>) -> Void)? {
+      defer { completion = nil }
+      return completion
     }
   }
 

@@ -85,6 +85,11 @@ public struct HTTPHeaders: Sendable, Equatable, RandomAccessCollection {
     return Field(nameBytes: storage[range(entry.name)], valueSlice: storage[range(entry.value)])
   }
 
+  /// The bytes of every name and value together (to size a buffer).
+  var byteCount: Int {
+    entries.reduce(0) { $0 + $1.name.count + $1.value.count }
+  }
+
   /// The fields as a list of values (for tests and diagnostics).
   public var fields: [Field] { Array(self) }
 

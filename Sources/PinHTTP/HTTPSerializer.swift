@@ -56,7 +56,7 @@ public enum HTTPSerializer {
   }
 
   static func fieldsSize(_ headers: HTTPHeaders) -> Int {
-    headers.fields.reduce(0) { $0 + $1.nameBytes.count + $1.valueSlice.count + 4 }
+    headers.byteCount + 4 * headers.count
   }
 
   static func appendFields(_ headers: HTTPHeaders, to bytes: inout [UInt8]) {

@@ -20,16 +20,22 @@ protocol DrainableSession: AnyObject {
 /// The live sessions of one loop, so a shutdown can reach the idle ones.
 /// Confined to its loop (`loop.queue`): sessions register and leave on it,
 /// and drain and eviction are dispatched onto it.
+///
+/// Entries are unretained, not weak: a weak reference would move every
+/// retain and release of a session to the runtime's slow path (its count
+/// kept in a side table) for the session's whole life. So every session
+/// leaves the registry when it ends and, at the latest, in its `deinit`
+/// (which runs on its loop: each session's last release happens there).
 final class SessionRegistry: @unchecked Sendable {
-  private struct Weak { weak var session: (any DrainableSession)? }
+  private struct Entry { unowned(unsafe) let session: any DrainableSession }
   let loop: EventLoop
-  private var sessions: [ObjectIdentifier: Weak] = [:]
+  private var sessions: [ObjectIdentifier: Entry] = [:]
 
   init(loop: EventLoop) { self.loop = loop }
 
   func add(_ session: any DrainableSession) {
     loop.preconditionInLoop()
-    sessions[ObjectIdentifier(session)] = Weak(session: session)
+    sessions[ObjectIdentifier(session)] = Entry(session: session)
   }
 
   func remove(_ session: any DrainableSession) {
@@ -37,15 +43,26 @@ final class SessionRegistry: @unchecked Sendable {
     sessions[ObjectIdentifier(session)] = nil
   }
 
+  /// For a session's `deinit`: its entry goes before its memory can be
+  /// reused. In the daemon that runs on the loop; a test that drops the last
+  /// reference on its own thread waits here for the loop instead.
+  func forget(_ id: ObjectIdentifier) {
+    if loop.inLoop {
+      sessions[id] = nil
+    } else {
+      loop.queue.sync { sessions[id] = nil }
+    }
+  }
+
   func drainAll() {
     loop.preconditionInLoop()
-    for entry in sessions.values { entry.session?.drain() }
+    for entry in sessions.values { entry.session.drain() }
   }
 
   /// After a reload: every session reviews its client's access.
   func reviewAccess(under snapshot: RuntimeSnapshot) {
     loop.preconditionInLoop()
-    for entry in sessions.values { entry.session?.reviewAccess(under: snapshot) }
+    for entry in sessions.values { entry.session.reviewAccess(under: snapshot) }
   }
 
   var count: Int {
@@ -60,7 +77,8 @@ final class SessionRegistry: @unchecked Sendable {
     loop.preconditionInLoop()
     var best: (EvictionCandidate, any DrainableSession)?
     for entry in sessions.values {
-      guard let session = entry.session, let candidate = session.evictionCandidate else { continue }
+      let session = entry.session
+      guard let candidate = session.evictionCandidate else { continue }
       if let client, ConnectionAdmission.address(of: session.clientPeer) != client { continue }
       if best == nil || candidate < best!.0 { best = (candidate, session) }
     }

@@ -44,8 +44,9 @@ struct ForwardMachine<Upstream: SameUpstream> {
     case acquireUpstream(exchange: Int, ForwardTarget, poolAllowed: Bool)
     /// Make the session the upstream's delegate.
     case adoptUpstream(Upstream)
-    /// Send the request head (the link frames it for its protocol).
-    indirect case sendHead(Upstream, ForwardedRequest)
+    /// Send the request head (the link frames it for its protocol). Not
+    /// `indirect`, nor `record`: each would box its payload every request.
+    case sendHead(Upstream, ForwardedRequest)
     /// Send body bytes; stop reading the client while the upstream is backed up.
     case sendBody(Upstream, [UInt8])
     /// The request body ended, with these trailers (chunked or HTTP/2 only).
@@ -58,8 +59,8 @@ struct ForwardMachine<Upstream: SameUpstream> {
     /// The exchange is done: keep the link's connection for reuse (if clean).
     case releaseUpstream(Upstream)
     case closeUpstream(Upstream)
-    // Indirect: rare or large payloads stay out of every action's inline size.
-    indirect case record(ExchangeRecord)
+    case record(ExchangeRecord)
+    // Indirect: rare payloads stay out of every action's inline size.
     /// Answer with the failure, log it and close after flushing.
     indirect case refuse(Refusal)
     /// Dial the passthrough host; answer `passthroughReady` or `dialFailed`.
@@ -133,7 +134,8 @@ struct ForwardMachine<Upstream: SameUpstream> {
     default: break
     }
     do {
-      pending.append(contentsOf: try parser.feed(bytes))
+      // Straight into the queue: no list of events per read.
+      try parser.feed(bytes, into: &pending)
     } catch {
       return refuseMalformed(error)
     }
@@ -144,7 +146,7 @@ struct ForwardMachine<Upstream: SameUpstream> {
   mutating func clientEOF() {
     clientFinishedSending = true
     do {
-      pending.append(contentsOf: try parser.finish())
+      try parser.finish(into: &pending)
     } catch {
       // The client stopped in the middle of a request: nothing can complete it.
       return closeNow()
@@ -334,7 +336,7 @@ struct ForwardMachine<Upstream: SameUpstream> {
   /// The exchange is over: parse what has arrived of the next request.
   mutating func parseNextRequest() {
     do {
-      pending.append(contentsOf: try parser.resume())
+      try parser.resume(into: &pending)
     } catch {
       // The client half-closed after part of a pipelined request: nothing can complete it.
       if error.kind == .truncated { return closeNow() }

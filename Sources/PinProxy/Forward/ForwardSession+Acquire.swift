@@ -8,22 +8,32 @@ extension ForwardSession {
 
   func acquireUpstream(exchange id: Int, _ target: ForwardTarget, poolAllowed: Bool) {
     let bodyFollows = machine.exchange?.exchange.hasBody ?? true
-    acquirer.acquire(target, poolAllowed: poolAllowed, bodyFollows: bodyFollows) { [weak self] result in
-      guard let self else {
-        if case .success(let acquired) = result { acquired.link.close() }
-        return
+    let acquirer = self.acquirer
+    // A pooled connection is taken at once, with no closure to allocate.
+    if poolAllowed, let taken = acquirer.takePooled(target, bodyFollows: bodyFollows) {
+      return acquired(taken.map { ($0, true) }, exchange: id)
+    }
+    // The session is held until the acquisition answers (a dial is bounded
+    // by its timeouts); a session whose client left meanwhile closes the
+    // link it gets, since its machine no longer serves that exchange.
+    acquirer.acquire(target, poolAllowed: poolAllowed, bodyFollows: bodyFollows) { [self] result in
+      acquired(result, exchange: id)
+    }
+  }
+
+  private func acquired(
+    _ result: Result<(link: any UpstreamLink, pooled: Bool), ProxyFailure>, exchange id: Int
+  ) {
+    switch result {
+    case .success(let acquired):
+      let link = acquired.link
+      run {
+        $0.upstreamReady(
+          UpstreamRef(link: link), exchange: id, pooled: acquired.pooled, tls: link.tls,
+          protocol: link.protocolName)
       }
-      switch result {
-      case .success(let acquired):
-        let link = acquired.link
-        self.run {
-          $0.upstreamReady(
-            UpstreamRef(link: link), exchange: id, pooled: acquired.pooled, tls: link.tls,
-            protocol: link.protocolName)
-        }
-      case .failure(let failure):
-        self.run { $0.dialFailed(failure, exchange: id) }
-      }
+    case .failure(let failure):
+      run { $0.dialFailed(failure, exchange: id) }
     }
   }
 }

@@ -20,11 +20,8 @@ extension ForwardSession {
     context.logger.log(
       .info, "passthrough",
       ["client": client.peer, "target": target.key.description, "pinning": "none (spliced, not intercepted)"])
-    context.dialer(for: snapshot).open(target.key, route: target.route, on: loop) { [weak self] result in
-      guard let self else {
-        if case .success(let upstream) = result { upstream.close() }
-        return
-      }
+    // Held until the dial answers, on this loop (see `acquireUpstream`).
+    context.dialer(for: snapshot).open(target.key, route: target.route, on: loop) { [self] result in
       switch result {
       case .failure(let failure):
         self.run { $0.dialFailed(failure, exchange: nil) }
@@ -82,9 +79,10 @@ extension ForwardSession {
         logger: context.logger, metrics: context.metrics, listener: listener, owner: self,
         early: Array(bytes),
         timeout: snapshot.timeouts.tlsHandshake
-      ) { [weak self] channel in
-        guard let self, channel.negotiatedProtocol == .http2 else { return }
-        self.startHTTP2(on: channel, tunnel: target)
+      ) { [self] channel in
+        // Held by the channel until its handshake ends, then let go.
+        guard channel.negotiatedProtocol == .http2 else { return }
+        startHTTP2(on: channel, tunnel: target)
       }
     } else {
       run {
@@ -102,8 +100,7 @@ extension ForwardSession {
   /// cancelled, is done.
   func startHTTP2(on channel: TLSChannel, tunnel: ConnectTarget) {
     loop.preconditionInLoop()
-    headTimer.cancel()
-    responseTimer.cancel()
+    stopTimers()
     mode = .ended
     context.registry(for: loop).remove(self)
     let http2: DownstreamHTTP2Session

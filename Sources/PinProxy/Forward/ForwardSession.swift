@@ -41,16 +41,18 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
     case ended
   }
   var mode = Mode.serving
-  /// Made once, re-armed per request (see `EventLoop.makeTimer`).
-  lazy var headTimer: LoopTimer = loop.makeTimer { [weak self] in
-    guard let self else { return }
-    let seconds = self.headTimerSeconds
-    self.run { $0.headTimerFired(after: seconds) }
+  /// Made once, re-armed per request (see `EventLoop.makeTimer`). Their
+  /// work holds the session strongly: nothing on a connection's path takes
+  /// a weak reference to it (that would put every retain and release of it
+  /// on the runtime's slow path). `stopTimers()` ends the cycle when the
+  /// session stops serving.
+  lazy var headTimer: LoopTimer = loop.makeTimer { [self] in
+    let seconds = headTimerSeconds
+    run { $0.headTimerFired(after: seconds) }
   }
-  lazy var responseTimer: LoopTimer = loop.makeTimer { [weak self] in
-    guard let self else { return }
-    let (exchange, seconds) = (self.responseTimerExchange, self.snapshot.timeouts.upstreamResponse)
-    self.run { $0.responseTimerFired(exchange: exchange, after: seconds) }
+  lazy var responseTimer: LoopTimer = loop.makeTimer { [self] in
+    let (exchange, seconds) = (responseTimerExchange, snapshot.timeouts.upstreamResponse)
+    run { $0.responseTimerFired(exchange: exchange, after: seconds) }
   }
   private var headTimerSeconds = 0.0
   private var responseTimerExchange = 0
@@ -119,6 +121,7 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
       // It reads no request any more: it no longer takes a client's slot.
       admission.release()
       context.registry(for: loop).remove(self)
+      stopTimers()
     }
   }
 
@@ -150,14 +153,23 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
   /// The client connection is gone: nothing of this session remains.
   func ended() {
     loop.preconditionInLoop()
-    headTimer.cancel()
-    responseTimer.cancel()
+    stopTimers()
     mode = .ended
     context.registry(for: loop).remove(self)
     admission.release()
   }
 
   var clientPeer: String { connection.peer }
+
+  /// The session serves no more requests: its timers are cancelled for
+  /// good, and let go of it.
+  func stopTimers() {
+    headTimer.invalidate()
+    responseTimer.invalidate()
+  }
+
+  /// The registry holds sessions unretained: the entry goes at the latest here.
+  deinit { context.registry(for: loop).forget(ObjectIdentifier(self)) }
 
   // MARK: UpstreamDelegate
 

@@ -143,6 +143,9 @@ final class TunnelSession: ChannelDelegate, DrainableSession, @unchecked Sendabl
 
   private func close() { execute(machine.close()) }
 
+  /// Out of the registry at the latest now (its entries are unretained).
+  deinit { context.registry(for: loop).forget(ObjectIdentifier(self)) }
+
   /// The client connection is gone: nothing of this session remains.
   private func ended() {
     loop.preconditionInLoop()

@@ -29,7 +29,9 @@ final class HTTP2UpstreamStream: UpstreamLink {
   let reusedFromPool: Bool
   private var wasRefusedUnprocessed = false
   var mayRetryAfterClose: Bool { wasRefusedUnprocessed }
-  weak var delegate: (any UpstreamDelegate)?
+  /// Held strongly, as `UpstreamConnection.delegate` is: let go of when
+  /// the exchange releases or closes the stream, or its close is reported.
+  var delegate: (any UpstreamDelegate)?
   private(set) var state = State.reserved
   private var method = "GET"
   private var paused = false
@@ -108,12 +110,16 @@ final class HTTP2UpstreamStream: UpstreamLink {
   }
 
   /// The exchange is over: the stream's slot goes back to the connection.
-  func release(to release: UpstreamRelease) { connection.finished(self) }
+  func release(to release: UpstreamRelease) {
+    delegate = nil
+    connection.finished(self)
+  }
 
   /// Resets the stream unless it is already gone: also one whose response
   /// ended while our request body had not (the origin answered early), or
   /// nghttp2 would keep waiting for the rest of that body.
   func close() {
+    delegate = nil
     if let id { connection.reset(stream: id) }
     state = .closed
     connection.finished(self)
@@ -203,11 +209,16 @@ final class HTTP2UpstreamStream: UpstreamLink {
   /// Delivers what one read brought, then a close if there was one.
   func deliver(closing failure: ProxyFailure?) {
     if !pending.isEmpty { deliverPending() }
-    if let failure { return delegate?.upstreamDidClose(self, failure: failure) ?? () }
+    if let failure {
+      let told = delegate
+      delegate = nil
+      return told?.upstreamDidClose(self, failure: failure) ?? ()
+    }
     if let broken {
       self.broken = nil
+      let told = delegate
       close()
-      delegate?.upstreamDidClose(self, failure: broken)
+      told?.upstreamDidClose(self, failure: broken)
     }
   }
 }

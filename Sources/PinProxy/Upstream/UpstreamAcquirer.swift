@@ -29,14 +29,8 @@ struct UpstreamAcquirer {
   ) {
     loop.preconditionInLoop()
     let key = target.key
-    // An idle HTTP/1.1 connection becomes this client's while it serves it.
-    if poolAllowed, pool.hasIdle(key) {
-      guard budget.chargeClient(client) else { return completion(.failure(budget.refusal(client: client))) }
-      if let pooled = pool.take(key, bodyFollows: bodyFollows) {
-        pooled.charge?.assign(to: client)
-        return completion(.success((pooled, true)))
-      }
-      budget.releaseClient(client)
+    if poolAllowed, let taken = takePooled(target, bodyFollows: bodyFollows) {
+      return completion(taken.map { ($0, true) })
     }
     let http2 = pool.http2
     let offersHTTP2 = target.route.offersHTTP2 && key.tls
@@ -54,6 +48,22 @@ struct UpstreamAcquirer {
       return dial(target, http2: true, coalescing: http2.beginDial(key), completion)
     }
     dial(target, http2: offersHTTP2, coalescing: false, completion)
+  }
+
+  /// The pool's step of `acquire`, answered at once and without a closure
+  /// (the keep-alive path takes it for every request): an idle HTTP/1.1
+  /// connection, which becomes this client's while it serves it; the
+  /// client's budget refusal; or nil when none is idle for the key.
+  func takePooled(_ target: ForwardTarget, bodyFollows: Bool) -> Result<any UpstreamLink, ProxyFailure>? {
+    loop.preconditionInLoop()
+    guard pool.hasIdle(target.key) else { return nil }
+    guard budget.chargeClient(client) else { return .failure(budget.refusal(client: client)) }
+    if let pooled = pool.take(target.key, bodyFollows: bodyFollows) {
+      pooled.charge?.assign(to: client)
+      return .success(pooled)
+    }
+    budget.releaseClient(client)
+    return nil
   }
 
   /// `coalescing`: this dial is the one other requests for the key joined,

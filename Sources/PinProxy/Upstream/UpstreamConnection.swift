@@ -20,7 +20,11 @@ final class UpstreamConnection: UpstreamLink, ChannelDelegate, @unchecked Sendab
   /// HTTP/1.1 has no way to say a request went unprocessed: only a pooled
   /// connection's close before any response byte is taken as a race.
   var mayRetryAfterClose: Bool { reusedFromPool }
-  weak var delegate: (any UpstreamDelegate)?
+  /// Held strongly (a weak reference would slow every retain and release
+  /// of the session): the session holds this connection while it uses it,
+  /// and the cycle ends when the connection closes (`close()` lets go) or
+  /// goes to the pool (which becomes the delegate).
+  var delegate: (any UpstreamDelegate)?
   private var parser: HTTP1Parser
   /// What one read parsed, body bytes lent from the read (reused per read).
   private var events = BorrowedEvents()
@@ -113,19 +117,27 @@ final class UpstreamConnection: UpstreamLink, ChannelDelegate, @unchecked Sendab
     channel.resumeReading()
   }
 
-  /// Closes without telling the delegate (the caller is the one closing).
+  /// Closes without telling the delegate (the caller is the one closing),
+  /// and lets go of it.
   func close() {
     loop.preconditionInLoop()
+    delegate = nil
     guard !closed else { return }
     closed = true
     charge?.releaseAll()
     dialed.closeKeepingSession()
   }
 
-  private func abort(_ failure: ProxyFailure) {
-    let wasOpen = isOpen
+  /// Closes, then tells the delegate it had (`failure` says why, when a
+  /// message in progress broke).
+  private func closeTellingDelegate(_ failure: ProxyFailure?) {
+    let told = delegate
     close()
-    if wasOpen { delegate?.upstreamDidClose(self, failure: failure) }
+    told?.upstreamDidClose(self, failure: failure)
+  }
+
+  private func abort(_ failure: ProxyFailure) {
+    if isOpen { closeTellingDelegate(failure) } else { close() }
   }
 
   // MARK: ChannelDelegate
@@ -142,8 +154,7 @@ final class UpstreamConnection: UpstreamLink, ChannelDelegate, @unchecked Sendab
       if !events.isEmpty { delegate?.upstream(self, didReceive: events.list) }
       if isOpen && parser.isPaused && parser.hasBufferedInput {
         // Bytes after a complete response that nobody asked for.
-        close()
-        delegate?.upstreamDidClose(self, failure: nil)
+        closeTellingDelegate(nil)
       }
     } catch {
       abort(.unreachable("malformed response from \(key)", detail: error.reason))
@@ -158,8 +169,7 @@ final class UpstreamConnection: UpstreamLink, ChannelDelegate, @unchecked Sendab
       events.removeAll()
       try parser.finish(into: &events)
       if !events.isEmpty { delegate?.upstream(self, didReceive: events.list) }
-      close()
-      delegate?.upstreamDidClose(self, failure: nil)
+      closeTellingDelegate(nil)
     } catch {
       abort(.unreachable("\(key) closed the connection before the response was complete"))
     }
@@ -175,7 +185,9 @@ final class UpstreamConnection: UpstreamLink, ChannelDelegate, @unchecked Sendab
     guard !closed else { return }
     closed = true
     charge?.releaseAll()
-    delegate?.upstreamDidClose(self, failure: error.map { UpstreamConnection.failure($0, key: key) })
+    let told = delegate
+    delegate = nil
+    told?.upstreamDidClose(self, failure: error.map { UpstreamConnection.failure($0, key: key) })
   }
 
   /// What broke an established connection. An alert after our side
