@@ -104,8 +104,11 @@ final class TLSChannel: ByteChannel, ChannelDelegate, @unchecked Sendable {
   func start(early: [UInt8] = [], timeout: Double, _ completion: @escaping Completion) {
     loop.preconditionInLoop()
     connection.delegate = self
-    let timer = loop.schedule(after: timeout) { [weak self] in
-      self?.failHandshake(.timedOut(seconds: timeout), closeNow: true)
+    // Held strongly until the timer fires or is cancelled (the handshake
+    // ends, or the channel closes): a weak reference would put every retain
+    // and release of this channel, for its whole life, on the slow path.
+    let timer = loop.schedule(after: timeout) { [self] in
+      failHandshake(.timedOut(seconds: timeout), closeNow: true)
     }
     state = .handshaking(timer, completion)
     connection.resumeReading()
@@ -236,6 +239,7 @@ final class TLSChannel: ByteChannel, ChannelDelegate, @unchecked Sendable {
   /// An established session broke: closed now, the error goes to the delegate.
   private func fail(_ error: any Error) {
     closeError = error
+    handshakeInProgress?.0.cancel()
     state = .closed
     connection.close()
   }

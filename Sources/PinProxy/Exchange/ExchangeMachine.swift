@@ -8,9 +8,11 @@ enum ExchangeAction<Upstream: SameUpstream> {
   case acquireUpstream(poolAllowed: Bool)
   /// Become the upstream's delegate and send the request head (the link
   /// frames it for its protocol).
-  /// Not `indirect` (nor `respondHead`, `record`): a boxed payload is one
-  /// allocation per request; a larger action in a reused ring is none.
-  case sendHead(Upstream, ForwardedRequest)
+  ///
+  /// Indirect (as `respondHead` and `record`): a box per request costs less
+  /// than every action carrying a head's size through each move (measured:
+  /// inline, the copies of the larger actions cost more than the allocations).
+  indirect case sendHead(Upstream, ForwardedRequest)
   case sendBody(Upstream, [UInt8])
   /// The request body ended, with these trailers (chunked or HTTP/2 only).
   case endBody(Upstream, HTTPHeaders)
@@ -22,13 +24,13 @@ enum ExchangeAction<Upstream: SameUpstream> {
   /// A 1xx response, relayed where the client's protocol carries it.
   indirect case respondInterim(HTTPResponseHead)
   /// The final response head; `Upstream` is read again once the client drains.
-  case respondHead(HTTPResponseHead, Upstream)
+  indirect case respondHead(HTTPResponseHead, Upstream)
   /// Body bytes lent from the upstream's read: whoever runs this action
   /// copies them on before the event that produced it returns (both
   /// runners empty their queue inside the upstream's delegate call).
   case respondBody(UnsafeRawBufferPointer, Upstream)
   case respondEnd(HTTPHeaders, Upstream)
-  case record(ExchangeRecord)
+  indirect case record(ExchangeRecord)
   /// Answer the failure: nothing of the response went out.
   indirect case refuse(ProxyFailure)
   /// Part of the response went out and the rest never will: the client
