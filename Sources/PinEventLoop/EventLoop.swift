@@ -172,24 +172,31 @@ final class TimerTable: @unchecked Sendable {
   /// nothing once it was invalidated.
   func arm(_ timer: LoopTimer, deadline: UInt64) {
     lock.lock()
+    var replaced: Entry?
     if let work = timer.work {
-      entries[timer.id] = Entry(deadline: deadline, work: work)
+      replaced = entries.updateValue(Entry(deadline: deadline, work: work), forKey: timer.id)
       startIfNeeded()
     }
     lock.unlock()
+    // A work may hold the last reference to its owner: it is let go of
+    // only after the lock (an owner's deinit may cancel timers of its own).
+    withExtendedLifetime(replaced) {}
   }
 
   func invalidate(_ timer: LoopTimer) {
     lock.lock()
-    entries[timer.id] = nil
+    let removed = entries.removeValue(forKey: timer.id)
+    let work = timer.work
     timer.work = nil
     lock.unlock()
+    withExtendedLifetime((removed, work)) {}
   }
 
   func remove(_ id: UInt64) {
     lock.lock()
-    entries[id] = nil
+    let removed = entries.removeValue(forKey: id)
     lock.unlock()
+    withExtendedLifetime(removed) {}
   }
 
   /// Runs (on the loop) every timer whose deadline has passed, earliest

@@ -105,7 +105,8 @@ enum HTTP1Grammar {
   }
 
   /// `head` is the section's own copy: its fields stay indices into it.
-  static func requestHead(_ head: [UInt8], limits: HTTPLimits) throws(HTTPParseError)
+  static func requestHead(_ head: [UInt8], table: [HTTPHeaders.Entry] = [], limits: HTTPLimits)
+    throws(HTTPParseError)
     -> HTTPRequestHead
   {
     let (startLine, fieldBytes) = splitStartLine(head[...])
@@ -131,7 +132,7 @@ enum HTTP1Grammar {
       throw HTTPParseError(
         .badRequest, "request target \"\(rawTarget.prefix(200))\" is not valid for \(method)")
     }
-    let headers = try fields(fieldBytes, in: head, limits: limits)
+    let headers = try fields(fieldBytes, in: head, table: table, limits: limits)
     try checkHost(headers, version: version, method: method)
     return HTTPRequestHead(
       method: method, target: target, rawTarget: rawTarget, version: version, headers: headers)
@@ -156,7 +157,8 @@ enum HTTP1Grammar {
     }
   }
 
-  static func responseHead(_ head: [UInt8], limits: HTTPLimits) throws(HTTPParseError)
+  static func responseHead(_ head: [UInt8], table: [HTTPHeaders.Entry] = [], limits: HTTPLimits)
+    throws(HTTPParseError)
     -> HTTPResponseHead
   {
     let (startLine, fieldBytes) = splitStartLine(head[...])
@@ -174,7 +176,7 @@ enum HTTP1Grammar {
     guard status >= 100 else { throw HTTPParseError(.badRequest, "malformed status line") }
     let version = try httpVersion(startLine[..<first])
     let reason = second.map { String(decoding: rest[($0 + 1)...], as: UTF8.self) } ?? ""
-    let headers = try fields(fieldBytes, in: head, limits: limits)
+    let headers = try fields(fieldBytes, in: head, table: table, limits: limits)
     return HTTPResponseHead(version: version, status: status, reason: reason, headers: headers)
   }
 
@@ -182,15 +184,16 @@ enum HTTP1Grammar {
   /// before the colon are refused (RFC 9112 §5.1, §5.2). `bytes` is a slice
   /// of `storage`: the list keeps `storage` and the ranges of each name and
   /// value in it, nothing per field.
-  static func fields(_ bytes: ArraySlice<UInt8>, in storage: [UInt8], limits: HTTPLimits)
-    throws(HTTPParseError) -> HTTPHeaders
-  {
+  static func fields(
+    _ bytes: ArraySlice<UInt8>, in storage: [UInt8], table: [HTTPHeaders.Entry] = [], limits: HTTPLimits
+  ) throws(HTTPParseError) -> HTTPHeaders {
     guard !bytes.isEmpty else { return HTTPHeaders() }
     // One allocation for the table: every line is a field (the section has
     // no bare CR, so each CR ends one).
     var lines = 1
     for byte in bytes where byte == cr { lines += 1 }
-    var headers = HTTPHeaders(parsedFrom: storage, capacity: min(lines, limits.maxHeaderCount + 1))
+    var headers = HTTPHeaders(
+      parsedFrom: storage, capacity: min(lines, limits.maxHeaderCount + 1), table: table)
     var lineStart = bytes.startIndex
     while lineStart < bytes.endIndex {
       var lineEnd = lineStart

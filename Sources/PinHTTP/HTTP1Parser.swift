@@ -67,6 +67,12 @@ public struct HTTP1Parser: Sendable {
   /// Kept buffers whose bytes were lent as body events, held until the
   /// parser is next called (see `BorrowedEvent`).
   var lent: [[UInt8]] = []
+  /// Set by every body piece handed out; `parseBuffer` clears it before its
+  /// steps, so afterwards it says whether any came from the kept buffer.
+  var bodyFromKept = false
+  /// A finished head's storage and field table, for the next head (`recycle`).
+  var spareHead: [UInt8] = []
+  var spareTable: [HTTPHeaders.Entry] = []
   /// The peer closed while parsing was paused; applied on `resume()`.
   var inputFinished = false
   var responseToMethod = "GET"
@@ -215,9 +221,7 @@ public struct HTTP1Parser: Sendable {
     // A second reference to the storage, not a copy: the steps read it while
     // they change the rest of the parser (nothing appends to it meanwhile).
     let kept = buffer
-    // Body bytes lent from it must outlive this call: the storage is held
-    // until the parser is next called.
-    if Sink.borrowsBody { lent.append(kept) }
+    bodyFromKept = false
     let result: Result<Void, HTTPParseError> = kept.withUnsafeBytes { input in
       do throws(HTTPParseError) {
         while !paused, try step(input, &events) {}
@@ -227,6 +231,11 @@ public struct HTTP1Parser: Sendable {
       }
     }
     try result.get()
+    // Body bytes lent from it must outlive this call: the storage is held
+    // until the parser is next called. Only then: a head completed a line
+    // at a time passes through here once per line, and holding each line's
+    // storage would keep (and copy) the whole head again per line.
+    if Sink.borrowsBody && bodyFromKept { lent.append(kept) }
     if consumed == buffer.count {
       clearBuffer()
     } else if consumed >= 64 * 1024 {
@@ -297,11 +306,12 @@ public struct HTTP1Parser: Sendable {
         scanned = max(start, input.count - 3)
         return false
       }
-      try beginMessage(Array(input[head]), &events)
+      try beginMessage(copyHead(input[head]), &events)
       return true
     case .fixedBody(let remaining):
       let count = min(remaining, input.count - consumed)
       events.appendBody(UnsafeRawBufferPointer(rebasing: input[consumed..<consumed + count]))
+      bodyFromKept = true
       consumed += count
       if count == remaining {
         endMessage(HTTPHeaders(), &events)
@@ -320,6 +330,7 @@ public struct HTTP1Parser: Sendable {
     case .chunkData(let remaining):
       let count = min(remaining, input.count - consumed)
       events.appendBody(UnsafeRawBufferPointer(rebasing: input[consumed..<consumed + count]))
+      bodyFromKept = true
       consumed += count
       state = count == remaining ? .chunkDataEnd : .chunkData(remaining: remaining - count)
       return true
@@ -351,6 +362,7 @@ public struct HTTP1Parser: Sendable {
       return true
     case .untilClose:
       events.appendBody(UnsafeRawBufferPointer(rebasing: input[consumed...]))
+      bodyFromKept = true
       consumed = input.count
       return true
     case .upgraded, .failed:
@@ -358,12 +370,39 @@ public struct HTTP1Parser: Sendable {
     }
   }
 
+  /// The head's own copy of its bytes, in the storage of a recycled head
+  /// when there is one.
+  private mutating func copyHead(_ bytes: Slice<UnsafeRawBufferPointer>) -> [UInt8] {
+    var copy: [UInt8] = []
+    swap(&copy, &spareHead)
+    copy.removeAll(keepingCapacity: true)
+    copy.append(contentsOf: bytes)
+    return copy
+  }
+
+  /// A head the caller is done with (its exchange ended, its response was
+  /// relayed): its storage and table serve the next head, so a keep-alive
+  /// connection's heads allocate nothing once warm. Storage still shared
+  /// with a copy elsewhere is copied on its next change, as any array.
+  public mutating func recycle(_ headers: HTTPHeaders) {
+    var headers = headers
+    let (storage, table) = headers.surrender()
+    guard storage.capacity <= Self.recycledHeadLimit else { return }
+    spareHead = storage
+    spareTable = table
+  }
+
+  /// A larger head's storage is let go of rather than kept for the next.
+  static let recycledHeadLimit = 16 * 1024
+
   private mutating func beginMessage<Sink: HTTP1EventSink>(_ head: [UInt8], _ events: inout Sink)
     throws(HTTPParseError)
   {
+    var table: [HTTPHeaders.Entry] = []
+    swap(&table, &spareTable)
     switch role {
     case .request:
-      var request = try HTTP1Grammar.requestHead(head, limits: limits)
+      var request = try HTTP1Grammar.requestHead(head, table: table, limits: limits)
       if request.method == "CONNECT" {
         events.append(.request(request))
         state = .upgraded
@@ -373,7 +412,7 @@ public struct HTTP1Parser: Sendable {
       events.append(.request(request))
       enterBody(request.framing, &events)
     case .response:
-      var response = try HTTP1Grammar.responseHead(head, limits: limits)
+      var response = try HTTP1Grammar.responseHead(head, table: table, limits: limits)
       if (100..<200).contains(response.status) {
         // An interim response: the final one follows for the same request.
         interimResponses += 1

@@ -61,9 +61,17 @@ public struct HTTPHeaders: Sendable, Equatable, RandomAccessCollection {
 
   /// A parsed section: `storage` is the head its fields lie in, and the
   /// table is sized once for `capacity` fields.
-  init(parsedFrom storage: [UInt8], capacity: Int) {
+  init(parsedFrom storage: [UInt8], capacity: Int, table: [Entry] = []) {
     self.storage = storage
+    entries = table
+    entries.removeAll(keepingCapacity: true)
     entries.reserveCapacity(capacity)
+  }
+
+  /// Gives up the storage and the table, for a parser to reuse (`HTTP1Parser.recycle`).
+  mutating func surrender() -> (storage: [UInt8], table: [Entry]) {
+    defer { self = HTTPHeaders() }
+    return (storage, entries)
   }
 
   /// A field the parser found at these ranges of the storage.

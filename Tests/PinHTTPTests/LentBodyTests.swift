@@ -1,5 +1,6 @@
-import PinHTTP
 import XCTest
+
+@testable import PinHTTP
 
 /// The response path takes body bytes lent, not copied: a body piece is the
 /// read's own bytes, and bytes the parser had kept stay valid until it is
@@ -46,6 +47,24 @@ final class LentBodyTests: XCTestCase {
     }
   }
 
+  /// A head that arrives in pieces is completed a line at a time from the
+  /// parser's buffer; nothing of it is lent, so no line's storage is held
+  /// (holding each would keep, and copy, the head again per line).
+  func testAHeadCompletedLineByLineHoldsNoStorage() throws {
+    var parser = HTTP1Parser(role: .response)
+    var sink = BorrowedEvents()
+    try Array("HTTP/1.1 200 OK\r\nX-A: 1".utf8).withUnsafeBytes { try parser.feed($0, into: &sink) }
+    var rest = "\r\n"
+    for index in 0..<60 { rest += "X-\(index): v\r\n" }
+    rest += "Content-Length: 2\r\n\r\nok"
+    try Array(rest.utf8).withUnsafeBytes { read in
+      try parser.feed(read, into: &sink)
+      XCTAssertTrue(parser.lent.isEmpty, "\(parser.lent.count) buffers held")
+      guard case .body(let body) = sink.list.dropFirst().first else { return XCTFail("\(sink.list)") }
+      XCTAssertEqual(Array(body), Array("ok".utf8))
+    }
+  }
+
   /// A pausing parser keeps the second response; after `resume` its body
   /// is lent from the parser's buffer, valid after the call returns.
   func testBytesKeptBetweenMessagesAreLentUntilTheNextCall() throws {
@@ -57,6 +76,7 @@ final class LentBodyTests: XCTestCase {
     XCTAssertTrue(parser.isPaused)
     var second = BorrowedEvents()
     try parser.resume(into: &second)
+    XCTAssertEqual(parser.lent.count, 1, "the kept buffer the body was lent from is held")
     let bodies = second.list.compactMap { event -> [UInt8]? in
       if case .body(let bytes) = event { Array(bytes) } else { nil }
     }

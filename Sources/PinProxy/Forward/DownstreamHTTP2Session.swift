@@ -161,10 +161,10 @@ final class DownstreamHTTP2Session: ChannelDelegate, DrainableSession, @unchecke
     flush()
   }
 
-  /// The client connection ended: every exchange in progress is abandoned.
   /// Out of the registry at the latest now (its entries are unretained).
   deinit { context.registry(for: loop).forget(ObjectIdentifier(self)) }
 
+  /// The client connection ended: every exchange in progress is abandoned.
   func channelDidClose(_ channel: any ByteChannel, error: (any Error)?) {
     loop.preconditionInLoop()
     state = .closed

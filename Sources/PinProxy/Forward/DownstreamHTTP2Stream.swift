@@ -121,6 +121,10 @@ final class DownstreamHTTP2Stream: UpstreamDelegate, @unchecked Sendable {
   // MARK: UpstreamDelegate
 
   func upstream(_ upstream: any UpstreamLink, didReceive events: [HTTP1Parser.BorrowedEvent]) {
+    // Body bytes are lent for this call only: the actions they become must
+    // run now, not wait in the queue of a run already under way (upstream
+    // events come from reads, which never happen inside a run).
+    precondition(!running, "upstream events during a stream's run")
     run { $0.upstreamEvents(events, from: UpstreamRef(link: upstream), &$1) }
     session.flush()
   }

@@ -100,6 +100,8 @@ extension ForwardMachine {
     case .finished:
       servedRequests += 1
       let requestComplete = exchange!.exchange.requestComplete
+      // The request head's storage serves the next request's head.
+      parser.recycle(exchange!.exchange.request.headers)
       exchange = nil
       // A response that ended before the request body did leaves the client's
       // stream mid-message: the connection cannot carry another request.
