@@ -48,8 +48,16 @@ public enum ForwardedHead {
     -> [UInt8]
   {
     var bytes: [UInt8] = []
+    appendRequest(head, target: target, authority: authority, via: via, to: &bytes)
+    return bytes
+  }
+
+  /// The same, appended to `bytes` (a connection's reused buffer).
+  public static func appendRequest(
+    _ head: HTTPRequestHead, target: String, authority: String, via: String, to bytes: inout [UInt8]
+  ) {
     bytes.reserveCapacity(
-      head.method.utf8.count + target.utf8.count + authority.utf8.count + via.utf8.count + 96
+      bytes.count + head.method.utf8.count + target.utf8.count + authority.utf8.count + via.utf8.count + 96
         + HTTPSerializer.fieldsSize(head.headers))
     HTTPSerializer.appendRequestLine(method: head.method, target: target, to: &bytes)
     HTTPSerializer.appendField(name: "Host", value: authority.utf8, to: &bytes)
@@ -61,7 +69,6 @@ public enum ForwardedHead {
     }
     HTTPSerializer.appendField(name: "Via", value: via.utf8, to: &bytes)
     bytes += [0x0d, 0x0a]
-    return bytes
   }
 
   /// How a response body is sent to the client.

@@ -105,7 +105,7 @@ enum HTTP1Grammar {
   }
 
   /// `head` is the section's own copy: its fields stay indices into it.
-  static func requestHead(_ head: [UInt8], table: [HTTPHeaders.Entry] = [], limits: HTTPLimits)
+  static func requestHead(_ head: [UInt8], table: consuming [HTTPHeaders.Entry] = [], limits: HTTPLimits)
     throws(HTTPParseError)
     -> HTTPRequestHead
   {
@@ -132,7 +132,7 @@ enum HTTP1Grammar {
       throw HTTPParseError(
         .badRequest, "request target \"\(rawTarget.prefix(200))\" is not valid for \(method)")
     }
-    let headers = try fields(fieldBytes, in: head, table: table, limits: limits)
+    let headers = try fields(fieldBytes, in: head, table: consume table, limits: limits)
     try checkHost(headers, version: version, method: method)
     return HTTPRequestHead(
       method: method, target: target, rawTarget: rawTarget, version: version, headers: headers)
@@ -157,7 +157,7 @@ enum HTTP1Grammar {
     }
   }
 
-  static func responseHead(_ head: [UInt8], table: [HTTPHeaders.Entry] = [], limits: HTTPLimits)
+  static func responseHead(_ head: [UInt8], table: consuming [HTTPHeaders.Entry] = [], limits: HTTPLimits)
     throws(HTTPParseError)
     -> HTTPResponseHead
   {
@@ -176,7 +176,7 @@ enum HTTP1Grammar {
     guard status >= 100 else { throw HTTPParseError(.badRequest, "malformed status line") }
     let version = try httpVersion(startLine[..<first])
     let reason = second.map { String(decoding: rest[($0 + 1)...], as: UTF8.self) } ?? ""
-    let headers = try fields(fieldBytes, in: head, table: table, limits: limits)
+    let headers = try fields(fieldBytes, in: head, table: consume table, limits: limits)
     return HTTPResponseHead(version: version, status: status, reason: reason, headers: headers)
   }
 
@@ -185,7 +185,8 @@ enum HTTP1Grammar {
   /// of `storage`: the list keeps `storage` and the ranges of each name and
   /// value in it, nothing per field.
   static func fields(
-    _ bytes: ArraySlice<UInt8>, in storage: [UInt8], table: [HTTPHeaders.Entry] = [], limits: HTTPLimits
+    _ bytes: ArraySlice<UInt8>, in storage: [UInt8], table: consuming [HTTPHeaders.Entry] = [],
+    limits: HTTPLimits
   ) throws(HTTPParseError) -> HTTPHeaders {
     guard !bytes.isEmpty else { return HTTPHeaders() }
     // One allocation for the table: every line is a field (the section has
@@ -193,7 +194,7 @@ enum HTTP1Grammar {
     var lines = 1
     for byte in bytes where byte == cr { lines += 1 }
     var headers = HTTPHeaders(
-      parsedFrom: storage, capacity: min(lines, limits.maxHeaderCount + 1), table: table)
+      parsedFrom: storage, capacity: min(lines, limits.maxHeaderCount + 1), table: consume table)
     var lineStart = bytes.startIndex
     while lineStart < bytes.endIndex {
       var lineEnd = lineStart

@@ -402,7 +402,7 @@ public struct HTTP1Parser: Sendable {
     swap(&table, &spareTable)
     switch role {
     case .request:
-      var request = try HTTP1Grammar.requestHead(head, table: table, limits: limits)
+      var request = try HTTP1Grammar.requestHead(head, table: consume table, limits: limits)
       if request.method == "CONNECT" {
         events.append(.request(request))
         state = .upgraded
@@ -412,7 +412,7 @@ public struct HTTP1Parser: Sendable {
       events.append(.request(request))
       enterBody(request.framing, &events)
     case .response:
-      var response = try HTTP1Grammar.responseHead(head, table: table, limits: limits)
+      var response = try HTTP1Grammar.responseHead(head, table: consume table, limits: limits)
       if (100..<200).contains(response.status) {
         // An interim response: the final one follows for the same request.
         interimResponses += 1

@@ -61,9 +61,11 @@ public struct HTTPHeaders: Sendable, Equatable, RandomAccessCollection {
 
   /// A parsed section: `storage` is the head its fields lie in, and the
   /// table is sized once for `capacity` fields.
-  init(parsedFrom storage: [UInt8], capacity: Int, table: [Entry] = []) {
+  /// `table` is a recycled one, taken over (consumed, so that emptying it
+  /// finds it unshared and keeps its storage).
+  init(parsedFrom storage: [UInt8], capacity: Int, table: consuming [Entry] = []) {
     self.storage = storage
-    entries = table
+    entries = consume table
     entries.removeAll(keepingCapacity: true)
     entries.reserveCapacity(capacity)
   }

@@ -8,11 +8,11 @@ enum ExchangeAction<Upstream: SameUpstream> {
   case acquireUpstream(poolAllowed: Bool)
   /// Become the upstream's delegate and send the request head (the link
   /// frames it for its protocol).
-  ///
-  /// Indirect (as `respondHead` and `record`): a box per request costs less
-  /// than every action carrying a head's size through each move (measured:
-  /// inline, the copies of the larger actions cost more than the allocations).
-  indirect case sendHead(Upstream, ForwardedRequest)
+  /// The request and the record (`record`) are objects, made once and
+  /// carried by reference; the response head is boxed (`indirect`): inline,
+  /// every action would carry a head's size through each move, which
+  /// measured dearer than the allocation.
+  case sendHead(Upstream, ForwardedRequest)
   case sendBody(Upstream, [UInt8])
   /// The request body ended, with these trailers (chunked or HTTP/2 only).
   case endBody(Upstream, HTTPHeaders)
@@ -30,7 +30,7 @@ enum ExchangeAction<Upstream: SameUpstream> {
   /// runners empty their queue inside the upstream's delegate call).
   case respondBody(UnsafeRawBufferPointer, Upstream)
   case respondEnd(HTTPHeaders, Upstream)
-  indirect case record(ExchangeRecord)
+  case record(ExchangeRecord)
   /// Answer the failure: nothing of the response went out.
   indirect case refuse(ProxyFailure)
   /// Part of the response went out and the rest never will: the client

@@ -1,11 +1,18 @@
 import Dispatch
 
 /// What an exchange was, for the access log and metrics: built once, by the
-/// exchange machine, whichever protocol the client spoke.
-struct ExchangeRecord {
+/// exchange machine, whichever protocol the client spoke. A class, as
+/// `ForwardedRequest` is: one allocation, carried by two actions.
+final class ExchangeRecord {
   let exchange: Exchange
   let status: Int
   let responseBytes: Int
+
+  init(exchange: Exchange, status: Int, responseBytes: Int) {
+    self.exchange = exchange
+    self.status = status
+    self.responseBytes = responseBytes
+  }
 
   /// Counts the request and writes its access line (when the access log is on).
   /// `user`: the authenticated proxy user, given only where the listener's

@@ -45,7 +45,7 @@ struct ForwardMachine<Upstream: SameUpstream> {
     /// Make the session the upstream's delegate.
     case adoptUpstream(Upstream)
     /// Send the request head (the link frames it for its protocol).
-    indirect case sendHead(Upstream, ForwardedRequest)
+    case sendHead(Upstream, ForwardedRequest)
     /// Send body bytes; stop reading the client while the upstream is backed up.
     case sendBody(Upstream, [UInt8])
     /// The request body ended, with these trailers (chunked or HTTP/2 only).
@@ -58,8 +58,8 @@ struct ForwardMachine<Upstream: SameUpstream> {
     /// The exchange is done: keep the link's connection for reuse (if clean).
     case releaseUpstream(Upstream)
     case closeUpstream(Upstream)
+    case record(ExchangeRecord)
     // Indirect: rare or large payloads stay out of every action's inline size.
-    indirect case record(ExchangeRecord)
     /// Answer with the failure, log it and close after flushing.
     indirect case refuse(Refusal)
     /// Dial the passthrough host; answer `passthroughReady` or `dialFailed`.

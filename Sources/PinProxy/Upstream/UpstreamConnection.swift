@@ -28,6 +28,8 @@ final class UpstreamConnection: UpstreamLink, ChannelDelegate, @unchecked Sendab
   private var parser: HTTP1Parser
   /// What one read parsed, body bytes lent from the read (reused per read).
   private var events = BorrowedEvents()
+  /// Where request heads are written (reused per request).
+  private var headBuffer: [UInt8] = []
   /// The request being sent is chunked (its body's framing, from the parser).
   private var requestChunked = false
   private var closed = false
@@ -77,9 +79,12 @@ final class UpstreamConnection: UpstreamLink, ChannelDelegate, @unchecked Sendab
     // Paused after the previous response with nothing buffered (else not reusable).
     _ = try? parser.resume()
     requestChunked = request.head.framing == .chunked
-    send(
-      ForwardedHead.request(
-        request.head, target: request.path, authority: request.authority, via: request.via))
+    // Written into this connection's own buffer: TLS takes the bytes at
+    // once, so the buffer is free again for the next request's head.
+    headBuffer.removeAll(keepingCapacity: headBuffer.capacity <= 16 * 1024)
+    ForwardedHead.appendRequest(
+      request.head, target: request.path, authority: request.authority, via: request.via, to: &headBuffer)
+    send(headBuffer)
   }
 
   func sendBody(_ bytes: [UInt8]) { send(requestChunked ? HTTPSerializer.chunk(bytes) : bytes) }

@@ -2,12 +2,23 @@ import PinHTTP
 
 /// The request an upstream link sends: the client's head, the origin-form
 /// target and the authority (Host or `:authority`).
-struct ForwardedRequest {
+///
+/// A class, immutable: made once per exchange and carried by the exchange's
+/// action and the connection's in turn, one allocation instead of a box for
+/// each action that carries it.
+final class ForwardedRequest {
   let head: HTTPRequestHead
   let path: String
   let authority: String
   /// The `Via` entry this hop adds: the protocol it received the request in.
-  var via = ForwardedRequest.via(.http1)
+  let via: String
+
+  init(head: HTTPRequestHead, path: String, authority: String, via: String = ForwardedRequest.via(.http1)) {
+    self.head = head
+    self.path = path
+    self.authority = authority
+    self.via = via
+  }
 
   /// RFC 9110 §7.6.3: `received-protocol` names the version the message
   /// came in, so HTTP/2 is `2`.
