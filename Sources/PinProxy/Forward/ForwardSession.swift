@@ -67,8 +67,9 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
   let admission: AdmissionTicket
 
   var loop: EventLoop { connection.loop }
-  /// The client's admission key, for the upstream budget (parsed once).
-  lazy var clientKey = ConnectionAdmission.address(of: connection.peer)
+  /// The client's admission key, for routing and the upstream budget
+  /// (parsed once, from the peer's text, per connection).
+  let clientKey: String
   var pool: UpstreamPool { context.pool(for: loop) }
 
   init(connection: Connection, context: ProxyContext, listener: ListenerConfig, admission: AdmissionTicket) {
@@ -78,10 +79,10 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
     self.listener = listener
     self.context = context
     snapshot = context.snapshot
+    clientKey = ConnectionAdmission.address(of: connection.peer)
     machine = ForwardMachine(
       router: ForwardRouter(
-        snapshot: snapshot, listener: listener, client: ConnectionAdmission.address(of: connection.peer),
-        peer: peerAddressBytes(connection.peer)),
+        snapshot: snapshot, listener: listener, client: clientKey, peer: peerAddressBytes(connection.peer)),
       limits: snapshot.httpLimits)
     connection.delegate = self
   }
