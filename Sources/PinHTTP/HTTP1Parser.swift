@@ -128,6 +128,10 @@ public struct HTTP1Parser: Sendable {
 
   /// Parses straight from `input` into `sink`: body bytes are handed over
   /// as they lie (see `BorrowedEvent`), never copied by the parser.
+  // Specialized here for the two sinks the proxy uses: across the module
+  // boundary a generic parser would run through witness tables per step.
+  @_specialize(exported:true,where Sink == BorrowedEvents)
+  @_specialize(exported:true,where Sink == CopiedEvents)
   public mutating func feed<Sink: HTTP1EventSink>(_ input: UnsafeRawBufferPointer, into events: inout Sink)
     throws(HTTPParseError)
   {
@@ -181,6 +185,8 @@ public struct HTTP1Parser: Sendable {
   }
 
   /// The same into `sink`, body bytes lent from the parser's buffer.
+  @_specialize(exported:true,where Sink == BorrowedEvents)
+  @_specialize(exported:true,where Sink == CopiedEvents)
   public mutating func resume<Sink: HTTP1EventSink>(into events: inout Sink) throws(HTTPParseError) {
     guard state != .failed else { throw HTTPParseError(.badRequest, "connection already failed") }
     lent.removeAll(keepingCapacity: true)
@@ -261,6 +267,8 @@ public struct HTTP1Parser: Sendable {
   }
 
   /// The same into `sink`.
+  @_specialize(exported:true,where Sink == BorrowedEvents)
+  @_specialize(exported:true,where Sink == CopiedEvents)
   public mutating func finish<Sink: HTTP1EventSink>(into events: inout Sink) throws(HTTPParseError) {
     switch state {
     case .untilClose:
@@ -456,12 +464,15 @@ public protocol HTTP1EventSink {
 }
 
 /// Events with bodies copied into arrays of their own: for callers that
-/// hold events past the input (a client's pipelined requests, tests).
-struct CopiedEvents: HTTP1EventSink {
-  var list: [HTTP1Parser.Event] = []
-  static var borrowsBody: Bool { false }
-  mutating func append(_ event: HTTP1Parser.Event) { list.append(event) }
-  mutating func appendBody(_ bytes: UnsafeRawBufferPointer) { list.append(.body(Array(bytes))) }
+/// hold events past the input (a client's requests, which may wait for
+/// their upstream; tests). Reusable: `removeAll` keeps the list's storage.
+public struct CopiedEvents: HTTP1EventSink {
+  public private(set) var list: [HTTP1Parser.Event] = []
+  public init() {}
+  public static var borrowsBody: Bool { false }
+  public mutating func removeAll() { list.removeAll(keepingCapacity: list.capacity <= 64) }
+  public mutating func append(_ event: HTTP1Parser.Event) { list.append(event) }
+  public mutating func appendBody(_ bytes: UnsafeRawBufferPointer) { list.append(.body(Array(bytes))) }
 }
 
 /// Events with body bytes lent, in a list reused from read to read: the

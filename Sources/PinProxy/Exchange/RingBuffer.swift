@@ -1,5 +1,3 @@
-import PinHTTP
-
 /// A FIFO queue over one growable buffer: appending and popping are O(1)
 /// and, once the buffer has grown to the session's working size, allocate
 /// nothing (an Array drained with `removeFirst()` shifts every element).
@@ -45,12 +43,4 @@ struct RingBuffer<Element> {
     storage = larger
     head = 0
   }
-}
-
-/// A client's parsed requests go straight into the machine's queue. They
-/// may wait there (a body while the upstream connects), so body bytes are
-/// copied out of the read.
-extension RingBuffer: HTTP1EventSink where Element == HTTP1Parser.Event {
-  static var borrowsBody: Bool { false }
-  mutating func appendBody(_ bytes: UnsafeRawBufferPointer) { append(.body(Array(bytes))) }
 }

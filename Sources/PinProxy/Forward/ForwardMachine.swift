@@ -79,6 +79,8 @@ struct ForwardMachine<Upstream: SameUpstream> {
   var router: ForwardRouter
   /// Parsed but not yet handled (body while connecting, pipelined requests).
   var pending = RingBuffer<HTTP1Parser.Event>()
+  /// What one read parsed, before it joins `pending` (reused per read).
+  var clientEvents = CopiedEvents()
   var actions = RingBuffer<Action>(capacity: 16)
   /// The request being served while `state` is `.exchanging`: kept beside
   /// the state, not in it, so that it is changed in place, never copied out
@@ -133,8 +135,7 @@ struct ForwardMachine<Upstream: SameUpstream> {
     default: break
     }
     do {
-      // Straight into the queue: no list of events per read.
-      try parser.feed(bytes, into: &pending)
+      try parse { (parser, events) throws(HTTPParseError) in try parser.feed(bytes, into: &events) }
     } catch {
       return refuseMalformed(error)
     }
@@ -142,10 +143,23 @@ struct ForwardMachine<Upstream: SameUpstream> {
     process()
   }
 
+  /// One parser call into a reused list, then into the queue: no list of
+  /// events per read, body bytes copied (a body may wait for its upstream).
+  /// After an error nothing of the call is queued: a malformed read is not
+  /// handled. The list is left empty either way, holding no head whose
+  /// storage the parser would reuse.
+  private mutating func parse(
+    _ call: (inout HTTP1Parser, inout CopiedEvents) throws(HTTPParseError) -> Void
+  ) throws(HTTPParseError) {
+    defer { clientEvents.removeAll() }
+    try call(&parser, &clientEvents)
+    pending.append(contentsOf: clientEvents.list)
+  }
+
   mutating func clientEOF() {
     clientFinishedSending = true
     do {
-      try parser.finish(into: &pending)
+      try parse { (parser, events) throws(HTTPParseError) in try parser.finish(into: &events) }
     } catch {
       // The client stopped in the middle of a request: nothing can complete it.
       return closeNow()
@@ -335,7 +349,7 @@ struct ForwardMachine<Upstream: SameUpstream> {
   /// The exchange is over: parse what has arrived of the next request.
   mutating func parseNextRequest() {
     do {
-      try parser.resume(into: &pending)
+      try parse { (parser, events) throws(HTTPParseError) in try parser.resume(into: &events) }
     } catch {
       // The client half-closed after part of a pipelined request: nothing can complete it.
       if error.kind == .truncated { return closeNow() }
