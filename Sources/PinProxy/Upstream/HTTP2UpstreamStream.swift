@@ -45,9 +45,7 @@ final class HTTP2UpstreamStream: UpstreamLink {
   private var broken: ProxyFailure?
   /// Events gathered during one read, delivered together.
   private var pending: [HTTP1Parser.Event] = []
-  /// The read's DATA pieces joined, when there are several: the session
-  /// takes body bytes lent from one buffer (see `deliver`).
-  private var joinedBody: [UInt8] = []
+  /// The events of one delivery, body bytes lent (reused).
   private var lent = BorrowedEvents()
   /// The body was above the high watermark: tell the session when it drains.
   var reportsDrain = false
@@ -175,35 +173,29 @@ final class HTTP2UpstreamStream: UpstreamLink {
     return wasEnded ? nil : failure()
   }
 
-  /// Hands the gathered events over in one call, body bytes lent from one
-  /// buffer: the only DATA piece of the read as it is, or the pieces joined.
+  /// Hands the gathered events over, each DATA piece lent from its own
+  /// array: one call per piece, carrying the events before it (joining the
+  /// pieces into one buffer would copy every body byte once more).
+  /// A delegate that let go of the stream in one call gets none of the rest.
   private func deliverPending() {
     var events: [HTTP1Parser.Event] = []
     swap(&events, &pending)
-    var pieces = 0
-    var only: [UInt8] = []
-    for case .body(let bytes) in events {
-      pieces += 1
-      only = bytes
-    }
-    if pieces > 1 {
-      joinedBody.removeAll(keepingCapacity: joinedBody.capacity <= 64 * 1024)
-      for case .body(let bytes) in events { joinedBody += bytes }
-      only = joinedBody
-    }
-    only.withUnsafeBytes { source in
-      lent.removeAll()
-      var offset = 0
-      for event in events {
-        guard case .body(let bytes) = event else {
-          lent.append(event)
-          continue
-        }
-        lent.appendBody(UnsafeRawBufferPointer(rebasing: source[offset..<offset + bytes.count]))
-        offset += bytes.count
+    lent.removeAll()
+    for event in events {
+      guard case .body(let bytes) = event else {
+        lent.append(event)
+        continue
       }
-      delegate?.upstream(self, didReceive: lent.list)
+      bytes.withUnsafeBytes { piece in
+        lent.appendBody(piece)
+        delegate?.upstream(self, didReceive: lent.list)
+      }
+      lent.removeAll()
     }
+    if !lent.isEmpty { delegate?.upstream(self, didReceive: lent.list) }
+    lent.removeAll()
+    events.removeAll(keepingCapacity: true)
+    if pending.isEmpty { swap(&events, &pending) }
   }
 
   /// Delivers what one read brought, then a close if there was one.
