@@ -40,7 +40,11 @@ enum HTTP1Framing {
   /// All Content-Length values (and list elements) must be the same digits.
   static func contentLength(_ headers: HTTPHeaders) throws(HTTPParseError) -> Int {
     var first: ArraySlice<UInt8>?
-    for field in headers where field.hasName("Content-Length") {
+    // Only the Content-Length fields are looked at as values.
+    var next = headers.index(named: "Content-Length", from: 0)
+    while let index = next {
+      let field = headers[index]
+      next = headers.index(named: "Content-Length", from: index + 1)
       var start = field.valueSlice.startIndex
       while start <= field.valueSlice.endIndex {
         let end = field.valueSlice[start...].firstIndex(of: UInt8(ascii: ",")) ?? field.valueSlice.endIndex

@@ -143,15 +143,17 @@ enum HTTP1Grammar {
   /// pick different Hosts would route one request two ways. CONNECT names its
   /// authority in the target, so there Host may be absent (old clients omit it).
   static func checkHost(_ headers: HTTPHeaders, version: HTTPVersion, method: String) throws(HTTPParseError) {
-    guard headers.count(of: "Host") <= 1 else {
-      throw HTTPParseError(.badRequest, "more than one Host header field")
-    }
-    guard let host = headers.first("Host") else {
+    guard let first = headers.index(named: "Host", from: 0) else {
       if version == .http11 && method != "CONNECT" {
         throw HTTPParseError(.badRequest, "an HTTP/1.1 request needs a Host header field")
       }
       return
     }
+    // One pass finds the first and looks on for a second.
+    guard headers.index(named: "Host", from: first + 1) == nil else {
+      throw HTTPParseError(.badRequest, "more than one Host header field")
+    }
+    let host = headers[first].value
     guard host.isEmpty || RequestTarget.splitAuthority(Substring(host)) != nil else {
       throw HTTPParseError(.badRequest, "the Host header field is not a valid authority")
     }

@@ -18,18 +18,6 @@ public struct HTTP1Parser: Sendable {
     case end(trailers: HTTPHeaders)
   }
 
-  /// An event as the proxy's data path takes it: body bytes are not copied
-  /// out but lent, straight from the input that was fed (or, for bytes the
-  /// parser had kept, from its own buffer). They stay valid until the
-  /// parser is next called and while that input lives: whoever takes them
-  /// copies them once, into the next hop's send path, before returning.
-  public enum BorrowedEvent {
-    case request(HTTPRequestHead)
-    case response(HTTPResponseHead)
-    case body(UnsafeRawBufferPointer)
-    case end(trailers: HTTPHeaders)
-  }
-
   enum State: Sendable, Equatable {
     case head
     case fixedBody(remaining: Int)
@@ -116,18 +104,11 @@ public struct HTTP1Parser: Sendable {
     return Array(buffer[consumed...])
   }
 
-  /// Parses straight from `input`, which need not outlive the call (a
-  /// socket's or TLS's reused read buffer): body events copy their bytes out
-  /// of it once, and only what cannot be parsed yet (a partial head or line,
-  /// the next message while paused, what follows a CONNECT) is kept.
-  public mutating func feed(_ input: UnsafeRawBufferPointer) throws(HTTPParseError) -> [Event] {
-    var events = CopiedEvents()
-    try feed(input, into: &events)
-    return events.list
-  }
-
-  /// Parses straight from `input` into `sink`: body bytes are handed over
-  /// as they lie (see `BorrowedEvent`), never copied by the parser.
+  /// Parses straight from `input` into `sink`. `input` need not outlive the
+  /// call (a socket's or TLS's reused read buffer): body bytes are handed to
+  /// the sink as they lie (see `BorrowedEvent`), never copied by the parser,
+  /// and only what cannot be parsed yet (a partial head or line, the next
+  /// message while paused, what follows a CONNECT) is kept.
   // Specialized here for the two sinks the proxy uses: across the module
   // boundary a generic parser would run through witness tables per step.
   @_specialize(exported:true,where Sink == BorrowedEvents)
@@ -165,26 +146,8 @@ public struct HTTP1Parser: Sendable {
     }
   }
 
-  /// The same for bytes already in an array (tests, fuzzers, a body held whole).
-  public mutating func feed(_ bytes: [UInt8]) throws(HTTPParseError) -> [Event] {
-    let result: Result<[Event], HTTPParseError> = bytes.withUnsafeBytes { input in
-      do throws(HTTPParseError) {
-        return .success(try feed(input))
-      } catch {
-        return .failure(error)
-      }
-    }
-    return try result.get()
-  }
-
-  /// After a pause between messages: parses what has arrived of the next one.
-  public mutating func resume() throws(HTTPParseError) -> [Event] {
-    var events = CopiedEvents()
-    try resume(into: &events)
-    return events.list
-  }
-
-  /// The same into `sink`, body bytes lent from the parser's buffer.
+  /// After a pause between messages: parses what has arrived of the next
+  /// one into `sink`, body bytes lent from the parser's buffer.
   @_specialize(exported:true,where Sink == BorrowedEvents)
   @_specialize(exported:true,where Sink == CopiedEvents)
   public mutating func resume<Sink: HTTP1EventSink>(into events: inout Sink) throws(HTTPParseError) {
@@ -260,13 +223,6 @@ public struct HTTP1Parser: Sendable {
 
   /// The peer closed its side. Ends a close-delimited response; anywhere
   /// else inside a message it is a truncation.
-  public mutating func finish() throws(HTTPParseError) -> [Event] {
-    var events = CopiedEvents()
-    try finish(into: &events)
-    return events.list
-  }
-
-  /// The same into `sink`.
   @_specialize(exported:true,where Sink == BorrowedEvents)
   @_specialize(exported:true,where Sink == CopiedEvents)
   public mutating func finish<Sink: HTTP1EventSink>(into events: inout Sink) throws(HTTPParseError) {
@@ -450,48 +406,4 @@ public struct HTTP1Parser: Sendable {
     case .untilClose: state = .untilClose
     }
   }
-}
-
-/// Where the parser puts what it finds, in order, as it finds it.
-public protocol HTTP1EventSink {
-  /// Whether body bytes are kept after `appendBody` returns (lent, not
-  /// copied): the parser then keeps the buffer they lie in alive.
-  static var borrowsBody: Bool { get }
-  /// A head or the end of a message (never `.body`).
-  mutating func append(_ event: HTTP1Parser.Event)
-  /// Body bytes where they lie (see `HTTP1Parser.BorrowedEvent`).
-  mutating func appendBody(_ bytes: UnsafeRawBufferPointer)
-}
-
-/// Events with bodies copied into arrays of their own: for callers that
-/// hold events past the input (a client's requests, which may wait for
-/// their upstream; tests). Reusable: `removeAll` keeps the list's storage.
-public struct CopiedEvents: HTTP1EventSink {
-  public private(set) var list: [HTTP1Parser.Event] = []
-  public init() {}
-  public static var borrowsBody: Bool { false }
-  public mutating func removeAll() { list.removeAll(keepingCapacity: list.capacity <= 64) }
-  public mutating func append(_ event: HTTP1Parser.Event) { list.append(event) }
-  public mutating func appendBody(_ bytes: UnsafeRawBufferPointer) { list.append(.body(Array(bytes))) }
-}
-
-/// Events with body bytes lent, in a list reused from read to read: the
-/// response path's sink, which allocates nothing once warm.
-public struct BorrowedEvents: HTTP1EventSink {
-  public private(set) var list: [HTTP1Parser.BorrowedEvent] = []
-  public init() {}
-  public static var borrowsBody: Bool { true }
-  public var isEmpty: Bool { list.isEmpty }
-  public mutating func removeAll() { list.removeAll(keepingCapacity: list.capacity <= 64) }
-
-  public mutating func append(_ event: HTTP1Parser.Event) {
-    switch event {
-    case .request(let head): list.append(.request(head))
-    case .response(let head): list.append(.response(head))
-    case .body(let bytes): preconditionFailure("body of \(bytes.count) bytes as a copied event")
-    case .end(let trailers): list.append(.end(trailers: trailers))
-    }
-  }
-
-  public mutating func appendBody(_ bytes: UnsafeRawBufferPointer) { list.append(.body(bytes)) }
 }

@@ -38,10 +38,6 @@ public struct HTTPHeaders: Sendable, Equatable, RandomAccessCollection {
     public var name: String { String(decoding: nameBytes, as: UTF8.self) }
     /// The value as text; bytes that are not UTF-8 read as U+FFFD here only.
     public var value: String { String(decoding: valueSlice, as: UTF8.self) }
-
-    func hasName(_ other: String) -> Bool {
-      nameBytes.count == other.utf8.count && ASCII.equalsIgnoringCase(nameBytes, other.utf8)
-    }
   }
 
   /// Where one field's name and value lie in `storage`.
@@ -103,8 +99,6 @@ public struct HTTPHeaders: Sendable, Equatable, RandomAccessCollection {
   /// The fields as a list of values (for tests and diagnostics).
   public var fields: [Field] { Array(self) }
 
-  public mutating func reserveCapacity(_ count: Int) { entries.reserveCapacity(count) }
-
   private func range(_ range: Range<Int32>) -> Range<Int> { Int(range.lowerBound)..<Int(range.upperBound) }
 
   // MARK: Changes
@@ -127,9 +121,8 @@ public struct HTTPHeaders: Sendable, Equatable, RandomAccessCollection {
   }
 
   public mutating func remove(_ name: String) {
-    let named = Array(name.utf8)
     storage.withUnsafeBufferPointer { bytes in
-      entries.removeAll { Self.name(of: $0, in: bytes, is: named) }
+      entries.removeAll { Self.name(of: $0, in: bytes, is: name.utf8) }
     }
   }
 
@@ -162,6 +155,13 @@ public struct HTTPHeaders: Sendable, Equatable, RandomAccessCollection {
     let end = Int(entry.name.upperBound)
     return end - start == name.count
       && ASCII.equalsIgnoringCase(UnsafeBufferPointer(rebasing: bytes[start..<end]), name)
+  }
+
+  /// The position of the first field of that name at or after `start`.
+  func index(named name: String, from start: Int) -> Int? {
+    storage.withUnsafeBufferPointer { bytes in
+      entries[start...].firstIndex { Self.name(of: $0, in: bytes, is: name.utf8) }
+    }
   }
 
   /// Calls `body` with the value of each field of that name, in order, as

@@ -180,7 +180,6 @@ final class HTTP2UpstreamStream: UpstreamLink {
   private func deliverPending() {
     var events: [HTTP1Parser.Event] = []
     swap(&events, &pending)
-    lent.removeAll()
     for event in events {
       guard case .body(let bytes) = event else {
         lent.append(event)
