@@ -15,6 +15,38 @@ extension HTTP1Parser {
     case end(trailers: HTTPHeaders)
   }
 
+  // The sink-taking calls, one per sink the proxy uses. Concrete, so that
+  // the generic parser is specialized here, in its own module: called
+  // generically from another module, every step would go through witness
+  // tables.
+
+  /// Parses straight from `input`; see `parse(_:into:)`.
+  public mutating func feed(_ input: UnsafeRawBufferPointer, into events: inout BorrowedEvents)
+    throws(HTTPParseError)
+  { try parse(input, into: &events) }
+
+  public mutating func feed(_ input: UnsafeRawBufferPointer, into events: inout CopiedEvents)
+    throws(HTTPParseError)
+  { try parse(input, into: &events) }
+
+  /// After a pause between messages; see `resumeParsing(into:)`.
+  public mutating func resume(into events: inout BorrowedEvents) throws(HTTPParseError) {
+    try resumeParsing(into: &events)
+  }
+
+  public mutating func resume(into events: inout CopiedEvents) throws(HTTPParseError) {
+    try resumeParsing(into: &events)
+  }
+
+  /// The peer closed its side; see `finishParsing(into:)`.
+  public mutating func finish(into events: inout BorrowedEvents) throws(HTTPParseError) {
+    try finishParsing(into: &events)
+  }
+
+  public mutating func finish(into events: inout CopiedEvents) throws(HTTPParseError) {
+    try finishParsing(into: &events)
+  }
+
   /// Parses `input` and returns the events, body bytes copied out of it.
   public mutating func feed(_ input: UnsafeRawBufferPointer) throws(HTTPParseError) -> [Event] {
     try copying { (parser, events) throws(HTTPParseError) in try parser.feed(input, into: &events) }
@@ -54,7 +86,7 @@ extension HTTP1Parser {
 }
 
 /// Where the parser puts what it finds, in order, as it finds it.
-public protocol HTTP1EventSink {
+protocol HTTP1EventSink {
   /// Whether body bytes are kept after `appendBody` returns (lent, not
   /// copied): the parser then keeps the buffer they lie in alive.
   static var borrowsBody: Bool { get }

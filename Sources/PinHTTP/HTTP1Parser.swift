@@ -109,11 +109,7 @@ public struct HTTP1Parser: Sendable {
   /// the sink as they lie (see `BorrowedEvent`), never copied by the parser,
   /// and only what cannot be parsed yet (a partial head or line, the next
   /// message while paused, what follows a CONNECT) is kept.
-  // Specialized here for the two sinks the proxy uses: across the module
-  // boundary a generic parser would run through witness tables per step.
-  @_specialize(exported:true,where Sink == BorrowedEvents)
-  @_specialize(exported:true,where Sink == CopiedEvents)
-  public mutating func feed<Sink: HTTP1EventSink>(_ input: UnsafeRawBufferPointer, into events: inout Sink)
+  mutating func parse<Sink: HTTP1EventSink>(_ input: UnsafeRawBufferPointer, into events: inout Sink)
     throws(HTTPParseError)
   {
     guard state != .failed else { throw HTTPParseError(.badRequest, "connection already failed") }
@@ -148,9 +144,7 @@ public struct HTTP1Parser: Sendable {
 
   /// After a pause between messages: parses what has arrived of the next
   /// one into `sink`, body bytes lent from the parser's buffer.
-  @_specialize(exported:true,where Sink == BorrowedEvents)
-  @_specialize(exported:true,where Sink == CopiedEvents)
-  public mutating func resume<Sink: HTTP1EventSink>(into events: inout Sink) throws(HTTPParseError) {
+  mutating func resumeParsing<Sink: HTTP1EventSink>(into events: inout Sink) throws(HTTPParseError) {
     guard state != .failed else { throw HTTPParseError(.badRequest, "connection already failed") }
     lent.removeAll(keepingCapacity: true)
     guard paused else { return }
@@ -162,7 +156,7 @@ public struct HTTP1Parser: Sendable {
       clearBuffer()
       throw error
     }
-    if inputFinished && !paused { try finish(into: &events) }
+    if inputFinished && !paused { try finishParsing(into: &events) }
   }
 
   /// Parses `input` where it lies, then keeps the part it could not use yet.
@@ -223,9 +217,7 @@ public struct HTTP1Parser: Sendable {
 
   /// The peer closed its side. Ends a close-delimited response; anywhere
   /// else inside a message it is a truncation.
-  @_specialize(exported:true,where Sink == BorrowedEvents)
-  @_specialize(exported:true,where Sink == CopiedEvents)
-  public mutating func finish<Sink: HTTP1EventSink>(into events: inout Sink) throws(HTTPParseError) {
+  mutating func finishParsing<Sink: HTTP1EventSink>(into events: inout Sink) throws(HTTPParseError) {
     switch state {
     case .untilClose:
       state = .head
