@@ -55,7 +55,7 @@ let package = Package(
     .executableTarget(
       name: "pinproxy",
       dependencies: [
-        "PinProxy", "PinConfig", "PinTLS", "PinTrust", "PinHTTP", "PinImport",
+        "PinProxy", "PinConfig", "PinTLS", "PinTrust", "PinHTTP", "PinImport", "PinEventLoop",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ]
     ),

@@ -19,6 +19,9 @@ packages+=(apache2-utils iproute2)
 # and load (HAProxy, stunnel, wrk, socat), strace for system calls per
 # request, gcc for its malloc counter.
 packages+=(haproxy stunnel4 wrk socat strace gcc)
+# The operator's view: promtool (Debian's prometheus package) checks a live
+# /metrics scrape and the alert rules of config/monitoring.
+packages+=(prometheus)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
@@ -29,6 +32,11 @@ if ((${#missing[@]})); then
   [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+# The prometheus package may start its own server where systemd runs; only
+# promtool is wanted.
+if command -v systemctl >/dev/null && systemctl is-active --quiet prometheus 2>/dev/null; then
+  systemctl disable --now prometheus >/dev/null 2>&1 || true
 fi
 # The admin tests parse /metrics with Prometheus' own Python parser.
 python3 -c "import prometheus_client" 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check prometheus-client

@@ -43,6 +43,9 @@ public struct LoggingConfig: Sendable {
   public var format: Format?
   /// One line per request at info level.
   public var access = true
+  /// Query strings in log lines and on the operator's page; off by default,
+  /// because tokens travel there.
+  public var queryStrings = false
 
   public init() {}
 }
@@ -156,6 +159,16 @@ public struct ListenerConfig: Sendable {
   public var downstreamClientCA: ConfigPath?
   /// With `downstreamClientCA`: the names a client certificate must carry.
   public var allowedClientNames: ClientNamesConfig?
+  /// How much a refused client is told: `full` (the reason with expected
+  /// and presented pins) or `summary` (code, one line, incident id).
+  public enum RefusalDetail: String, Sendable, CaseIterable { case full, summary }
+  /// nil: `full` on a loopback address (the client is the operator's own
+  /// machine), `summary` elsewhere.
+  public var refusalDetailSetting: RefusalDetail?
+  public var refusalDetail: RefusalDetail {
+    get { refusalDetailSetting ?? (address.isLoopback ? .full : .summary) }
+    set { refusalDetailSetting = newValue }
+  }
 
   /// Who may connect: the listener's `allowedClients`; without them
   /// loopback on a loopback address, and anyone on another address (which

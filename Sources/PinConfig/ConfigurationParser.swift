@@ -164,12 +164,13 @@ public enum ConfigurationParser {
     {
       configuration.localCA = LocalCAConfig(certificate: certificate, key: key)
     }
-    if let logging = mapping["logging"]?.mapping(allowed: ["level", "format", "access"]) {
+    if let logging = mapping["logging"]?.mapping(allowed: ["level", "format", "access", "queryStrings"]) {
       configuration.logging.level = logging.choice("level", default: .info)
       if logging["format"] != nil {
         configuration.logging.format = logging.choice("format", default: LoggingConfig.Format.text)
       }
       configuration.logging.access = logging["access"]?.bool ?? true
+      configuration.logging.queryStrings = logging["queryStrings"]?.bool ?? false
     }
     if let timeouts = mapping["timeouts"] { configuration.timeouts = parseTimeouts(timeouts) }
     if let limits = mapping["limits"] { configuration.limits = parseLimits(limits) }
@@ -201,6 +202,7 @@ public enum ConfigurationParser {
   static let listenerKeys: Set = [
     "name", "address", "mode", "intercept", "passthrough", "downstream", "upstream", "downstreamTLS",
     "allowedConnectPorts", "allowedClients", "proxyAuth", "downstreamClientCA", "allowedClientNames",
+    "refusalDetail",
   ]
 
   static func parseListener(_ node: ConfigNode, file: String) -> ListenerConfig? {
@@ -213,6 +215,9 @@ public enum ConfigurationParser {
     listener.intercept = mapping["intercept"]?.bool ?? true
     listener.passthrough = mapping["passthrough"]?.strings ?? []
     listener.downstreamTLS = mapping["downstreamTLS"]?.bool ?? false
+    if mapping["refusalDetail"] != nil {
+      listener.refusalDetail = mapping.choice("refusalDetail", default: ListenerConfig.RefusalDetail.summary)
+    }
     if let ports = mapping["allowedConnectPorts"]?.sequence {
       listener.allowedConnectPorts = ports.compactMap { node in
         guard let port = node.int else { return nil }

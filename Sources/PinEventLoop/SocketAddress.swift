@@ -86,7 +86,7 @@ public struct SocketAddress: Sendable, CustomStringConvertible {
     return family == AF_INET6 ? "[\(text)]:\(port)" : "\(text):\(port)"
   }
 
-  func withSockaddr<T>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> T) -> T {
+  public func withSockaddr<T>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> T) -> T {
     var copy = storage
     return withUnsafePointer(to: &copy) { pointer in
       pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, length) }

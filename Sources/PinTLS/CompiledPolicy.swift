@@ -53,12 +53,24 @@ public final class CompiledPolicy: ChainVerifier, @unchecked Sendable {
     _ chain: PresentedChain, host: TrustHost?, dynamicPins: (DynamicPinRequirement, version: UInt64)? = nil,
     staple: [UInt8]? = nil, fetching: Bool = false, engine: TrustEngine, at time: Date
   ) -> TrustDecision {
+    var cached = false
+    return evaluate(
+      chain, host: host, dynamicPins: dynamicPins, staple: staple, fetching: fetching, engine: engine,
+      at: time,
+      cached: &cached)
+  }
+
+  /// The same, telling whether the fingerprint cache served it (`cached`).
+  public func evaluate(
+    _ chain: PresentedChain, host: TrustHost?, dynamicPins: (DynamicPinRequirement, version: UInt64)? = nil,
+    staple: [UInt8]? = nil, fetching: Bool = false, engine: TrustEngine, at time: Date, cached: inout Bool
+  ) -> TrustDecision {
     engine.evaluate(
       chain, host: host, policy: policy, dynamicPins: dynamicPins?.0,
       identity: identity.under(pinList: dynamicPins?.version ?? 0), verifier: self,
       revocation: RevocationInput(
         source: revocation, settings: policy.revocation, staple: staple, fetching: fetching),
-      revocationGeneration: revocation.generation, at: time)
+      revocationGeneration: revocation.generation, at: time, cached: &cached)
   }
 
   public func certificates(of chain: PresentedChain) -> [Certificate] {

@@ -63,10 +63,27 @@ public struct TrustEngine: Sendable {
     identity: PolicyIdentity, verifier: some ChainVerifier, revocation: RevocationInput? = nil,
     revocationGeneration: UInt64 = 0, at time: Date
   ) -> TrustDecision {
+    var cached = false
+    return evaluate(
+      chain, host: host, policy: policy, dynamicPins: dynamicPins, identity: identity, verifier: verifier,
+      revocation: revocation, revocationGeneration: revocationGeneration, at: time, cached: &cached)
+  }
+
+  /// The same, telling whether the cache served the decision (`cached`).
+  public func evaluate(
+    _ chain: PresentedChain, host: TrustHost?, policy: SecurityPolicy,
+    dynamicPins: DynamicPinRequirement? = nil,
+    identity: PolicyIdentity, verifier: some ChainVerifier, revocation: RevocationInput? = nil,
+    revocationGeneration: UInt64 = 0, at time: Date, cached: inout Bool
+  ) -> TrustDecision {
     let key = FingerprintCache.Key(
       policy: identity, host: host, chain: chain, staple: revocation?.staple ?? [],
       revocation: revocationGeneration)
-    if let acceptance = cache.lookup(key, at: time) { return .trusted(acceptance) }
+    if let acceptance = cache.lookup(key, at: time) {
+      cached = true
+      return .trusted(acceptance)
+    }
+    cached = false
     let decision = RuleEvaluator.evaluate(
       chain, host: host, policy: policy, dynamicPins: dynamicPins, verifier: verifier, revocation: revocation,
       at: time)

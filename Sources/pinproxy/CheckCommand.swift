@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import PinConfig
 import PinProxy
+import PinTrust
 
 struct CheckCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
@@ -16,8 +17,9 @@ struct CheckCommand: ParsableCommand {
   var config: String
 
   func run() throws {
+    nonisolated(unsafe) var compiled: RuntimeSnapshot?
     let problems = ConfigurationParser.check(file: config) { configuration throws(ConfigErrors) in
-      _ = try RuntimeSnapshot.compile(configuration, generation: 0)
+      compiled = try RuntimeSnapshot.compile(configuration, generation: 0)
     }
     guard problems.isEmpty else {
       for line in InputFile.describe(problems) { printError(line) }
@@ -33,6 +35,13 @@ struct CheckCommand: ParsableCommand {
     for notice in AccessNotice.notices(for: configuration) {
       let place = notice.location.map { "\(config):\($0.line):\($0.column): \($0.key): " } ?? "\(config): "
       printError("\(place)warning: \(notice.message)")
+    }
+    // Pin health as far as it is known offline: a single pin without a
+    // dynamic list; in certificate mode, pinned certificates about to expire.
+    for (rule, health) in compiled?.configuredPinHealth(at: now) ?? [] {
+      let location = configuration.domains.first { $0.domain.description == rule }?.location
+      let place = location.map { "\(config):\($0.line):\($0.column): \($0.key): " } ?? "\(config): "
+      for warning in health.warnings { printError("\(place)warning: rule \(rule): \(warning)") }
     }
     print(
       "\(config): ok (\(configuration.listeners.count) listeners, \(configuration.domains.count) domain rules,"

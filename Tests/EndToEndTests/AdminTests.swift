@@ -100,7 +100,7 @@ final class AdminTests: ProxyTestCase {
 
   func testAnythingElseIs404AndTheAdminListenerNeverProxies() throws {
     try startWithAdmin()
-    XCTAssertEqual(try admin("/").status, 404)
+    XCTAssertEqual(try admin("/nowhere").status, 404)
     XCTAssertEqual(try admin("/metrics/extra").status, 404)
     let proxied = try Curl.run(["-x", "http://127.0.0.1:\(adminPort)", "http://httpbin.org/hello"])
     XCTAssertEqual(proxied.status, 404)

@@ -34,7 +34,7 @@ final class ForwardTrustTests: ProxyTestCase {
     XCTAssertTrue(proxy!.child.wait(for: "code=pin-mismatch"), proxy!.log)
     let line = proxy!.log.split(separator: "\n").first { $0.contains("code=pin-mismatch") } ?? ""
     XCTAssertTrue(line.contains("client=127.0.0.1:"), String(line))
-    XCTAssertTrue(line.contains("target=httpbin.org:443") && line.contains("rule=httpbin.org"), String(line))
+    XCTAssertTrue(line.contains("host=httpbin.org:443") && line.contains("rule=httpbin.org"), String(line))
     XCTAssertTrue(line.contains(leafPin) && line.contains("sha256="), String(line))
   }
 

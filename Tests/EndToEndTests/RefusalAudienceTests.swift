@@ -168,7 +168,7 @@ final class RefusalAudienceTests: ProxyTestCase {
       proxy!.completeLogLines.first { $0.contains("code=handshake-failed") }, proxy!.log)
     // The fields the refused event always had, then the listener and the key.
     for field in [
-      "warn refused ", "client=127.0.0.1:", "target=httpbin.org:443",
+      "warn refused ", "client=127.0.0.1:", "host=httpbin.org:443",
       "reason=\"client TLS handshake failed: ",
     ] {
       XCTAssertTrue(line.contains(field), "\(field) in \(line)")

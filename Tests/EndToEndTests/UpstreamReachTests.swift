@@ -124,7 +124,9 @@ final class UpstreamReachTests: ProxyTestCase {
     let closedResult = try get("http://closed.httpbin.org/hello", through: port)
     assertRefused(closedResult, 502, "upstream-unreachable")
     XCTAssertEqual(
-      closedResult.text, "pinproxy: upstream-unreachable: cannot connect to closed.httpbin.org:443\n")
+      closedResult.text,
+      "pinproxy: upstream-unreachable: cannot connect to closed.httpbin.org:443\n"
+        + "incident: \(closedResult.headers["pinproxy-incident"] ?? "?")\n")
     let plainResult = try get("http://plain.httpbin.org/hello", through: port)
     XCTAssertEqual(plainResult.status, 502, plainResult.text)
     XCTAssertFalse(

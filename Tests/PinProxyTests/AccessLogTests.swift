@@ -14,13 +14,31 @@ final class AccessLogTests: XCTestCase {
   /// 2026-11-24T02:35:16Z
   let time: time_t = 1_795_487_716
 
-  func testTextLineHasTheEventLineShapeWithSortedKeys() {
+  /// Host, method, path and status lead, as on every event line
+  /// (`LineLogHandler.order`); the rest follow alphabetically.
+  func testTextLineHasTheEventLineShapeWithKeysInReadingOrder() {
     let text = String(decoding: line.formatted(.text, now: time), as: UTF8.self)
     XCTAssertEqual(
       text,
-      "2026-11-24T02:35:16Z info request client=127.0.0.1:50000 client_protocol=h2 host=api.bank.example:443 "
-        + "method=GET path=\"/a/b?c=d\" received=18 sent=0 status=200 upstream_connection=pooled upstream_ms=3 "
+      "2026-11-24T02:35:16Z info request host=api.bank.example:443 method=GET path=\"/a/b?c=d\" status=200 "
+        + "client=127.0.0.1:50000 client_protocol=h2 received=18 sent=0 upstream_connection=pooled upstream_ms=3 "
         + "upstream_protocol=h2 upstream_tls=resumed\n")
+  }
+
+  func testJSONKeysComeInTheOrderOfTheTextLine() {
+    let text = String(decoding: line.formatted(.json, now: time), as: UTF8.self)
+    let keys = text.split(separator: ",").compactMap { $0.split(separator: ":").first }.map {
+      $0.trimmingCharacters(in: CharacterSet(charactersIn: "{\""))
+    }
+    XCTAssertEqual(
+      Array(keys.prefix(7)), ["time", "level", "event", "host", "method", "path", "status"], text)
+  }
+
+  func testEventLinesLeadWithCodeHostRuleReasonAndEndWithTheChain() {
+    let keys = ["status", "chain", "client", "reason", "incident", "rule", "host", "code", "path", "detail"]
+    XCTAssertEqual(
+      keys.sorted(by: LineLogHandler.order),
+      ["code", "host", "rule", "reason", "path", "status", "client", "detail", "incident", "chain"])
   }
 
   func testJSONLineParsesWithEveryField() throws {

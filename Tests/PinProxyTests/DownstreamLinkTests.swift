@@ -111,14 +111,17 @@ final class DownstreamLinkTests: XCTestCase {
 
   func testHTTP1RefusalIsPlainTextOrThePageForABrowser() throws {
     var link = HTTP1Downstream(clientVersion: .http11, closing: false)
-    link.refuse(Refusal(Self.refused, request: try requestHead()), at: Date())
+    let refusal = Refusal(Self.refused, request: try requestHead())
+    link.refuse(refusal, at: Date())
     let text = String(decoding: link.takeOutput(), as: UTF8.self)
     XCTAssertTrue(text.hasPrefix("HTTP/1.1 502 Bad Gateway\r\n"), text)
     XCTAssertTrue(text.contains("Pinproxy-Error: upstream-unreachable\r\n"), text)
+    XCTAssertTrue(text.contains("Pinproxy-Incident: \(refusal.incident)\r\n"), text)
     XCTAssertTrue(text.contains("Content-Type: text/plain; charset=utf-8\r\n"), text)
     XCTAssertTrue(
       text.hasSuffix(
-        "\r\n\r\npinproxy: upstream-unreachable: origin.test:443 closed the connection without a response\n"),
+        "\r\n\r\npinproxy: upstream-unreachable: origin.test:443 closed the connection without a response\n"
+          + "incident: \(refusal.incident)\n"),
       text)
 
     link.refuse(Refusal(Self.refused, request: try requestHead(Self.browser)), at: Date())
@@ -200,18 +203,23 @@ final class DownstreamLinkTests: XCTestCase {
     let pair = try HTTP2BackToBack()
     let plain = try pair.request()
     var link = HTTP2Downstream(session: pair.server, stream: plain)
-    link.refuse(Refusal(Self.refused, request: try requestHead()), at: Date())
+    let refusal = Refusal(Self.refused, request: try requestHead())
+    link.refuse(refusal, at: Date())
     let browser = try pair.request("GET", "/", Self.browser)
     var pageLink = HTTP2Downstream(session: pair.server, stream: browser)
     pageLink.refuse(Refusal(Self.refused, request: try requestHead(Self.browser)), at: Date())
     try pair.pump()
 
-    let text = "pinproxy: upstream-unreachable: origin.test:443 closed the connection without a response\n"
+    // The reason, then the incident id the log line and the operator's page carry.
+    let text =
+      "pinproxy: upstream-unreachable: origin.test:443 closed the connection without a response\n"
+      + "incident: \(refusal.incident)\n"
     let block = try XCTUnwrap(pair.blocks(plain).first)
     XCTAssertEqual(block[field: ":status"], "502")
     XCTAssertEqual(block[field: "pinproxy-error"], "upstream-unreachable")
     XCTAssertEqual(block[field: "content-type"], "text/plain; charset=utf-8")
     XCTAssertEqual(block[field: "cache-control"], "no-store")
+    XCTAssertEqual(block[field: "pinproxy-incident"], refusal.incident)
     XCTAssertEqual(block[field: "content-length"], String(text.utf8.count))
     XCTAssertEqual(String(decoding: pair.body(plain), as: UTF8.self), text)
     XCTAssertTrue(pair.ended(plain))

@@ -148,7 +148,7 @@ final class ForwardMachineTests: XCTestCase {
     }
     XCTAssertEqual(refusal.first?.failure.status, 502)
     XCTAssertEqual(refusal.first?.failure.code, .upstreamUnreachable)
-    XCTAssertEqual(refusal.first?.target, "origin.test:80")
+    XCTAssertEqual(refusal.first?.site, "origin.test:80")
   }
 
   func testAPipelinedRequestWaitsUntilTheExchangeBeforeItIsDone() throws {

@@ -97,7 +97,11 @@ final class DynamicPinUpdater: @unchecked Sendable {
 
   private func fetch(_ store: DynamicPinStore) {
     fetching.insert(store.spec.id)
+    let started = DispatchTime.now().uptimeNanoseconds
     PinListFetch.run(store, dialer: makeDialer(), on: loop) { [self] result in
+      // Off the loops' cells: fetches are rare and finish on any thread.
+      metrics.pinListFetchDuration.observeShared(
+        (try? result.get()) == nil ? 1 : 0, nanoseconds: DispatchTime.nanoseconds(since: started))
       queue.async { [self] in
         fetching.remove(store.spec.id)
         finish(store, result)

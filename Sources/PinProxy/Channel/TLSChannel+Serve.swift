@@ -57,7 +57,7 @@ extension TLSChannel {
         ProxyFailure(status: 502, code: code, reason: reason, chain: chain), rule: "-", site: target)
       refusal.listener = name
       refusal.note = note
-      refusal.log(to: logger, client: peer, level: .warning)
+      refusal.log(to: logger, metrics, client: peer, level: .warning)
     }
     return channel
   }

@@ -277,6 +277,13 @@ struct ConnectToKey: Hashable, Sendable {
 }
 
 extension RuntimeSnapshot {
+  /// How much a refused client of `listener` is told, under this snapshot
+  /// (a reload may change `refusalDetail`; the listener itself is the one
+  /// bound at start).
+  func refusalDetail(for listener: ListenerConfig) -> ListenerConfig.RefusalDetail {
+    configuration.listeners.first { $0.name == listener.name }?.refusalDetail ?? listener.refusalDetail
+  }
+
   /// Who may use the running `listener` under this snapshot.
   func access(for listener: ListenerConfig) -> ListenerAccess {
     guard let access = access[listener.name], access.address == listener.address, access.mode == listener.mode

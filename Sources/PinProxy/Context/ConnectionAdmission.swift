@@ -106,17 +106,22 @@ final class ConnectionAdmission: Sendable {
 final class AdmissionTicket: @unchecked Sendable {
   private let admission: ConnectionAdmission
   private let client: String
+  /// The listener's open-connection gauge (the operator's page).
+  private let listenerOpen: SharedCount?
   private var held = true
 
-  init(admission: ConnectionAdmission, client: String) {
+  init(admission: ConnectionAdmission, client: String, listenerOpen: SharedCount? = nil) {
     self.admission = admission
     self.client = client
+    self.listenerOpen = listenerOpen
+    listenerOpen?.add(1)
   }
 
   func release() {
     guard held else { return }
     held = false
     admission.release(client: client)
+    listenerOpen?.add(-1)
   }
 }
 

@@ -11,7 +11,9 @@ final class ProxyContext: Sendable {
   let trustEngine: TrustEngine
   let sessions = TLSSessionCache()
   let logger: ProxyLogger
-  let metrics = ProxyMetrics()
+  let metrics: ProxyMetrics
+  /// The last reloads, newest last (at most `ReloadRecord.kept`), for the page.
+  let reloads = Locked<[ReloadRecord]>([])
   private let pools: [ObjectIdentifier: UpstreamPool]
   private let registries: [ObjectIdentifier: SessionRegistry]
   let group: EventLoopGroup
@@ -39,6 +41,11 @@ final class ProxyContext: Sendable {
     budget = UpstreamBudget(limits: snapshot.limits)
     trustEngine = TrustEngine(partitions: group.loops.count)
     self.logger = logger
+    let metrics = ProxyMetrics(
+      listeners: snapshot.configuration.listeners.map(\.name), loops: group.loops.count)
+    self.metrics = metrics
+    metrics.refusalLog.rulesChanged(snapshot.ruleExpectations)
+    logger.setQueryStrings(snapshot.configuration.logging.queryStrings)
     var pools: [ObjectIdentifier: UpstreamPool] = [:]
     var registries: [ObjectIdentifier: SessionRegistry] = [:]
     for loop in group.loops {
@@ -51,7 +58,7 @@ final class ProxyContext: Sendable {
     self.group = group
     // The daemon's own requests run on the first loop.
     let loop = group.loops[0]
-    let (current, engine, sessions, metrics) = (current, trustEngine, sessions, metrics)
+    let (current, engine, sessions) = (current, trustEngine, sessions)
     let allPools = Array(pools.values)
     let reporter = PinFailureReporter(
       loop: loop, logger: logger, metrics: metrics, vendorID: PinFailureReporter.installationID()
@@ -91,6 +98,13 @@ final class ProxyContext: Sendable {
 
   var isDraining: Bool { draining.load(ordering: .relaxed) }
 
+  func recordReload(_ record: ReloadRecord) {
+    reloads.withLock { list in
+      list.append(record)
+      if list.count > ReloadRecord.kept { list.removeFirst(list.count - ReloadRecord.kept) }
+    }
+  }
+
   func registry(for loop: EventLoop) -> SessionRegistry {
     guard let registry = registries[ObjectIdentifier(loop)] else {
       preconditionFailure("loop outside the proxy's group")
@@ -109,6 +123,9 @@ final class ProxyContext: Sendable {
     updater.configurationChanged()
     trustEngine.removeAll()
     sessions.removeAll()
+    metrics.refusalLog.rulesChanged(snapshot.ruleExpectations)
+    metrics.rules.keep(only: Set(snapshot.rules.map(\.name)))
+    logger.setQueryStrings(snapshot.configuration.logging.queryStrings)
     for loop in group.loops {
       let (pool, registry) = (self.pool(for: loop), self.registry(for: loop))
       loop.execute {
@@ -142,4 +159,16 @@ final class ProxyContext: Sendable {
     }
     return pool
   }
+}
+
+/// One reload, as the operator's page lists it.
+struct ReloadRecord: Sendable, Codable {
+  static let kept = 10
+  let time: Date
+  /// `ok` or `failed`.
+  let result: String
+  /// The generation it installed, or (failed) the one it kept.
+  let generation: UInt64
+  /// The first errors, one per line (failed reloads).
+  let error: String?
 }

@@ -80,6 +80,8 @@ struct HTTP1Downstream: DownstreamLink {
   }
 
   mutating func refuse(_ refusal: Refusal, at time: Date) {
-    emit(refusal.failure.response(page: refusal.page(at: time)))
+    emit(
+      refusal.failure.response(
+        closing: true, body: refusal.responseBody(at: time), incident: refusal.incident))
   }
 }

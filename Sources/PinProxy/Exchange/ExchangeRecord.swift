@@ -14,20 +14,25 @@ final class ExchangeRecord {
     self.responseBytes = responseBytes
   }
 
-  /// Counts the request and writes its access line (when the access log is on).
-  /// `user`: the authenticated proxy user, given only where the listener's
-  /// `proxyAuth.logUser` allows it to be logged and counted.
+  /// Counts the request and records its duration (on loop `loop`'s
+  /// histogram cells), and writes its access line (when the access log is
+  /// on). `user`: the authenticated proxy user, given only where the
+  /// listener's `proxyAuth.logUser` allows it to be logged and counted.
   func report(
-    to logger: ProxyLogger, _ metrics: ProxyMetrics, client: String, listener: String, user: String? = nil
+    to logger: ProxyLogger, _ metrics: ProxyMetrics, client: String, listener: String, loop: Int,
+    user: String? = nil
   ) {
-    metrics.request(listener: listener, status: status)
+    let elapsed = DispatchTime.nanoseconds(since: exchange.started)
+    metrics.request(listener: listener, status: status, nanoseconds: elapsed, loop: loop)
     if let user { metrics.userRequests.increment([listener, user]) }
     guard logger.access else { return }
-    let elapsed = DispatchTime.now().uptimeNanoseconds &- exchange.started
+    // Tokens travel in query strings: left out unless `logging.queryStrings`.
+    var path = exchange.target.path[...]
+    if !logger.showsQueryStrings, let mark = path.firstIndex(of: "?") { path = path[..<mark] }
     logger.access(
       AccessLine(
         client: client, method: exchange.request.method, host: exchange.target.key.description,
-        path: exchange.target.path.prefix(200), status: status, sent: exchange.requestBodyBytes,
+        path: path.prefix(200), status: status, sent: exchange.requestBodyBytes,
         received: responseBytes, upstreamMilliseconds: Int(elapsed / 1_000_000),
         upstreamConnection: exchange.upstreamWasPooled ? "pooled" : "new",
         upstreamTLS: exchange.upstreamTLS.rawValue, upstreamProtocol: exchange.upstreamProtocol.rawValue,

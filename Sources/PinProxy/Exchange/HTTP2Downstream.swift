@@ -40,11 +40,11 @@ struct HTTP2Downstream: DownstreamLink {
 
   mutating func refuse(_ refusal: Refusal, at time: Date) {
     let failure = refusal.failure
-    let (body, type) = failure.responseBody(page: refusal.page(at: time))
+    let (body, type) = refusal.responseBody(at: time)
     var block = [
       HTTP2Header(":status", String(failure.status)), HTTP2Header("content-type", type),
       HTTP2Header("content-length", String(body.count)), HTTP2Header("pinproxy-error", failure.code.rawValue),
-      HTTP2Header("cache-control", "no-store"),
+      HTTP2Header("pinproxy-incident", refusal.incident), HTTP2Header("cache-control", "no-store"),
     ]
     // The refusal's own fields (a challenge, Retry-After), names lowercased (RFC 9113 §8.2.1).
     for field in failure.headers { block.append(HTTP2Header(field.name.lowercased(), field.value)) }

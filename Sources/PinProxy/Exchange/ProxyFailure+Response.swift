@@ -6,19 +6,27 @@ extension ProxyFailure {
   /// or the HTML `page` for a client that asked for HTML; either way the
   /// same status and the `Pinproxy-Error` header.
   func response(closing: Bool = true, page: RefusalPage? = nil) -> [UInt8] {
-    let (body, type) = responseBody(page: page)
+    response(closing: closing, body: responseBody(page: page), incident: nil)
+  }
+
+  /// The same with a body made elsewhere (`Refusal.responseBody(at:)`) and
+  /// its incident id in `Pinproxy-Incident`.
+  func response(closing: Bool, body bodyAndType: (bytes: [UInt8], type: String), incident: String?) -> [UInt8]
+  {
+    let (body, type) = bodyAndType
     var headers = HTTPHeaders([
       ("Content-Type", type), ("Content-Length", String(body.count)),
       ("Pinproxy-Error", code.rawValue), ("Cache-Control", "no-store"),
     ])
+    if let incident { headers.add("Pinproxy-Incident", incident) }
     for field in self.headers { headers.add(field.name, field.value) }
     if closing { headers.add("Connection", "close") }
     let head = HTTPResponseHead(status: status, reason: ProxyFailure.reasonPhrase(status), headers: headers)
     return HTTPSerializer.responseHead(head) + body
   }
 
-  /// The body of the refusal, in either protocol: the code and the escaped
-  /// reason as one line of text, or the page; and its content type.
+  /// The body of a refusal made before any request (no incident): the
+  /// code and the escaped reason as one line of text.
   func responseBody(page: RefusalPage?) -> (bytes: [UInt8], type: String) {
     guard let page else {
       return (

@@ -1,22 +1,35 @@
+import Dispatch
 import Foundation
+import PinConfig
 import PinHTTP
 
-/// A refusal and everything said about it: the log event, the metric
-/// labels and (through a `DownstreamLink`) the response. Every refusal —
-/// an HTTP/1.1 request, an HTTP/2 stream, a CONNECT, a tunnel, a client
-/// TLS handshake — is reported through `report`, so the `refused` event's
-/// fields have one owner.
+/// A refusal and everything said about it: the log event, the operator's
+/// record (`RefusalLog`, with the incident id), the metric labels and
+/// (through a `DownstreamLink`) the response. Every refusal — an HTTP/1.1
+/// request, an HTTP/2 stream, a CONNECT, a tunnel, a client TLS handshake —
+/// is reported through `log` or `report`, so the `refused` event's fields
+/// have one owner.
 struct Refusal {
   let failure: ProxyFailure
   let method: String
-  /// What the log names: the routed upstream, else the tunnel's host, else
-  /// (the start of) the request target.
-  let target: String
+  /// The request's path (origin-form, or the path of an absolute URL), as
+  /// sent; `loggedPath` is what the log and the page show of it.
+  let path: String?
   let rule: String
+  /// The request's `User-Agent` (its first 200 characters), for the page.
+  let userAgent: String?
   /// The request's `Accept` lists `text/html`: a person is reading.
   let wantsHTML: Bool
-  /// `host:port` the request was for, as far as it is known (for the page).
+  /// `host:port` the request was for, as far as it is known: the log's
+  /// `host` field, the page's site.
   let site: String
+  /// The id shared by the log line, the answer and the operator's page.
+  let incident = RefusalLog.incidentID()
+  /// When the request began (`DispatchTime` uptime nanoseconds), for its
+  /// duration; the refusal's own creation when nothing earlier is known.
+  var started = DispatchTime.now().uptimeNanoseconds
+  /// How much the client is told (`listeners[].refusalDetail`).
+  var detail = ListenerConfig.RefusalDetail.full
   /// The HTTP/2 stream the refusal answers.
   var stream: Int32?
   /// The listener whose settings decided it (client TLS refusals).
@@ -31,10 +44,16 @@ struct Refusal {
     self.failure = failure
     method = request?.method ?? "-"
     let tunnelSite = tunnel.map { "\($0.host):\($0.port)" }
-    self.site = site ?? target?.key.description ?? tunnelSite ?? Refusal.authority(of: request) ?? "-"
-    self.target =
-      site ?? target?.key.description ?? tunnelSite ?? request.map { String($0.rawTarget.prefix(200)) } ?? "-"
+    self.site =
+      site ?? target?.key.description ?? tunnelSite ?? Refusal.authority(of: request)
+      ?? request?.headers.first("Host").map { String($0.prefix(200)) } ?? "-"
+    switch request?.target {
+    case .origin(let path)?: self.path = String(path.prefix(200))
+    case .absolute(_, _, _, let path)?: self.path = String(path.prefix(200))
+    default: self.path = nil
+    }
     self.rule = rule ?? target?.route.ruleName ?? "-"
+    userAgent = request?.headers.first("User-Agent").map { String($0.prefix(200)) }
     wantsHTML = RefusalPage.wanted(by: request)
   }
 
@@ -48,31 +67,71 @@ struct Refusal {
 
   /// The page for a client that asked for HTML; nil for every other.
   func page(at time: Date) -> RefusalPage? {
-    wantsHTML ? RefusalPage(failure: failure, host: site, rule: rule, time: time) : nil
+    wantsHTML
+      ? RefusalPage(failure: failure, host: site, rule: rule, time: time, incident: incident, detail: detail)
+      : nil
   }
 
-  /// The `refused` event: a warning for what the upstream side caused,
-  /// info for what the client did, unless `level` says otherwise.
-  func log(to logger: ProxyLogger, client: String, level: ProxyLogger.Level? = nil) {
+  /// The body of the answer in either protocol, and its content type:
+  /// the page, or one line of text (`full`: the reason, with expected and
+  /// presented pins; `summary`: the headline only), then the incident id.
+  func responseBody(at time: Date) -> (bytes: [UInt8], type: String) {
+    if let page = page(at: time) { return (page.html(), "text/html; charset=utf-8") }
+    let reason = detail == .full ? failure.reason : RefusalPage.headline(failure.code)
+    return (
+      Array(
+        "pinproxy: \(failure.code.rawValue): \(PrintableText.escaped(reason))\nincident: \(incident)\n".utf8),
+      "text/plain; charset=utf-8"
+    )
+  }
+
+  /// The `refused` event (a warning for what the upstream side caused,
+  /// info for what the client did, unless `level` says otherwise), and its
+  /// record for the operator's page.
+  func log(to logger: ProxyLogger, _ metrics: ProxyMetrics, client: String, level: ProxyLogger.Level? = nil) {
+    let shownPath = path.map { logger.showsQueryStrings ? $0 : Refusal.withoutQuery($0) }
     var fields = [
-      "client": client, "method": method, "target": target, "rule": rule, "status": String(failure.status),
-      "code": failure.code.rawValue, "reason": failure.reason, "detail": failure.detail ?? "-",
-      "chain": failure.chain ?? "-",
+      "code": failure.code.rawValue, "host": site, "rule": rule, "reason": failure.reason,
+      "method": method, "status": String(failure.status), "client": client, "incident": incident,
+      "detail": failure.detail ?? "-", "chain": failure.chain ?? "-",
     ]
+    if let shownPath { fields["path"] = shownPath }
     if let stream { fields["stream"] = String(stream) }
     if let listener { fields["listener"] = listener }
     if let note { fields["note"] = note }
     logger.log(level ?? (failure.status >= 500 ? .warning : .info), "refused", fields: fields)
+    let now = Date()
+    let expected = metrics.refusalLog.expectation(of: rule)
+    metrics.refusalLog.record(
+      RecordedRefusal(
+        incident: incident, time: now, client: client, listener: listener, method: method, host: site,
+        path: shownPath, userAgent: userAgent, rule: rule, code: failure.code.rawValue,
+        status: failure.status, reason: failure.reason,
+        chain: (failure.presented ?? []).prefix(RefusalLog.maxCertificates).map {
+          PresentedCertificate($0, expected: expected)
+        }, expected: expected))
+    metrics.rules.refused(rule: rule, code: failure.code, at: now)
   }
 
-  /// The event and the refusal counter; when it answered a request on
-  /// `listener`, the request counter too.
+  /// The event, the record and the refusal counter; when it answered a
+  /// request on `listener` (on loop `loop`), the request and its duration too.
   func report(
-    to logger: ProxyLogger, _ metrics: ProxyMetrics, client: String, answering listener: String?,
+    to logger: ProxyLogger, _ metrics: ProxyMetrics, client: String, answering listener: String?, loop: Int,
     level: ProxyLogger.Level? = nil
   ) {
-    log(to: logger, client: client, level: level)
+    log(to: logger, metrics, client: client, level: level)
     metrics.refusal(failure, rule: rule)
-    if let listener { metrics.request(listener: listener, status: failure.status) }
+    if let listener {
+      metrics.listenerRefused(listener)
+      metrics.request(
+        listener: listener, status: failure.status, nanoseconds: DispatchTime.nanoseconds(since: started),
+        loop: loop)
+    }
+  }
+
+  /// A path without its query (`?` and after): tokens travel there.
+  static func withoutQuery(_ path: String) -> String {
+    guard let mark = path.firstIndex(of: "?") else { return path }
+    return String(path[..<mark])
   }
 }

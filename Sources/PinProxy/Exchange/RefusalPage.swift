@@ -1,4 +1,5 @@
 import Foundation
+import PinConfig
 import PinHTTP
 import PinTrust
 
@@ -12,6 +13,11 @@ struct RefusalPage {
   let host: String
   let rule: String
   let time: Date
+  /// The id the operator finds in the log line and on the admin page.
+  var incident = ""
+  /// `summary` leaves out the reason, the commands and the chain: they stay
+  /// on the operator's page, under the incident id.
+  var detail = ListenerConfig.RefusalDetail.full
 
   /// Whether the request comes from a browser or a web view, which shows
   /// the body to a person: a navigation (`Sec-Fetch-Mode: navigate`), a
@@ -126,6 +132,19 @@ struct RefusalPage {
       <dt>Site</dt><dd><code>\(RefusalPage.escape(host))</code></dd>
       <dt>Rule</dt><dd><code>\(RefusalPage.escape(ruleShown))</code></dd>
       <dt>When</dt><dd>\(when)</dd>
+      <dt>Incident</dt><dd><code id="incident">\(RefusalPage.escape(incident))</code></dd>
+
+      """
+    guard detail == .full else {
+      page += """
+        </dl>
+        <p>The proxy's operator can see the details of this refusal under its incident id.</p>
+        </body></html>
+
+        """
+      return Array(page.utf8)
+    }
+    page += """
       <dt>Why</dt><dd>\(RefusalPage.escape(failure.reason))</dd>
       </dl>
       <h2>For the operator</h2>

@@ -173,10 +173,17 @@ extension DownstreamHTTP2Session {
   }
 
   /// Answers `failure` on one stream (`Refusal`, through `HTTP2Downstream`).
-  func refuse(_ id: Int32, _ head: HTTPRequestHead?, _ failure: ProxyFailure, target: ForwardTarget? = nil) {
+  /// - Parameter started: when the stream's request began (its duration).
+  func refuse(
+    _ id: Int32, _ head: HTTPRequestHead?, _ failure: ProxyFailure, target: ForwardTarget? = nil,
+    started: UInt64? = nil
+  ) {
     var refusal = Refusal(failure, request: head, target: target, tunnel: tunnel)
     refusal.stream = id
-    refusal.report(to: context.logger, context.metrics, client: client.peer, answering: listener.name)
+    refusal.detail = snapshot.refusalDetail(for: listener)
+    if let started { refusal.started = started }
+    refusal.report(
+      to: context.logger, context.metrics, client: client.peer, answering: listener.name, loop: loop.index)
     var downstream = HTTP2Downstream(session: session, stream: id)
     downstream.refuse(refusal, at: Date())
   }

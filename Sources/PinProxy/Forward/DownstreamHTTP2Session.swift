@@ -241,7 +241,8 @@ final class DownstreamHTTP2Session: ChannelDelegate, DrainableSession, @unchecke
 
   /// A `refused` line for what the client did wrong at the HTTP/2 level.
   func logBadRequest(_ level: ProxyLogger.Level, _ reason: String) {
-    Refusal(.badRequest(reason), tunnel: tunnel).log(to: context.logger, client: client.peer, level: level)
+    Refusal(.badRequest(reason), tunnel: tunnel).log(
+      to: context.logger, context.metrics, client: client.peer, level: level)
   }
 
   // MARK: Writing

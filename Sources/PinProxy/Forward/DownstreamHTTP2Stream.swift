@@ -188,9 +188,9 @@ final class DownstreamHTTP2Stream: UpstreamDelegate, @unchecked Sendable {
     case .record(let record):
       record.report(
         to: session.context.logger, session.context.metrics, client: session.client.peer,
-        listener: session.listener.name, user: session.loggedUser)
+        listener: session.listener.name, loop: session.loop.index, user: session.loggedUser)
     case .refuse(let failure):
-      session.refuse(id, machine.exchange.request, failure, target: target)
+      session.refuse(id, machine.exchange.request, failure, target: target, started: machine.exchange.started)
     case .cutShort:
       // Part of the response went out: only a reset tells the client it is cut short.
       try? session.session.submitReset(stream: id, errorCode: HTTP2ErrorCode.internalError)

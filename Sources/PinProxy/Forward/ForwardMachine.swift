@@ -386,9 +386,11 @@ struct ForwardMachine<Upstream: SameUpstream> {
 
   /// Answers with the failure, logs it, and closes after flushing.
   mutating func fail(_ failure: ProxyFailure, request: HTTPRequestHead? = nil, target: ForwardTarget? = nil) {
+    var refusal = Refusal(failure, request: request, target: target, tunnel: tunnel)
+    if let started = exchange?.exchange.started { refusal.started = started }
     abandonExchange()
     actions.append(.cancelHeadTimer)
-    actions.append(.refuse(Refusal(failure, request: request, target: target, tunnel: tunnel)))
+    actions.append(.refuse(refusal))
     state = .closing
   }
 

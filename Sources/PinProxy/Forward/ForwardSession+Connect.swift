@@ -113,7 +113,7 @@ extension ForwardSession {
         ProxyFailure(status: 502, code: .handshakeFailed, reason: "HTTP/2 setup failed: \(error)"),
         tunnel: tunnel
       )
-      .log(to: context.logger, client: channel.peer, level: .warning)
+      .log(to: context.logger, context.metrics, client: channel.peer, level: .warning)
       admission.release()
       return channel.close()
     }

@@ -232,7 +232,8 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
       upstream.link.close()
     case .record(let record):
       record.report(
-        to: context.logger, context.metrics, client: client.peer, listener: listener.name, user: loggedUser)
+        to: context.logger, context.metrics, client: client.peer, listener: listener.name, loop: loop.index,
+        user: loggedUser)
     case .refuse(let refusal):
       refuse(refusal)
     case .openPassthrough(let target):
@@ -262,7 +263,10 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
   }
 
   private func refuse(_ refusal: Refusal) {
-    refusal.report(to: context.logger, context.metrics, client: client.peer, answering: listener.name)
+    var refusal = refusal
+    refusal.detail = snapshot.refusalDetail(for: listener)
+    refusal.report(
+      to: context.logger, context.metrics, client: client.peer, answering: listener.name, loop: loop.index)
     var response = HTTP1Downstream(clientVersion: .http11, closing: true)
     response.refuse(refusal, at: Date())
     client.write(response.takeOutput())

@@ -5,7 +5,8 @@ import PinHTTP
 /// One `request` log line, formatted straight into bytes on the loop.
 ///
 /// The line has the shape every event line has (`LineLogHandler`): text
-/// `TIME info request key=value…` or one JSON object, keys sorted, values
+/// `TIME info request key=value…` or one JSON object, keys in the same
+/// order (host, method, path, status, then the rest alphabetically), values
 /// escaped by `PrintableText` — but without swift-log's metadata dictionary
 /// and a sort per line, which together cost more than the request they
 /// describe. Values a client chose (`method`, `host`, `path`) take the
@@ -32,7 +33,7 @@ struct AccessLine {
     out.reserveCapacity(256)
     switch format {
     case .text:
-      // Appended in place, keys in sorted order: no field list is built.
+      // Appended in place, keys in `LineLogHandler.order`: no field list is built.
       AccessLine.appendTime(now, to: &out)
       out.append(contentsOf: " info request".utf8)
       func field(_ key: StaticString, _ value: Value) {
@@ -41,28 +42,27 @@ struct AccessLine {
         out.append(UInt8(ascii: "="))
         value.appendText(to: &out)
       }
-      field("client", .text(client))
-      field("client_protocol", .text(clientProtocol))
       field("host", .text(host))
       field("method", .text(method))
       field("path", .text(String(path)))
+      field("status", .number(status))
+      field("client", .text(client))
+      field("client_protocol", .text(clientProtocol))
       field("received", .number(received))
       field("sent", .number(sent))
-      field("status", .number(status))
       field("upstream_connection", .text(upstreamConnection))
       field("upstream_ms", .number(upstreamMilliseconds))
       field("upstream_protocol", .text(upstreamProtocol))
       field("upstream_tls", .text(upstreamTLS))
       if let user { field("user", .text(user)) }
     case .json:
-      // Keys sorted as `JSONSerialization(.sortedKeys)` sorts them: event,
-      // level and time fall between the fields.
+      // Keys in the order of the text line, after time, level and event.
       var all: [(String, Value)] = [
-        ("client", .text(client)), ("client_protocol", .text(clientProtocol)), ("event", .text("request")),
-        ("host", .text(host)),
-        ("level", .text("info")), ("method", .text(method)), ("path", .text(String(path))),
-        ("received", .number(received)), ("sent", .number(sent)), ("status", .number(status)),
-        ("time", .time(now)), ("upstream_connection", .text(upstreamConnection)),
+        ("time", .time(now)), ("level", .text("info")), ("event", .text("request")),
+        ("host", .text(host)), ("method", .text(method)), ("path", .text(String(path))),
+        ("status", .number(status)), ("client", .text(client)), ("client_protocol", .text(clientProtocol)),
+        ("received", .number(received)), ("sent", .number(sent)),
+        ("upstream_connection", .text(upstreamConnection)),
         ("upstream_ms", .number(upstreamMilliseconds)), ("upstream_protocol", .text(upstreamProtocol)),
         ("upstream_tls", .text(upstreamTLS)),
       ]

@@ -77,7 +77,25 @@ enum PolicyReport {
     return all
   }
 
-  static func json(_ snapshot: RuntimeSnapshot) -> String {
+  /// A rule's pin health as `/policies` shows it.
+  static func pinHealth(_ health: PinHealth) -> [String: Any] {
+    var value: [String: Any] = [
+      "chainSeen": health.chainSeen, "hasBackup": health.hasBackup, "singlePin": health.isSinglePin,
+      "backupPins": health.backupPins, "warnings": health.warnings,
+    ]
+    if let matched = health.matched {
+      value["matchedPin"] = matched.pin
+      value["matchedSubject"] = matched.subject
+      value["matchedNotAfter"] = matched.notAfter.formatted(.iso8601)
+    }
+    if let days = health.daysToExpiry { value["daysToExpiry"] = days }
+    return value
+  }
+
+  static func json(_ snapshot: RuntimeSnapshot, activity: RuleActivity? = nil) -> String {
+    let health = Dictionary(
+      snapshot.pinHealth(activity, at: Date()).map { ($0.rule, $0.health) },
+      uniquingKeysWith: { first, _ in first })
     var rules: [[String: Any]] = []
     for compiled in snapshot.rules {
       guard let domain = compiled.domain else { continue }
@@ -114,6 +132,7 @@ enum PolicyReport {
         rule["pinsExpired"] = policy.hasStaticPins && expires <= now
         rule["pinsExpireSeconds"] = Int(expires.timeIntervalSince(now).rounded(.down))
       }
+      if let health = health[compiled.name] { rule["pinHealth"] = pinHealth(health) }
       rule["requiresCertificateTransparency"] = domain.requiresCertificateTransparency
       rule["revocation"] = revocation(policy.revocation)
       if let store = compiled.pinStore { rule["dynamicPins"] = dynamicPins(store, now: Date()) }

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import PinConfig
 import PinHTTP
+import Synchronization
 
 /// The proxy's event log, through swift-log: one line per event with an
 /// event name and key=value fields. Callers never pass a key, a passphrase
@@ -24,6 +25,11 @@ public final class ProxyLogger: Sendable {
   public let minimum: Level
   /// Whether served requests get an access line.
   public let access: Bool
+  /// `logging.queryStrings`: whether paths keep their query in log lines
+  /// and on the operator's page. A reload sets it (`setQueryStrings`).
+  private let queryStrings: Atomic<Bool>
+  public var showsQueryStrings: Bool { queryStrings.load(ordering: .relaxed) }
+  public func setQueryStrings(_ shown: Bool) { queryStrings.store(shown, ordering: .relaxed) }
   let format: LineLogHandler.Format
   private let logger: Logger
   private let sink: LogSink
@@ -38,16 +44,17 @@ public final class ProxyLogger: Sendable {
     self.init(
       minimum: verbose ? .debug : (levels[config.level] ?? .info),
       format: config.format ?? (journal ? .json : .text),
-      access: config.access)
+      access: config.access, queryStrings: config.queryStrings)
   }
 
   /// - Parameter format: `.text` for people, `.json` for collectors.
   public init(
     minimum: Level = .info, format: LineLogHandler.Format = .text, access: Bool = true,
-    sink: LogSink = .standardError
+    queryStrings: Bool = false, sink: LogSink = .standardError
   ) {
     self.minimum = minimum
     self.access = access
+    self.queryStrings = Atomic(queryStrings)
     self.format = format
     self.sink = sink
     var logger = Logger(label: "pinproxy") { label in LineLogHandler(label: label, format: format, sink: sink)
@@ -82,8 +89,10 @@ public final class ProxyLogger: Sendable {
 
 /// A swift-log handler writing one line per event to standard error: text
 /// (`TIME LEVEL EVENT key=value …`, values quoted when they hold spaces) or a
-/// JSON object per line. Fields are sorted by key (metadata is a dictionary);
-/// every value is escaped by `PrintableText` first.
+/// JSON object per line. Keys come in the order a person reads them
+/// (`LineLogHandler.order`): time, level, event, then code, host, rule,
+/// reason, method, path and status, the other fields alphabetically, and
+/// the chain last (it is long). Every value is escaped by `PrintableText`.
 public struct LineLogHandler: LogHandler {
   public typealias Format = LoggingConfig.Format
 
@@ -102,31 +111,49 @@ public struct LineLogHandler: LogHandler {
     set { metadata[key] = newValue }
   }
 
+  /// Fields that lead a line, in this order; `chain` closes it.
+  static let leading = ["code", "host", "rule", "reason", "method", "path", "status"]
+
+  /// Whether key `a` comes before key `b` on a line.
+  static func order(_ a: String, _ b: String) -> Bool {
+    func rank(_ key: String) -> Int {
+      if let index = leading.firstIndex(of: key) { return index }
+      return key == "chain" ? leading.count + 1 : leading.count
+    }
+    let (left, right) = (rank(a), rank(b))
+    return left != right ? left < right : a < b
+  }
+
   public func log(event: LogEvent) {
     var timeBytes: [UInt8] = []
     AccessLine.appendTime(Glibc.time(nil), to: &timeBytes)
     let time = String(decoding: timeBytes, as: UTF8.self)
     let message = PrintableText.escaped("\(event.message)")
     let fields = (event.metadata ?? [:]).merging(metadata) { explicit, _ in explicit }
-    // Metadata is a dictionary: sort for stable lines. Values may hold what
-    // a client sent: escaped in both formats (`PrintableText`).
-    let ordered = fields.sorted { $0.key < $1.key }.map { ($0.key, PrintableText.escaped("\($0.value)")) }
-    let line: String
+    // Values may hold what a client sent: escaped in both formats (`PrintableText`).
+    let ordered = fields.sorted { Self.order($0.key, $1.key) }.map {
+      ($0.key, PrintableText.escaped("\($0.value)"))
+    }
+    var line: [UInt8] = []
     switch format {
     case .text:
-      line =
-        "\(time) \(Self.levelName(event.level)) \(message)"
-        + ordered.map { " \($0.0)=\(Self.quote($0.1))" }.joined() + "\n"
+      line = Array(
+        ("\(time) \(Self.levelName(event.level)) \(message)"
+          + ordered.map { " \($0.0)=\(Self.quote($0.1))" }.joined() + "\n").utf8)
     case .json:
-      var object: [String: String] = [
-        "time": time, "level": Self.levelName(event.level), "event": message,
-      ]
-      for (key, value) in ordered where object[key] == nil { object[key] = value }
-      let data =
-        (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
-      line = String(decoding: data, as: UTF8.self) + "\n"
+      line.append(UInt8(ascii: "{"))
+      let all =
+        [("time", time), ("level", Self.levelName(event.level)), ("event", message)]
+        + ordered.filter { !["time", "level", "event"].contains($0.0) }
+      for (index, (key, value)) in all.enumerated() {
+        if index > 0 { line.append(UInt8(ascii: ",")) }
+        AccessLine.appendJSONString(key, to: &line)
+        line.append(UInt8(ascii: ":"))
+        AccessLine.appendJSONString(value, to: &line)
+      }
+      line.append(contentsOf: "}\n".utf8)
     }
-    sink.writeNow(Array(line.utf8))
+    sink.writeNow(line)
   }
 
   static func levelName(_ level: Logger.Level) -> String {

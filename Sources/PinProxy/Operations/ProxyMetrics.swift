@@ -8,10 +8,32 @@ import Synchronization
 /// a dozen series with fixed names and labels are easier to keep exactly
 /// right by hand than through a bootstrap and a translation layer.
 final class ProxyMetrics: Sendable {
-  /// Requests answered, by listener and status class (`2xx` …).
-  let requests = LabeledCounter(
+  /// The listeners whose requests are counted per loop, in configuration
+  /// order (bound at start; a reload cannot rename them).
+  let listenerNames: [String]
+  /// Request duration by listener and status class: also the source of
+  /// `pinproxy_requests_total` (its counts), so the two always agree.
+  let requestDuration: LatencyHistogram
+  /// Requests of a listener outside `listenerNames` (none in the daemon).
+  let otherRequests = LabeledCounter(
     "pinproxy_requests_total", "Requests answered, by listener and status class.",
     labels: ["listener", "class"])
+  /// Dial to a usable upstream: resolution, connect, TLS handshake and the
+  /// trust decision, by handshake kind (`full`, `resumed`, `none` for plain).
+  let upstreamConnectDuration: LatencyHistogram
+  /// Trust decisions, by whether the fingerprint cache served them.
+  let trustEvaluationDuration: LatencyHistogram
+  /// Dynamic pin list fetches, by result (`ok`, `failed`).
+  let pinListFetchDuration: LatencyHistogram
+  /// False after a reload failed, until one succeeds.
+  let lastReloadSucceeded = Atomic<Bool>(true)
+  /// The last refusals, for the operator's page.
+  let refusalLog = RefusalLog()
+  /// Each rule's last verdict, pin health and recent refusals.
+  let rules = RuleActivity()
+  /// Per listener of `listenerNames`: connections open, and refusals answered.
+  let listenerConnections: [SharedCount]
+  let listenerRefusals: [SharedCount]
   /// Refused requests and tunnels, by failure code and matched domain rule.
   let refusals = LabeledCounter(
     "pinproxy_refusals_total", "Refused requests and tunnels, by failure code and matched domain rule.",
@@ -63,18 +85,93 @@ final class ProxyMetrics: Sendable {
   let mintedCertificates = SharedCount()
   let startTime = Date()
 
+  /// - Parameters:
+  ///   - listeners: the names of the listeners bound at start.
+  ///   - loops: the number of event loops (one set of histogram cells each).
+  init(listeners: [String] = [], loops: Int = 1) {
+    listenerNames = listeners
+    listenerConnections = listeners.map { _ in SharedCount() }
+    listenerRefusals = listeners.map { _ in SharedCount() }
+    requestDuration = LatencyHistogram(
+      "pinproxy_request_duration_seconds",
+      "Time from a request's head to the end of its answer (or its refusal), by listener and status class.",
+      labels: ["listener", "class"],
+      series: listeners.flatMap { name in ProxyMetrics.statusClasses.map { [name, $0] } },
+      bounds: LatencyHistogram.requestBounds, loops: loops)
+    upstreamConnectDuration = LatencyHistogram(
+      "pinproxy_upstream_connect_duration_seconds",
+      "New upstream connections: name resolution, TCP connect and TLS handshake with the trust decision, by handshake kind.",
+      labels: ["handshake"], series: UpstreamTLS.allCases.map { [$0.rawValue] },
+      bounds: LatencyHistogram.requestBounds, loops: loops)
+    trustEvaluationDuration = LatencyHistogram(
+      "pinproxy_trust_evaluation_duration_seconds",
+      "Upstream trust decisions, by whether the fingerprint cache served them (hit) or a full evaluation ran (miss).",
+      labels: ["cache"], series: [["hit"], ["miss"]], bounds: LatencyHistogram.evaluationBounds, loops: loops)
+    pinListFetchDuration = LatencyHistogram(
+      "pinproxy_dynamic_pins_fetch_duration_seconds",
+      "Dynamic pin list fetches (request, signature check and store), by result.",
+      labels: ["result"], series: [["ok"], ["failed"]], bounds: LatencyHistogram.requestBounds, loops: 1)
+  }
+
+  /// Every histogram, in the order they are rendered (by name).
+  var histograms: [LatencyHistogram] {
+    [pinListFetchDuration, requestDuration, trustEvaluationDuration, upstreamConnectDuration]
+  }
+
   /// Every labeled series, in the order they are rendered (by name).
   private var labeled: [LabeledCounter] {
     [
-      reloads, refusals, requests, upstreamHandshakes, pinFailuresWaived, pinReports, pinListFailures,
+      reloads, refusals, upstreamHandshakes, pinFailuresWaived, pinReports, pinListFailures,
       upstreamConnections, http2Events, clientsRefused, userRequests,
     ].sorted {
       $0.name < $1.name
     }
   }
 
-  func request(listener: String, status: Int) {
-    requests.increment(listener, ProxyMetrics.statusClass(status))
+  /// Counts a request answered on `listener` and records its duration, on
+  /// loop `loop`'s cells: no lock, nothing shared with another loop.
+  func request(listener: String, status: Int, nanoseconds: UInt64, loop: Int) {
+    let classIndex = min(4, max(0, status / 100 - 1))
+    guard let slot = listenerNames.firstIndex(of: listener) else {
+      return otherRequests.increment(listener, ProxyMetrics.statusClass(status))
+    }
+    requestDuration.observe(slot * 5 + classIndex, nanoseconds: nanoseconds, loop: loop)
+  }
+
+  /// A refusal answered on `listener` (for its refusals per second).
+  func listenerRefused(_ listener: String) {
+    if let slot = listenerNames.firstIndex(of: listener) { listenerRefusals[slot].add(1) }
+  }
+
+  /// The open-connection count of `listener`, if it is one of `listenerNames`.
+  func connections(of listener: String) -> SharedCount? {
+    listenerNames.firstIndex(of: listener).map { listenerConnections[$0] }
+  }
+
+  /// Requests answered, per listener and status class, from the duration
+  /// histogram's counts (what `/metrics` and the page show).
+  func requestCounts() -> [(listener: String, statusClass: String, count: UInt64)] {
+    var rows: [(String, String, UInt64)] = []
+    for (index, labels) in requestDuration.series.enumerated() {
+      let count = requestDuration.totals(index).count
+      if count > 0 { rows.append((labels[0], labels[1], count)) }
+    }
+    return rows
+  }
+
+  /// `pinproxy_requests_total` from the histogram's counts, and any listener
+  /// outside it.
+  private func renderRequests(into out: inout String) {
+    var counted: [(labels: [String], value: Int)] = requestCounts().map {
+      ([$0.listener, $0.statusClass], Int($0.count))
+    }
+    counted += otherRequests.rows()
+    out += "# HELP pinproxy_requests_total Requests answered, by listener and status class.\n"
+    out += "# TYPE pinproxy_requests_total counter\n"
+    for row in counted.sorted(by: { $0.labels.joined() < $1.labels.joined() }) {
+      out +=
+        "pinproxy_requests_total{listener=\"\(ProxyMetrics.escape(row.labels[0]))\",class=\"\(row.labels[1])\"} \(row.value)\n"
+    }
   }
 
   func refusal(_ failure: ProxyFailure, rule: String) { refusals.increment([failure.code.rawValue, rule]) }
@@ -101,12 +198,22 @@ final class ProxyMetrics: Sendable {
     var revocationChecks: [(source: String, result: String, count: Int)] = []
     /// Fetched CRLs and OCSP answers held.
     var revocationHeld: (crls: Int, answers: Int) = (0, 0)
+    /// Each pinned rule's pin health (from the last accepted chain, else
+    /// from its configuration).
+    var pinHealth: [(rule: String, health: PinHealth)] = []
     var now = Date()
   }
 
   func render(_ gauges: Gauges) -> String {
     var out = ""
     for counter in labeled { out += counter.render() }
+    renderRequests(into: &out)
+    // A listener gets a duration series per status class once one happens.
+    for histogram in histograms { histogram.render(into: &out, skippingEmpty: histogram === requestDuration) }
+    single(
+      "pinproxy_last_reload_successful", "gauge",
+      "1 unless the last reload failed (the running configuration stays).",
+      lastReloadSucceeded.load(ordering: .relaxed) ? "1" : "0")
     func single(_ name: String, _ type: String, _ help: String, _ value: String) {
       out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n\(name) \(value)\n"
     }
@@ -145,6 +252,7 @@ final class ProxyMetrics: Sendable {
       "pinproxy_access_log_dropped_total", "counter",
       "Access lines dropped because standard error did not keep up.", String(gauges.droppedLogLines))
     renderPinLists(gauges.pinStores, now: gauges.now, into: &out)
+    renderPinHealth(gauges.pinHealth, into: &out)
     let checks = "pinproxy_revocation_checks_total"
     out +=
       "# HELP \(checks) Revocation evidence examined by trust evaluations, by source (crl, staple, ocsp) and result.\n"
@@ -173,6 +281,31 @@ final class ProxyMetrics: Sendable {
     return out
   }
 
+  /// Per pinned rule: whether it pins one key without a dynamic list; and,
+  /// once a chain met a pin, whether a backup pin remains and seconds until
+  /// the certificate carrying the matched pin expires.
+  private func renderPinHealth(_ rules: [(rule: String, health: PinHealth)], into out: inout String) {
+    guard !rules.isEmpty else { return }
+    func family(_ name: String, _ help: String, _ value: (PinHealth) -> String?) {
+      out += "# HELP \(name) \(help)\n# TYPE \(name) gauge\n"
+      for (rule, health) in rules {
+        if let value = value(health) { out += "\(name){rule=\"\(ProxyMetrics.escape(rule))\"} \(value)\n" }
+      }
+    }
+    family(
+      "pinproxy_pin_single",
+      "1 for a pinned rule with exactly one pin and no dynamic pin list (no backup to rotate to)."
+    ) { $0.isSinglePin ? "1" : "0" }
+    family(
+      "pinproxy_pin_backup_available",
+      "1 when a configured pin remains that the certificate matched last does not carry (a backup pin)."
+    ) { $0.configuredPins.isEmpty ? nil : ($0.hasBackup ? "1" : "0") }
+    family(
+      "pinproxy_pinned_certificate_expiry_seconds",
+      "Seconds until the certificate carrying the pin the last accepted chain met expires (certificate mode: the last pinned certificate)."
+    ) { $0.secondsToExpiry.map { String(format: "%.0f", $0) } }
+  }
+
   /// Per rule with `dynamicPins`: entries in force, seconds to the next
   /// update, and when the last update succeeded.
   private func renderPinLists(_ stores: [DynamicPinStore], now: Date, into out: inout String) {
@@ -184,11 +317,26 @@ final class ProxyMetrics: Sendable {
         if let value = value(state) { out += "\(name){rule=\"\(ProxyMetrics.escape(rule))\"} \(value)\n" }
       }
     }
+    out +=
+      "# HELP pinproxy_dynamic_pins_update_interval_seconds Each rule's configured list update interval.\n"
+    out += "# TYPE pinproxy_dynamic_pins_update_interval_seconds gauge\n"
+    for store in stores {
+      out +=
+        "pinproxy_dynamic_pins_update_interval_seconds{rule=\"\(ProxyMetrics.escape(store.spec.ruleDomain))\"} \(String(format: "%.0f", store.spec.updateInterval))\n"
+    }
     family("pinproxy_dynamic_pins_entries", "Unexpired entries of each rule's dynamic pin list.") {
       String($0.list.usable(at: now).count)
     }
     family("pinproxy_dynamic_pins_next_update_seconds", "Seconds until each rule's list is fetched again.") {
       String(format: "%.0f", max(0, $0.nextUpdate.timeIntervalSince(now)))
+    }
+    family(
+      "pinproxy_dynamic_pins_expire_seconds",
+      "Seconds until the last unexpired entry of each rule's list expires (the list is then empty)."
+    ) { state in
+      state.list.usable(at: now).map(\.expires).max().map {
+        String(format: "%.0f", $0.timeIntervalSince(now))
+      }
     }
     family(
       "pinproxy_dynamic_pins_last_update_timestamp_seconds",
@@ -205,7 +353,7 @@ final class ProxyMetrics: Sendable {
     (1...5).contains(status / 100) ? statusClasses[status / 100 - 1] : "\(status / 100)xx"
   }
   /// Made once: counted for every request.
-  private static let statusClasses = ["1xx", "2xx", "3xx", "4xx", "5xx"]
+  static let statusClasses = ["1xx", "2xx", "3xx", "4xx", "5xx"]
 }
 
 /// A counter shared by reference between components (pools, sessions).
@@ -266,9 +414,14 @@ final class LabeledCounter: Sendable {
 
   func value(_ labels: [String]) -> Int { values.withLock { $0[Labels(labels)] ?? 0 } }
 
+  /// Every series with its label values and count.
+  func rows() -> [(labels: [String], value: Int)] {
+    values.withLock { $0 }.map { (labels: $0.key.all, value: $0.value) }
+  }
+
   func render() -> String {
     var out = "# HELP \(name) \(help)\n# TYPE \(name) counter\n"
-    let rows = values.withLock { $0 }.map { (labels: $0.key.all, value: $0.value) }
+    let rows = rows()
     for (labels, value) in rows.sorted(by: { $0.labels.joined() < $1.labels.joined() }) {
       let rendered = zip(labelNames, labels).map { "\($0)=\"\(ProxyMetrics.escape($1))\"" }.joined(
         separator: ",")

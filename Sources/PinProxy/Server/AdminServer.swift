@@ -5,7 +5,8 @@ import PinHTTP
 import PinTrust
 import Synchronization
 
-/// The admin listener (`admin.address`, loopback by default): `/healthz`,
+/// The admin listener (`admin.address`, loopback by default): the
+/// operator's page (`/`, HTML) and its data (`/status`, JSON), `/healthz`,
 /// `/metrics` (Prometheus text) and `/policies` (JSON). Anything else is 404;
 /// it never proxies. One request per connection.
 ///
@@ -19,6 +20,8 @@ final class AdminServer: Sendable {
 
   let listener: Listener
   let open = SharedCount()
+  /// Listener rates for the page, sampled every few seconds.
+  let rates: RateSampler
 
   init(address: HostPort, group: EventLoopGroup, context: ProxyContext) throws(ProxyServer.StartError) {
     guard
@@ -26,6 +29,8 @@ final class AdminServer: Sendable {
         ip: address.listeningIP, port: address.port)
     else { throw ProxyServer.StartError(description: "admin: \(address.host) is not an IP address") }
     let open = self.open
+    let rates = RateSampler(metrics: context.metrics)
+    self.rates = rates
     do {
       listener = try Listener(
         address: socketAddress, group: group,
@@ -37,11 +42,12 @@ final class AdminServer: Sendable {
           open.add(-1)
           return connection.close()
         }
-        AdminSession(connection: connection, context: context) { open.add(-1) }.start()
+        AdminSession(connection: connection, context: context, rates: rates) { open.add(-1) }.start()
       }
     } catch {
       throw ProxyServer.StartError(description: "admin listener on \(address): \(error.description)")
     }
+    rates.start()
   }
 }
 
@@ -56,10 +62,12 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
   var isHead = false
   var timer: LoopTimer?
   let onClose: () -> Void
+  let rates: RateSampler
 
-  init(connection: Connection, context: ProxyContext, onClose: @escaping () -> Void) {
+  init(connection: Connection, context: ProxyContext, rates: RateSampler, onClose: @escaping () -> Void) {
     self.connection = connection
     self.context = context
+    self.rates = rates
     self.onClose = onClose
     connection.delegate = self
   }
@@ -104,6 +112,23 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
     let path = target.split(separator: "?", maxSplits: 1).first.map(String.init) ?? target
     if let refusal = accessRefusal(head, path: path) { return refusal() }
     switch path {
+    case "/":
+      gatherStatus { status in
+        self.respond(
+          status: 200, type: "text/html; charset=utf-8",
+          body: String(decoding: OperatorPage(status: status).html(), as: UTF8.self),
+          extra: [
+            ("Content-Security-Policy", OperatorPage.contentSecurityPolicy),
+            ("X-Content-Type-Options", "nosniff"),
+            ("Referrer-Policy", "no-referrer"),
+          ])
+      }
+    case "/status":
+      gatherStatus { status in
+        let data = (try? OperatorStatus.encoder.encode(status)) ?? Data("{}".utf8)
+        self.respond(
+          status: 200, type: "application/json", body: String(decoding: data, as: UTF8.self) + "\n")
+      }
     case "/healthz":
       if context.isDraining {
         respond(status: 503, type: "text/plain", body: "draining\n")
@@ -127,12 +152,35 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
         }, revocationChecks: context.snapshot.revocation.counters.all,
         revocationHeld: (
           context.snapshot.revocation.fetched.crls.count, context.snapshot.revocation.fetched.answers.count
-        ))
+        ), pinHealth: context.snapshot.pinHealth(context.metrics.rules, at: Date()))
       respond(status: 200, type: "text/plain; version=0.0.4", body: context.metrics.render(gauges))
     case "/policies":
-      respond(status: 200, type: "application/json", body: PolicyReport.json(context.snapshot))
+      respond(
+        status: 200, type: "application/json",
+        body: PolicyReport.json(context.snapshot, activity: context.metrics.rules))
     default:
       respond(status: 404, type: "text/plain", body: "not found\n")
+    }
+  }
+
+  /// Gathers each loop's pool census on that loop, then the status, back
+  /// on this session's loop.
+  private func gatherStatus(_ body: @escaping (OperatorStatus) -> Void) {
+    let (home, context, rates) = (connection.loop, context, rates)
+    let gathering = PoolGathering(remaining: context.group.loops.count)
+    nonisolated(unsafe) let body = body
+    for loop in context.group.loops {
+      let pool = context.pool(for: loop)
+      loop.execute {
+        let census = pool.census()
+        home.execute {
+          gathering.rows += census
+          gathering.remaining -= 1
+          if gathering.remaining == 0 {
+            body(OperatorStatus.gather(context, pools: gathering.rows, rates: rates))
+          }
+        }
+      }
     }
   }
 
@@ -177,4 +225,11 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
     connection.write(HTTPSerializer.responseHead(head) + (isHead ? [] : bytes))
     connection.closeAfterFlush()
   }
+}
+
+/// The pool census of every loop, collected on the admin session's loop.
+private final class PoolGathering: @unchecked Sendable {
+  var remaining: Int
+  var rows: [PoolCensus] = []
+  init(remaining: Int) { self.remaining = remaining }
 }

@@ -105,9 +105,16 @@ public final class ProxyServer: Sendable {
         warn: ProxyBootstrap.storeWarning(logger))
     } catch {
       context.metrics.reloads.increment(["failed"])
+      context.metrics.lastReloadSucceeded.store(false, ordering: .relaxed)
+      context.recordReload(
+        ReloadRecord(
+          time: Date(), result: "failed", generation: running.generation,
+          error: error.errors.prefix(5).map(\.description).joined(separator: "\n")))
       return .failure(error)
     }
     context.metrics.reloads.increment(["ok"])
+    context.metrics.lastReloadSucceeded.store(true, ordering: .relaxed)
+    context.recordReload(ReloadRecord(time: Date(), result: "ok", generation: next.generation, error: nil))
     let before = running.configuration.listeners.map { "\($0.name) \($0.address) \($0.mode)" }
     let after = configuration.listeners.map { "\($0.name) \($0.address) \($0.mode)" }
     if before != after {
@@ -183,7 +190,8 @@ public final class ProxyServer: Sendable {
     }
     // The counts follow the socket: released the moment it closes, not when
     // the session's clean-up runs later.
-    let ticket = AdmissionTicket(admission: context.admission, client: peer)
+    let ticket = AdmissionTicket(
+      admission: context.admission, client: peer, listenerOpen: context.metrics.connections(of: config.name))
     connection.onClose = ticket.release
     switch config.mode {
     case .forward:

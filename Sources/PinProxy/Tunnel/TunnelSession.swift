@@ -137,7 +137,8 @@ final class TunnelSession: ChannelDelegate, DrainableSession, @unchecked Sendabl
   /// Refusals close the client connection; the reason goes to the log.
   private func refuse(_ failure: ProxyFailure, rule: String = "-") {
     Refusal(failure, rule: rule, site: target.description).report(
-      to: context.logger, context.metrics, client: client.peer, answering: nil, level: .warning)
+      to: context.logger, context.metrics, client: client.peer, answering: nil, loop: loop.index,
+      level: .warning)
     close()
   }
 

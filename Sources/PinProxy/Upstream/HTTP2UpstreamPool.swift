@@ -38,6 +38,18 @@ final class HTTP2UpstreamPool: @unchecked Sendable {
     return connections[key] ?? []
   }
 
+  /// Open connections per key and the streams they carry.
+  func census() -> [PoolCensus] {
+    loop.preconditionInLoop()
+    return connections.compactMap { key, list in
+      list.isEmpty
+        ? nil
+        : PoolCensus(
+          key: key.description, protocolName: WireProtocol.http2.rawValue, connections: list.count,
+          streamsInFlight: list.reduce(0) { $0 + $1.activeStreams })
+    }
+  }
+
   /// Whether a request for `key` should try HTTP/2 first.
   func mayOfferHTTP2(_ key: UpstreamKey) -> Bool { !http1Keys.contains(key) }
 

@@ -35,7 +35,19 @@ struct UpstreamDialer {
     let timeouts = snapshot.timeouts
     let guardsInternal = !route.namedExplicitly && !mapped
     let internalAddresses = snapshot.internalAddresses
-    nonisolated(unsafe) let completion = completion
+    // A dial that succeeded is timed from here to a usable connection
+    // (resolution, connect, handshake, trust decision), by handshake kind.
+    let (started, metrics) = (DispatchTime.now().uptimeNanoseconds, self.metrics)
+    nonisolated(unsafe) let original = completion
+    nonisolated(unsafe) let completion = { (result: Result<DialedUpstream, ProxyFailure>) in
+      if case .success(let dialed) = result {
+        metrics.upstreamConnectDuration.observe(
+          UpstreamTLS.allCases.firstIndex(of: dialed.tls) ?? 0,
+          nanoseconds: DispatchTime.nanoseconds(since: started),
+          loop: loop.index)
+      }
+      original(result)
+    }
     Resolver.resolve(host: target.host, port: target.port, on: loop) { resolved in
       switch resolved {
       case .failure(let error):
@@ -106,6 +118,8 @@ struct UpstreamDialer {
       UpstreamTrust.RevocationFetchRoute(fetcher: $0, dialer: self, loop: loop)
     }
     trust.resumedStaple = resumed?.staple
+    trust.metrics = metrics
+    trust.loopIndex = loop.index
     let channel = TLSChannel(
       connection: connection, engine: engine, checks: TLSChannel.Checks(established: trust.verdict(of:)))
     let sessions = self.sessions

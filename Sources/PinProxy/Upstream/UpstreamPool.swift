@@ -48,6 +48,21 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
 
   func hasIdle(_ key: UpstreamKey) -> Bool { idle[key]?.entries.isEmpty == false }
 
+  /// What this loop's pool holds, for the operator's page: idle HTTP/1.1
+  /// connections per key, open h2 connections per key with their streams.
+  func census() -> [PoolCensus] {
+    loop.preconditionInLoop()
+    var rows = idle.compactMap { key, list in
+      list.entries.isEmpty
+        ? nil
+        : PoolCensus(
+          key: key.description, protocolName: WireProtocol.http1.rawValue, connections: list.entries.count,
+          streamsInFlight: 0)
+    }
+    rows += http2.census()
+    return rows
+  }
+
   /// Closes the idle connection that waited longest, to make room under the
   /// upstream socket limit; false when none is idle.
   func closeOneIdle() -> Bool {
@@ -184,4 +199,13 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
     remove(upstream)
     upstream.close()
   }
+}
+
+/// One key's connections in a loop's pool (the operator's page).
+struct PoolCensus: Sendable {
+  let key: String
+  /// `http/1.1` (idle pooled connections) or `h2` (open connections).
+  let protocolName: String
+  let connections: Int
+  let streamsInFlight: Int
 }

@@ -40,6 +40,10 @@ struct UpstreamTrust {
   var revocation: RevocationFetchRoute?
   /// The staple kept with the session this handshake resumes, if any.
   var resumedStaple: [UInt8]?
+  /// Where evaluation times (on loop `loopIndex`'s cells) and each rule's
+  /// verdicts and pin health go; nil for the daemon's own fetches.
+  var metrics: ProxyMetrics?
+  var loopIndex = 0
   static let maxPresentedCertificates = 32
 
   /// How the dial path reaches the fetcher, and the dialer and loop it fetches with.
@@ -75,18 +79,26 @@ struct UpstreamTrust {
     }
     let chain = PresentedChain(presented.map(\.der))
     let staple = staple(of: tls)
-    let decision = policy.evaluate(
-      chain, host: route.host, dynamicPins: route.pinStore?.requirement(), staple: staple,
-      fetching: revocation != nil, engine: engine, at: Date())
+    var cached = false
+    let decision = timed(&cached) {
+      policy.evaluate(
+        chain, host: route.host, dynamicPins: route.pinStore?.requirement(), staple: staple,
+        fetching: revocation != nil, engine: engine, at: Date(), cached: &$0)
+    }
     guard case .rejected(.revocationPending(let fetches)) = decision, let revocation else {
-      return conclude(decision, policy: policy, presented: presented, tls: tls)
+      return conclude(decision, policy: policy, presented: presented, tls: tls, cached: cached)
     }
     return .wait { done in
       revocation.fetcher.fetch(fetches, dialer: revocation.dialer, on: revocation.loop) {
-        let again = policy.evaluate(
-          chain, host: route.host, dynamicPins: route.pinStore?.requirement(), staple: staple,
-          fetching: false, engine: engine, at: Date())
-        if case .refuse(let failure) = conclude(again, policy: policy, presented: presented, tls: tls) {
+        var cached = false
+        let again = timed(&cached) {
+          policy.evaluate(
+            chain, host: route.host, dynamicPins: route.pinStore?.requirement(), staple: staple,
+            fetching: false, engine: engine, at: Date(), cached: &$0)
+        }
+        if case .refuse(let failure) = conclude(
+          again, policy: policy, presented: presented, tls: tls, cached: cached)
+        {
           return done(failure)
         }
         done(nil)
@@ -94,8 +106,18 @@ struct UpstreamTrust {
     }
   }
 
+  /// Runs one evaluation and records its duration, by whether the cache served it.
+  private func timed(_ cached: inout Bool, _ evaluate: (inout Bool) -> TrustDecision) -> TrustDecision {
+    let start = DispatchTime.now().uptimeNanoseconds
+    let decision = evaluate(&cached)
+    metrics?.trustEvaluationDuration.observe(
+      cached ? 0 : 1, nanoseconds: DispatchTime.nanoseconds(since: start), loop: loopIndex)
+    return decision
+  }
+
   private func conclude(
-    _ decision: TrustDecision, policy: CompiledPolicy, presented: [X509Certificate], tls: TLSEngine
+    _ decision: TrustDecision, policy: CompiledPolicy, presented: [X509Certificate], tls: TLSEngine,
+    cached: Bool
   ) -> TLSChannel.Verdict {
     switch decision {
     case .rejected(let failure):
@@ -115,6 +137,11 @@ struct UpstreamTrust {
       if let waived = acceptance.waivedPinFailure {
         reporter?.waived(waived, presented: presented, key: key, route: route)
       }
+      // The pin health is judged again only after a full evaluation: a cache
+      // hit met this very chain before.
+      metrics?.rules.accepted(
+        rule: route.ruleName, policy: policy.policy, chain: cached ? nil : presented.map { $0.value() },
+        hasDynamicList: route.pinStore != nil, at: Date())
       return .accept
     }
   }

@@ -10,6 +10,9 @@ public struct ProxyFailure: Error, Sendable {
   public let code: FailureCode
   public let reason: String
   public var chain: String?
+  /// The certificates the upstream presented, leaf first, for the
+  /// operator's page (refused chains only).
+  public var presented: [Certificate]?
   /// What only the operator's log gets: the OS or OpenSSL error behind a
   /// failed dial or handshake. Kept out of the response so that a client
   /// cannot use the proxy to tell closed ports from plain-text or TLS ones.
@@ -31,7 +34,11 @@ public struct ProxyFailure: Error, Sendable {
   }
 
   static func refused(_ failure: TrustFailure, presented: [X509Certificate]) -> ProxyFailure {
-    ProxyFailure(status: 502, code: failure.code, reason: failure.reason, chain: describe(presented))
+    let values = presented.map { $0.value() }
+    var refusal = ProxyFailure(
+      status: 502, code: failure.code, reason: failure.reason, chain: describe(values))
+    refusal.presented = values
+    return refusal
   }
 
   static func unreachable(_ reason: String, detail: String? = nil) -> ProxyFailure {
@@ -64,11 +71,9 @@ public struct ProxyFailure: Error, Sendable {
   }
 
   /// `subject sha256/SPKI cert-sha256=HEX` per certificate, leaf first.
-  static func describe(_ chain: [X509Certificate]) -> String {
-    chain.map { certificate in
-      let value = certificate.value()
-      return "[\(value.subject) \(value.spkiPin) sha256=\(value.fingerprint.base64)]"
-    }.joined(separator: " ")
+  static func describe(_ chain: [Certificate]) -> String {
+    chain.map { value in "[\(value.subject) \(value.spkiPin) sha256=\(value.fingerprint.base64)]" }.joined(
+      separator: " ")
   }
 
   static func reasonPhrase(_ status: Int) -> String { HTTPStatus.reasonPhrase(status) }

@@ -13,7 +13,7 @@ enum WireProtocol: String, Sendable {
 }
 
 /// How an upstream connection's TLS began, for the access log and metrics.
-enum UpstreamTLS: String, Sendable {
+enum UpstreamTLS: String, Sendable, CaseIterable {
   /// Plain HTTP (a rule with `allowsInsecureHTTPLoads`).
   case none
   /// A full handshake.

@@ -1,0 +1,114 @@
+import Foundation
+import PinTrust
+import Synchronization
+
+/// One refusal as the operator's page shows it: who, what, which rule, the
+/// code and reason, and the chain the origin presented with which pins and
+/// anchors the rule expected. Values a client or origin chose are stored as
+/// they came and escaped where they are written (HTML, terminal, JSON).
+struct RecordedRefusal: Sendable, Codable {
+  /// Shared by the log line, the answer the client got and the page.
+  let incident: String
+  let time: Date
+  let client: String
+  let listener: String?
+  let method: String
+  /// `host:port` the request was for, `-` when not known.
+  let host: String
+  /// The request path, its query removed unless `logging.queryStrings`.
+  let path: String?
+  let userAgent: String?
+  let rule: String
+  let code: String
+  let status: Int
+  let reason: String
+  /// The presented chain, leaf first (at most `RefusalLog.maxCertificates`).
+  let chain: [PresentedCertificate]
+  /// What the rule expected, as configured when the refusal happened.
+  let expected: RuleExpectation?
+}
+
+/// A presented certificate as the page lists it.
+struct PresentedCertificate: Sendable, Codable {
+  let subject: String
+  let issuer: String
+  let notBefore: Date
+  let notAfter: Date
+  /// `sha256/BASE64` of its SubjectPublicKeyInfo: what a publicKey pin is.
+  let pin: String
+  /// SHA-256 of the whole certificate, base64: what a certificate pin is.
+  let certificateSHA256: String
+  /// Whether it carries one of the rule's configured pins.
+  let meetsPin: Bool
+
+  init(_ certificate: Certificate, expected: RuleExpectation?) {
+    subject = certificate.subject
+    issuer = certificate.issuer
+    notBefore = certificate.notBefore
+    notAfter = certificate.notAfter
+    pin = certificate.spkiPin
+    certificateSHA256 = certificate.fingerprint.base64
+    let mode = PinningMode(rawValue: expected?.pinningMode ?? "none") ?? .none
+    meetsPin = expected?.pins.contains(PinHealth.pin(of: certificate, mode: mode)) ?? false
+  }
+}
+
+/// A rule's trust expectations: what a presented chain failed to meet.
+struct RuleExpectation: Sendable, Codable, Equatable {
+  let pinningMode: String
+  /// In the mode's terms (`PinHealth.pins(of:)`).
+  let pins: [String]
+  /// Anchor set names (`system` is the operating system's store).
+  let anchors: [String]
+  let dynamicList: Bool
+}
+
+/// The last refusals, newest first, in a ring of fixed size; and the
+/// expectations of the rules in force, to record with each. Refusals are
+/// not the fast path: one lock.
+final class RefusalLog: Sendable {
+  static let capacity = 100
+  static let maxCertificates = 8
+  private struct State {
+    var ring: [RecordedRefusal] = []
+    var next = 0
+    var expectations: [String: RuleExpectation] = [:]
+  }
+  private let state = Mutex(State())
+
+  /// The rules of the configuration now in force (at start and each reload).
+  func rulesChanged(_ expectations: [String: RuleExpectation]) {
+    state.withLock { $0.expectations = expectations }
+  }
+
+  func expectation(of rule: String) -> RuleExpectation? { state.withLock { $0.expectations[rule] } }
+
+  func record(_ refusal: RecordedRefusal) {
+    state.withLock { state in
+      if state.ring.count < RefusalLog.capacity {
+        state.ring.append(refusal)
+      } else {
+        state.ring[state.next] = refusal
+      }
+      state.next = (state.next + 1) % RefusalLog.capacity
+    }
+  }
+
+  /// Newest first.
+  func recent(_ limit: Int = RefusalLog.capacity) -> [RecordedRefusal] {
+    state.withLock { state in
+      let ordered =
+        state.ring.count < RefusalLog.capacity
+        ? state.ring : Array(state.ring[state.next...] + state.ring[..<state.next])
+      return Array(ordered.reversed().prefix(limit))
+    }
+  }
+
+  /// A new incident id: 12 hex digits, random, so that ids from restarts
+  /// and other instances do not collide in a log search.
+  static func incidentID() -> String {
+    let value = UInt64.random(in: 0..<(1 << 48))
+    let text = String(value, radix: 16)
+    return String(repeating: "0", count: 12 - text.count) + text
+  }
+}

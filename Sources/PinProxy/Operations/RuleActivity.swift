@@ -1,0 +1,70 @@
+import Foundation
+import PinTrust
+import Synchronization
+
+/// What each domain rule has been doing: its last trust verdict and when,
+/// the pin health of the last chain it accepted after a full evaluation,
+/// and its refusals per minute over the last hour. Written on upstream
+/// handshakes and refusals (never per request on a pooled connection), read
+/// by the page, `/policies`, `/status` and `/metrics`.
+///
+/// Bounded: entries are keyed by rule names of the configuration (or `-`),
+/// and a reload drops those of rules that are gone.
+final class RuleActivity: Sendable {
+  struct Verdict: Sendable, Codable, Equatable {
+    /// `accepted`, or the failure code.
+    let outcome: String
+    let time: Date
+  }
+
+  struct Entry: Sendable {
+    var lastVerdict: Verdict?
+    var health: PinHealth?
+    /// Refusals per minute: (minute since the epoch, count), at most 60.
+    var minutes: [(minute: Int, count: Int)] = []
+  }
+
+  private let entries = Mutex([String: Entry]())
+
+  /// An accepted chain. `chain` is given only after a full evaluation (a
+  /// cache hit met the same chain before): then the pin health is judged anew.
+  func accepted(
+    rule: String, policy: SecurityPolicy?, chain: [Certificate]?, hasDynamicList: Bool, at time: Date
+  ) {
+    let health = chain.flatMap { chain in
+      policy.map { PinHealth.assess($0, chain: chain, hasDynamicList: hasDynamicList, at: time) }
+    }
+    entries.withLock { entries in
+      entries[rule, default: Entry()].lastVerdict = Verdict(outcome: "accepted", time: time)
+      if let health, health.matched != nil { entries[rule]!.health = health }
+    }
+  }
+
+  func refused(rule: String, code: FailureCode, at time: Date) {
+    let minute = Int(time.timeIntervalSince1970 / 60)
+    entries.withLock { entries in
+      var entry = entries[rule, default: Entry()]
+      entry.lastVerdict = Verdict(outcome: code.rawValue, time: time)
+      if let last = entry.minutes.last, last.minute == minute {
+        entry.minutes[entry.minutes.count - 1].count += 1
+      } else {
+        entry.minutes.append((minute, 1))
+        if entry.minutes.count > 60 { entry.minutes.removeFirst(entry.minutes.count - 60) }
+      }
+      entries[rule] = entry
+    }
+  }
+
+  /// Keeps only the rules in force (a reload).
+  func keep(only rules: Set<String>) {
+    entries.withLock { entries in entries = entries.filter { rules.contains($0.key) || $0.key == "-" } }
+  }
+
+  func entry(_ rule: String) -> Entry? { entries.withLock { $0[rule] } }
+
+  /// Refusals of `rule` in the hour before `time`.
+  func refusalsInLastHour(_ rule: String, at time: Date) -> Int {
+    let now = Int(time.timeIntervalSince1970 / 60)
+    return entry(rule)?.minutes.filter { now - $0.minute < 60 }.reduce(0) { $0 + $1.count } ?? 0
+  }
+}

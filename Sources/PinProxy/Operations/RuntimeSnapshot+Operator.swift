@@ -1,0 +1,37 @@
+import Foundation
+import PinTrust
+
+/// What the operator's views read from a snapshot: each rule's expectations
+/// (recorded with its refusals) and pin health.
+extension RuntimeSnapshot {
+  /// Each rule's expectations by name, recorded with its refusals.
+  var ruleExpectations: [String: RuleExpectation] {
+    var all: [String: RuleExpectation] = [:]
+    for rule in rules {
+      let policy = rule.policy.policy
+      all[rule.name] = RuleExpectation(
+        pinningMode: policy.pinningMode.rawValue, pins: PinHealth.pins(of: policy), anchors: policy.anchors,
+        dynamicList: rule.pinStore != nil)
+    }
+    return all
+  }
+
+  /// Each pinned rule's pin health as the configuration alone tells it
+  /// (`pinproxy check`).
+  public func configuredPinHealth(at time: Date) -> [(rule: String, health: PinHealth)] {
+    pinHealth(nil, at: time)
+  }
+
+  /// Each pinned rule's pin health: from the last chain it accepted, else
+  /// from its configuration.
+  func pinHealth(_ activity: RuleActivity?, at time: Date) -> [(rule: String, health: PinHealth)] {
+    rules.compactMap { rule in
+      let policy = rule.policy.policy
+      guard policy.pinningMode != .none else { return nil }
+      let health =
+        activity?.entry(rule.name)?.health
+        ?? PinHealth.configured(policy, hasDynamicList: rule.pinStore != nil, at: time)
+      return (rule.name, health)
+    }
+  }
+}

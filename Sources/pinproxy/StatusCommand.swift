@@ -1,0 +1,216 @@
+import ArgumentParser
+import Foundation
+import PinEventLoop
+import PinHTTP
+import PinProxy
+
+/// `pinproxy status --admin HOST:PORT`: the operator's page for a terminal.
+/// It reads `/status` (JSON) from the admin listener and prints one screen:
+/// listeners, pin health warnings, rules, the last refusals, the upstream
+/// pool, latency and reloads. Every value a client or origin chose is
+/// escaped by `PrintableText`, so a hostile Host cannot move the cursor.
+struct StatusCommand: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "status",
+    abstract: "Show what a running pinproxy is doing: refusals and why, pin health, latency.",
+    discussion: """
+      Reads GET /status from the admin listener (admin.address). With admin.tokenFile set, \
+      pass the same file with --token-file. Exits 1 when the admin listener cannot be reached \
+      or refuses the request.
+      """)
+
+  @Option(name: .long, help: "The admin listener, HOST:PORT (an IP address or localhost).")
+  var admin: String
+
+  @Option(name: .long, help: "A file holding the admin bearer token (admin.tokenFile).")
+  var tokenFile: String?
+
+  @Option(name: .long, help: "How many recent refusals to show.")
+  var refusals = 5
+
+  @Flag(name: .long, help: "Print the JSON as the admin listener sent it.")
+  var json = false
+
+  func run() throws {
+    var token: String?
+    if let tokenFile {
+      let bytes = try InputFile.bytes(
+        tokenFile, flag: "--token-file", expected: "one bearer token", limit: 4096)
+      token = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+    let body: [UInt8]
+    do {
+      body = try AdminFetch.get("/status", from: admin, token: token)
+    } catch let error as AdminFetch.Failure {
+      printError("pinproxy: status: \(PrintableText.escaped(error.description))")
+      throw ExitCode(1)
+    }
+    if json { return print(String(decoding: body, as: UTF8.self), terminator: "") }
+    let status: OperatorStatus
+    do {
+      status = try OperatorStatus.decoder.decode(OperatorStatus.self, from: Data(body))
+    } catch {
+      printError("pinproxy: status: \(admin) did not answer with pinproxy's status JSON")
+      throw ExitCode(1)
+    }
+    print(StatusText(status: status, refusals: refusals).render(), terminator: "")
+  }
+}
+
+/// One screen of text from an `OperatorStatus`.
+struct StatusText {
+  let status: OperatorStatus
+  let refusals: Int
+
+  private func t(_ text: String) -> String { PrintableText.escaped(text) }
+
+  private func ago(_ date: Date) -> String {
+    let seconds = status.time.timeIntervalSince(date)
+    return seconds >= 0 ? "\(Self.duration(seconds)) ago" : "in \(Self.duration(-seconds))"
+  }
+
+  static func duration(_ seconds: Double) -> String {
+    let whole = Int(seconds)
+    if whole >= 86_400 { return "\(whole / 86_400)d\(whole % 86_400 / 3600)h" }
+    if whole >= 3600 { return "\(whole / 3600)h\(whole % 3600 / 60)m" }
+    if whole >= 60 { return "\(whole / 60)m" }
+    return "\(whole)s"
+  }
+
+  func render() -> String {
+    var out =
+      "pinproxy \(t(status.version)) · generation \(status.generation) · up \(Self.duration(status.time.timeIntervalSince(status.startedAt)))"
+      + (status.draining ? " · DRAINING" : "") + "\n"
+    out += "\nLISTENERS\n"
+    for listener in status.listeners {
+      let rates =
+        listener.requestsPerSecond.map {
+          String(format: "%.1f req/s, %.1f refused/s", $0, listener.refusalsPerSecond ?? 0)
+        }
+        ?? "rates after 5 s"
+      out +=
+        "  \(t(listener.name)) \(t(listener.address)) \(listener.mode): \(listener.connections) open, "
+        + "\(listener.requests) requests, \(listener.refusals) refused (\(rates))\n"
+    }
+    if !status.warnings.isEmpty {
+      out += "\nPIN HEALTH WARNINGS\n"
+      for warning in status.warnings { out += "  ! \(t(warning))\n" }
+    }
+    out += "\nRULES\n"
+    for rule in status.rules {
+      var line = "  \(t(rule.name)): \(rule.pinningMode)"
+      if let health = rule.health {
+        if let days = health.daysToExpiry { line += ", matched pin expires in \(days) d" }
+        line += health.hasBackup ? ", backup pin" : ", NO backup pin"
+      }
+      if let list = rule.dynamicList { line += ", list v\(list.version) (\(list.entries) entries)" }
+      if let verdict = rule.lastVerdict, let time = rule.lastVerdictTime {
+        line += ", last \(t(verdict)) \(ago(time))"
+      }
+      if rule.refusalsLastHour > 0 { line += ", \(rule.refusalsLastHour) refused in the last hour" }
+      out += line + "\n"
+    }
+    out += "\nLAST REFUSALS\n"
+    if status.refusals.isEmpty { out += "  none since start\n" }
+    for refusal in status.refusals.prefix(refusals) {
+      out +=
+        "  \(ago(refusal.time)) \(t(refusal.code)) \(t(refusal.host)) rule \(t(refusal.rule)) "
+        + "client \(t(refusal.client)) incident \(t(refusal.incident))\n    \(t(refusal.reason))\n"
+      for (depth, certificate) in refusal.chain.enumerated() {
+        out +=
+          "    [\(depth)] \(t(certificate.subject)) \(t(certificate.pin))"
+          + (certificate.meetsPin ? " (pinned)" : "") + "\n"
+      }
+      if !refusal.expectedPins.isEmpty {
+        out += "    expected: \(refusal.expectedPins.map(t).joined(separator: " "))\n"
+      }
+    }
+    out += "\nUPSTREAM\n  sockets \(status.upstream.socketsOpen)/\(status.upstream.socketLimit), "
+    out += "h2 streams in flight \(status.upstream.http2StreamsInFlight)\n"
+    for pool in status.upstream.pools {
+      out +=
+        "  \(t(pool.key)) \(pool.protocol): \(pool.connections) connections, \(pool.streamsInFlight) streams\n"
+    }
+    out += "\nLATENCY (p50 / p90 / p99)\n"
+    func ms(_ value: Double?) -> String { value.map { String(format: "%.1fms", $0 * 1000) } ?? "-" }
+    for row in status.latency {
+      let name = row.name.replacingOccurrences(of: "pinproxy_", with: "")
+      out += "  \(name) \(t(row.labels)): \(row.count) · \(ms(row.p50)) / \(ms(row.p90)) / \(ms(row.p99))\n"
+    }
+    if let reload = status.reloads.first {
+      out += "\nLAST RELOAD \(ago(reload.time)): \(reload.result), generation \(reload.generation)\n"
+      if let error = reload.error { out += "  \(t(error).replacingOccurrences(of: "\\n", with: "\n  "))\n" }
+    }
+    return out
+  }
+}
+
+/// A single GET to the admin listener over a plain TCP socket: it answers
+/// one request per connection and closes, so the response is everything
+/// read until end of file (at most 16 MiB, 10 s).
+enum AdminFetch {
+  struct Failure: Error, CustomStringConvertible {
+    let description: String
+  }
+
+  static let maximumBytes = 16 << 20
+
+  static func get(_ path: String, from address: String, token: String?) throws(Failure) -> [UInt8] {
+    guard let colon = address.lastIndex(of: ":"), let port = UInt16(address[address.index(after: colon)...])
+    else {
+      throw Failure(description: "--admin \(address): expected HOST:PORT")
+    }
+    let host = String(address[..<colon])
+    guard let socketAddress = SocketAddress(ip: host == "localhost" ? "127.0.0.1" : host, port: Int(port))
+    else {
+      throw Failure(description: "--admin \(address): \(host) is not an IP address")
+    }
+    let fd = socket(socketAddress.family, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw Failure(description: "socket: \(String(cString: strerror(errno)))") }
+    defer { close(fd) }
+    var timeout = timeval(tv_sec: 10, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    guard socketAddress.withSockaddr({ connect(fd, $0, $1) }) == 0 else {
+      throw Failure(description: "cannot connect to \(address): \(String(cString: strerror(errno)))")
+    }
+    var request = "GET \(path) HTTP/1.1\r\nHost: \(address)\r\nConnection: close\r\n"
+    if let token { request += "Authorization: Bearer \(token)\r\n" }
+    request += "\r\n"
+    let bytes = Array(request.utf8)
+    guard bytes.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == bytes.count
+    else {
+      throw Failure(description: "cannot send the request to \(address)")
+    }
+    var response: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while response.count <= maximumBytes {
+      let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+      if count == 0 { break }
+      guard count > 0 else {
+        throw Failure(description: "reading from \(address): \(String(cString: strerror(errno)))")
+      }
+      response += buffer[..<count]
+    }
+    var parser = HTTP1Parser(role: .response)
+    var status = 0
+    var body: [UInt8] = []
+    do {
+      for event in try parser.feed(response) + (try parser.finish()) {
+        switch event {
+        case .response(let head): status = head.status
+        case .body(let piece): body += piece
+        default: break
+        }
+      }
+    } catch {
+      throw Failure(description: "\(address) sent a malformed HTTP response")
+    }
+    guard status == 200 else {
+      let text = String(decoding: body.prefix(300), as: UTF8.self).trimmingCharacters(
+        in: .whitespacesAndNewlines)
+      throw Failure(description: "\(address) answered \(status): \(text)")
+    }
+    return body
+  }
+}

@@ -1,0 +1,71 @@
+import Foundation
+import XCTest
+
+@testable import PinProxy
+
+/// Per-loop histogram cells merged on render, in the Prometheus text format;
+/// quantiles as `histogram_quantile` interpolates them; the refusal ring's bound.
+final class LatencyHistogramTests: XCTestCase {
+  func makeHistogram() -> LatencyHistogram {
+    LatencyHistogram(
+      "test_seconds", "A test.", labels: ["kind"], series: [["a"], ["b"]], bounds: [0.001, 0.01, 0.1],
+      loops: 2)
+  }
+
+  func testLoopsAreMergedAndBucketsAreCumulative() {
+    let histogram = makeHistogram()
+    histogram.observe(0, nanoseconds: 500_000, loop: 0)  // 0.5 ms
+    histogram.observe(0, nanoseconds: 5_000_000, loop: 1)  // 5 ms
+    histogram.observe(0, nanoseconds: 2_000_000_000, loop: 1)  // 2 s: +Inf
+    histogram.observeShared(1, nanoseconds: 50_000_000)
+    var text = ""
+    histogram.render(into: &text)
+    XCTAssertEqual(
+      text,
+      """
+      # HELP test_seconds A test.
+      # TYPE test_seconds histogram
+      test_seconds_bucket{kind="a",le="0.001"} 1
+      test_seconds_bucket{kind="a",le="0.01"} 2
+      test_seconds_bucket{kind="a",le="0.1"} 2
+      test_seconds_bucket{kind="a",le="+Inf"} 3
+      test_seconds_sum{kind="a"} 2.0055
+      test_seconds_count{kind="a"} 3
+      test_seconds_bucket{kind="b",le="0.001"} 0
+      test_seconds_bucket{kind="b",le="0.01"} 0
+      test_seconds_bucket{kind="b",le="0.1"} 1
+      test_seconds_bucket{kind="b",le="+Inf"} 1
+      test_seconds_sum{kind="b"} 0.05
+      test_seconds_count{kind="b"} 1
+
+      """)
+    var skipping = ""
+    makeHistogram().render(into: &skipping, skippingEmpty: true)
+    XCTAssertFalse(skipping.contains("_bucket"), "no series before an observation")
+  }
+
+  func testQuantilesInterpolateWithinTheirBucket() {
+    let histogram = makeHistogram()
+    for _ in 0..<10 { histogram.observe(0, nanoseconds: 5_000_000, loop: 0) }
+    let totals = histogram.totals(0)
+    // All ten in (0.001, 0.01]: the median is halfway through it.
+    XCTAssertEqual(histogram.quantile(0.5, totals)!, 0.0055, accuracy: 1e-9)
+    XCTAssertNil(histogram.quantile(0.5, histogram.totals(1)))
+  }
+
+  func testTheRefusalRingKeepsTheNewestHundred() {
+    let log = RefusalLog()
+    for index in 0..<(RefusalLog.capacity + 20) {
+      log.record(
+        RecordedRefusal(
+          incident: String(index), time: Date(), client: "c", listener: nil, method: "GET", host: "h",
+          path: nil,
+          userAgent: nil, rule: "-", code: "bad-request", status: 400, reason: "r", chain: [], expected: nil))
+    }
+    let recent = log.recent()
+    XCTAssertEqual(recent.count, RefusalLog.capacity)
+    XCTAssertEqual(recent.first?.incident, String(RefusalLog.capacity + 19))
+    XCTAssertEqual(recent.last?.incident, "20")
+    XCTAssertEqual(RefusalLog.incidentID().count, 12)
+  }
+}
