@@ -38,7 +38,7 @@ passed=$((passed + $(grep -cE "^benchmarks: .* ok$" "$bench_log" || true)))
 failed=$((failed + $(grep -cE "^benchmarks: .* FAILED$" "$bench_log" || true)))
 rm -f "$bench_log"
 fuzz_log=$(mktemp)
-Fuzz/run.sh "${FUZZ_SECONDS:-20}" 2>&1 | tee "$fuzz_log" || status=1
+Fuzz/run.sh "${FUZZ_SECONDS:-15}" 2>&1 | tee "$fuzz_log" || status=1
 passed=$((passed + $(grep -c "^stat::number_of_executed_units" "$fuzz_log" || true)))
 failed=$((failed + $(grep -c "^FAILED: " "$fuzz_log" || true)))
 rm -f "$fuzz_log"

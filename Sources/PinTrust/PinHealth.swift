@@ -39,9 +39,13 @@ public struct PinHealth: Sendable, Equatable {
   /// is a warning: TrustKit's and the alert rules' horizon.
   public static let warningDays = 30.0
 
-  /// Whether a backup pin exists, as far as it can be known: one that the
-  /// matched certificate does not carry or, before any match, a second pin.
-  public var hasBackup: Bool { matched != nil ? !backupPins.isEmpty : configuredPins.count > 1 }
+  /// Whether the rule has something to rotate to, as far as it can be known:
+  /// a dynamic list, or a pin the matched certificate does not carry (before
+  /// any chain met a pin: a second pin).
+  public var hasBackup: Bool {
+    if hasDynamicList { return true }
+    return chainSeen && matched != nil ? !backupPins.isEmpty : configuredPins.count > 1
+  }
 
   /// Whole days until the matched certificate expires (negative: expired).
   public var daysToExpiry: Int? { secondsToExpiry.map { Int(($0 / 86_400).rounded(.down)) } }
@@ -56,8 +60,21 @@ public struct PinHealth: Sendable, Equatable {
       found.append(
         "only one pin and no dynamic pin list: a key rotation will break this rule; add a backup pin")
     }
-    if let seconds = secondsToExpiry, let matched, seconds < PinHealth.warningDays * 86_400, !hasBackup {
-      let days = daysToExpiry ?? 0
+    if chainSeen && matched == nil && !configuredPins.isEmpty {
+      found.append("the last chain accepted met none of the configured pins (report-only)")
+    }
+    guard let seconds = secondsToExpiry, let matched, seconds < PinHealth.warningDays * 86_400 else {
+      return found
+    }
+    let days = daysToExpiry ?? 0
+    if !chainSeen {
+      // Certificate mode from the configuration: the pinned certificate that
+      // expires last; after it no chain can meet any pin.
+      found.append(
+        days < 0
+          ? "every pinned certificate has expired (the last, \(matched.subject))"
+          : "every pinned certificate expires within \(days) days (the last, \(matched.subject))")
+    } else if !hasBackup {
       found.append(
         days < 0
           ? "the pinned certificate \(matched.subject) has expired and no backup pin is configured"

@@ -31,6 +31,10 @@ struct StatusCommand: ParsableCommand {
   @Flag(name: .long, help: "Print the JSON as the admin listener sent it.")
   var json = false
 
+  func validate() throws {
+    guard refusals >= 0 else { throw ValidationError("--refusals takes a count of zero or more") }
+  }
+
   func run() throws {
     var token: String?
     if let tokenFile {
@@ -45,7 +49,9 @@ struct StatusCommand: ParsableCommand {
       printError("pinproxy: status: \(PrintableText.escaped(error.description))")
       throw ExitCode(1)
     }
-    if json { return print(String(decoding: body, as: UTF8.self), terminator: "") }
+    if json {
+      return print(StatusText.terminalSafeJSON(String(decoding: body, as: UTF8.self)), terminator: "")
+    }
     let status: OperatorStatus
     do {
       status = try OperatorStatus.decoder.decode(OperatorStatus.self, from: Data(body))
@@ -69,6 +75,28 @@ struct StatusText {
     return seconds >= 0 ? "\(Self.duration(seconds)) ago" : "in \(Self.duration(-seconds))"
   }
 
+  /// JSON as received, with every character a terminal could act on
+  /// (C1 controls, DEL, line and paragraph separators, bidi controls, BOM)
+  /// written as a `\uXXXX` escape: still the same JSON, never a terminal
+  /// command. JSONEncoder escapes only C0 controls.
+  static func terminalSafeJSON(_ text: String) -> String {
+    var out = ""
+    for scalar in text.unicodeScalars {
+      let value = scalar.value
+      let risky =
+        value == 0x7f || (0x80...0x9f).contains(value) || value == 0x2028 || value == 0x2029
+        || (0x202a...0x202e).contains(value) || (0x2066...0x2069).contains(value) || value == 0x200e
+        || value == 0x200f || value == 0x061c || value == 0xfeff
+      if risky {
+        let hex = String(value, radix: 16)
+        out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+      } else {
+        out.unicodeScalars.append(scalar)
+      }
+    }
+    return out
+  }
+
   static func duration(_ seconds: Double) -> String {
     let whole = Int(seconds)
     if whole >= 86_400 { return "\(whole / 86_400)d\(whole % 86_400 / 3600)h" }
@@ -89,7 +117,7 @@ struct StatusText {
         }
         ?? "rates after 5 s"
       out +=
-        "  \(t(listener.name)) \(t(listener.address)) \(listener.mode): \(listener.connections) open, "
+        "  \(t(listener.name)) \(t(listener.address)) \(t(listener.mode)): \(listener.connections) open, "
         + "\(listener.requests) requests, \(listener.refusals) refused (\(rates))\n"
     }
     if !status.warnings.isEmpty {
@@ -98,7 +126,7 @@ struct StatusText {
     }
     out += "\nRULES\n"
     for rule in status.rules {
-      var line = "  \(t(rule.name)): \(rule.pinningMode)"
+      var line = "  \(t(rule.name)): \(t(rule.pinningMode))"
       if let health = rule.health {
         if let days = health.daysToExpiry { line += ", matched pin expires in \(days) d" }
         line += health.hasBackup ? ", backup pin" : ", NO backup pin"
@@ -129,7 +157,7 @@ struct StatusText {
     out += "h2 streams in flight \(status.upstream.http2StreamsInFlight)\n"
     for pool in status.upstream.pools {
       out +=
-        "  \(t(pool.key)) \(pool.protocol): \(pool.connections) connections, \(pool.streamsInFlight) streams\n"
+        "  \(t(pool.key)) \(t(pool.protocol)): \(pool.connections) connections, \(pool.streamsInFlight) streams\n"
     }
     out += "\nLATENCY (p50 / p90 / p99)\n"
     func ms(_ value: Double?) -> String { value.map { String(format: "%.1fms", $0 * 1000) } ?? "-" }
@@ -138,8 +166,8 @@ struct StatusText {
       out += "  \(name) \(t(row.labels)): \(row.count) · \(ms(row.p50)) / \(ms(row.p90)) / \(ms(row.p99))\n"
     }
     if let reload = status.reloads.first {
-      out += "\nLAST RELOAD \(ago(reload.time)): \(reload.result), generation \(reload.generation)\n"
-      if let error = reload.error { out += "  \(t(error).replacingOccurrences(of: "\\n", with: "\n  "))\n" }
+      out += "\nLAST RELOAD \(ago(reload.time)): \(t(reload.result)), generation \(reload.generation)\n"
+      for line in (reload.error ?? "").split(separator: "\n") { out += "  \(t(String(line)))\n" }
     }
     return out
   }
@@ -184,13 +212,16 @@ enum AdminFetch {
     }
     var response: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 65536)
-    while response.count <= maximumBytes {
+    while true {
       let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
       if count == 0 { break }
       guard count > 0 else {
         throw Failure(description: "reading from \(address): \(String(cString: strerror(errno)))")
       }
       response += buffer[..<count]
+      guard response.count <= maximumBytes else {
+        throw Failure(description: "\(address) sent more than \(maximumBytes >> 20) MiB")
+      }
     }
     var parser = HTTP1Parser(role: .response)
     var status = 0

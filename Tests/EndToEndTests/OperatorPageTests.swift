@@ -164,6 +164,32 @@ final class OperatorPageTests: ProxyTestCase {
         ?? false, page.text)
   }
 
+  /// Without a token, the views answer only a Host that is an address or
+  /// `localhost` (a rebound DNS name in a browser is refused); and a C1
+  /// control a client sent never reaches the terminal of `pinproxy status`.
+  func testTheViewsRefuseAReboundHostAndStatusEscapesForTheTerminal() throws {
+    try startWithAdmin()
+    let rebound = try RawHTTP.exchange(port: adminPort, "GET / HTTP/1.1\r\nHost: attacker.example\r\n\r\n")
+    XCTAssertTrue(rebound.hasPrefix("HTTP/1.1 403 "), rebound)
+    for host in ["127.0.0.1:\(adminPort)", "localhost:\(adminPort)", "[::1]:\(adminPort)"] {
+      let page = try RawHTTP.exchange(port: adminPort, "GET /status HTTP/1.1\r\nHost: \(host)\r\n\r\n")
+      XCTAssertTrue(page.hasPrefix("HTTP/1.1 200 "), "\(host): \(page.prefix(200))")
+    }
+    // CSI (U+009B) as UTF-8 in a User-Agent: obs-text, which a field may carry.
+    let response = try RawHTTP.exchange(
+      port: proxy!.ports["forward"]!,
+      "GET http://denied.example/ HTTP/1.1\r\nHost: denied.example\r\nUser-Agent: a\u{9B}31mb\r\n\r\n")
+    XCTAssertTrue(response.hasPrefix("HTTP/1.1 403 "), response)
+    for arguments in [["--json"], []] {
+      let status = try Subprocess.pinproxy(["status", "--admin", "127.0.0.1:\(adminPort)"] + arguments)
+      XCTAssertEqual(status.status, 0, status.stderr)
+      XCTAssertFalse(status.stdout.unicodeScalars.contains { $0.value == 0x9B }, "no raw CSI: \(arguments)")
+    }
+    let json = try Subprocess.pinproxy(["status", "--admin", "127.0.0.1:\(adminPort)", "--json"])
+    XCTAssertTrue(json.stdout.contains("a\\u009b31mb"), json.stdout)
+    XCTAssertNotNil(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)), "still JSON")
+  }
+
   /// `listeners[].refusalDetail: summary`: the client gets the code, one
   /// line and the incident id; the page keeps the rest.
   func testSummaryRefusalDetailTellsTheClientLessAndThePageAll() throws {

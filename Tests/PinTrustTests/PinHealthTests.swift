@@ -85,7 +85,9 @@ final class PinHealthTests: XCTestCase {
     let health = PinHealth.configured(pinned, hasDynamicList: false, at: now)
     XCTAssertEqual(health.matched?.subject, "CN=b", "the pinned certificate that expires last")
     XCTAssertEqual(health.daysToExpiry, 20)
-    XCTAssertTrue(health.warnings.contains { $0.contains("expires in 20 days") }, "\(health.warnings)")
+    XCTAssertTrue(
+      health.warnings.contains { $0.contains("every pinned certificate expires within 20 days") },
+      "\(health.warnings)")
   }
 
   func testNoPinningModeHasNoPins() {

@@ -277,11 +277,13 @@ struct ConnectToKey: Hashable, Sendable {
 }
 
 extension RuntimeSnapshot {
-  /// How much a refused client of `listener` is told, under this snapshot
-  /// (a reload may change `refusalDetail`; the listener itself is the one
-  /// bound at start).
+  /// How much a refused client of `listener` is told, under this snapshot:
+  /// a reload may set `refusalDetail`, but its default follows the address
+  /// actually bound (`listener`, from start), never a reloaded address
+  /// that is not in force: a public listener whose file now says loopback
+  /// still answers with a summary.
   func refusalDetail(for listener: ListenerConfig) -> ListenerConfig.RefusalDetail {
-    configuration.listeners.first { $0.name == listener.name }?.refusalDetail ?? listener.refusalDetail
+    configuration.listeners.first { $0.name == listener.name }?.refusalDetailSetting ?? listener.refusalDetail
   }
 
   /// Who may use the running `listener` under this snapshot.

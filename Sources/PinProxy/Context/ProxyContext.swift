@@ -1,4 +1,5 @@
 import Foundation
+import PinConfig
 import PinEventLoop
 import PinTrust
 import Synchronization
@@ -12,6 +13,9 @@ final class ProxyContext: Sendable {
   let sessions = TLSSessionCache()
   let logger: ProxyLogger
   let metrics: ProxyMetrics
+  /// The listeners as bound at start (a reload changes their settings, not
+  /// their addresses).
+  let boundListeners: [ListenerConfig]
   /// The last reloads, newest last (at most `ReloadRecord.kept`), for the page.
   let reloads = Locked<[ReloadRecord]>([])
   private let pools: [ObjectIdentifier: UpstreamPool]
@@ -41,6 +45,7 @@ final class ProxyContext: Sendable {
     budget = UpstreamBudget(limits: snapshot.limits)
     trustEngine = TrustEngine(partitions: group.loops.count)
     self.logger = logger
+    boundListeners = snapshot.configuration.listeners
     let metrics = ProxyMetrics(
       listeners: snapshot.configuration.listeners.map(\.name), loops: group.loops.count)
     self.metrics = metrics
@@ -124,7 +129,8 @@ final class ProxyContext: Sendable {
     trustEngine.removeAll()
     sessions.removeAll()
     metrics.refusalLog.rulesChanged(snapshot.ruleExpectations)
-    metrics.rules.keep(only: Set(snapshot.rules.map(\.name)))
+    metrics.rules.reloaded(
+      keeping: Set(snapshot.rules.map(\.name) + (snapshot.defaultRule.map { [$0.name] } ?? [])))
     logger.setQueryStrings(snapshot.configuration.logging.queryStrings)
     for loop in group.loops {
       let (pool, registry) = (self.pool(for: loop), self.registry(for: loop))

@@ -18,6 +18,9 @@ struct Refusal {
   let rule: String
   /// The request's `User-Agent` (its first 200 characters), for the page.
   let userAgent: String?
+  /// The routed rule's pins and anchors, from the snapshot the request was
+  /// judged under (nil: looked up by `rule` in the one in force).
+  let expected: RuleExpectation?
   /// The request's `Accept` lists `text/html`: a person is reading.
   let wantsHTML: Bool
   /// `host:port` the request was for, as far as it is known: the log's
@@ -54,6 +57,7 @@ struct Refusal {
     }
     self.rule = rule ?? target?.route.ruleName ?? "-"
     userAgent = request?.headers.first("User-Agent").map { String($0.prefix(200)) }
+    expected = target?.route.compiled.map(RuleExpectation.init)
     wantsHTML = RefusalPage.wanted(by: request)
   }
 
@@ -101,7 +105,7 @@ struct Refusal {
     if let note { fields["note"] = note }
     logger.log(level ?? (failure.status >= 500 ? .warning : .info), "refused", fields: fields)
     let now = Date()
-    let expected = metrics.refusalLog.expectation(of: rule)
+    let expected = self.expected ?? metrics.refusalLog.expectation(of: rule)
     metrics.refusalLog.record(
       RecordedRefusal(
         incident: incident, time: now, client: client, listener: listener, method: method, host: site,
@@ -119,7 +123,9 @@ struct Refusal {
     to logger: ProxyLogger, _ metrics: ProxyMetrics, client: String, answering listener: String?, loop: Int,
     level: ProxyLogger.Level? = nil
   ) {
-    log(to: logger, metrics, client: client, level: level)
+    var refusal = self
+    if refusal.listener == nil { refusal.listener = listener }
+    refusal.log(to: logger, metrics, client: client, level: level)
     metrics.refusal(failure, rule: rule)
     if let listener {
       metrics.listenerRefused(listener)

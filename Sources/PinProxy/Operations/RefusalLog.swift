@@ -63,6 +63,15 @@ struct RuleExpectation: Sendable, Codable, Equatable {
   let dynamicList: Bool
 }
 
+extension RuleExpectation {
+  init(_ rule: CompiledRule) {
+    let policy = rule.policy.policy
+    self.init(
+      pinningMode: policy.pinningMode.rawValue, pins: PinHealth.pins(of: policy), anchors: policy.anchors,
+      dynamicList: rule.pinStore != nil)
+  }
+}
+
 /// The last refusals, newest first, in a ring of fixed size; and the
 /// expectations of the rules in force, to record with each. Refusals are
 /// not the fast path: one lock.

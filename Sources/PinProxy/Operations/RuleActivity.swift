@@ -36,7 +36,9 @@ final class RuleActivity: Sendable {
     }
     entries.withLock { entries in
       entries[rule, default: Entry()].lastVerdict = Verdict(outcome: "accepted", time: time)
-      if let health, health.matched != nil { entries[rule]!.health = health }
+      // Replaced by every chain judged, one that met no pin included (a
+      // report-only rule whose origin moved off its pins must say so).
+      if let health, !health.configuredPins.isEmpty { entries[rule]!.health = health }
     }
   }
 
@@ -55,9 +57,14 @@ final class RuleActivity: Sendable {
     }
   }
 
-  /// Keeps only the rules in force (a reload).
-  func keep(only rules: Set<String>) {
-    entries.withLock { entries in entries = entries.filter { rules.contains($0.key) || $0.key == "-" } }
+  /// A reload: keeps only the rules in force, and forgets every pin health
+  /// (it was judged against the old pins; the next accepted chain judges
+  /// it again, the configuration until then).
+  func reloaded(keeping rules: Set<String>) {
+    entries.withLock { entries in
+      entries = entries.filter { rules.contains($0.key) || $0.key == "-" }
+      for key in entries.keys { entries[key]!.health = nil }
+    }
   }
 
   func entry(_ rule: String) -> Entry? { entries.withLock { $0[rule] } }

@@ -7,12 +7,7 @@ extension RuntimeSnapshot {
   /// Each rule's expectations by name, recorded with its refusals.
   var ruleExpectations: [String: RuleExpectation] {
     var all: [String: RuleExpectation] = [:]
-    for rule in rules {
-      let policy = rule.policy.policy
-      all[rule.name] = RuleExpectation(
-        pinningMode: policy.pinningMode.rawValue, pins: PinHealth.pins(of: policy), anchors: policy.anchors,
-        dynamicList: rule.pinStore != nil)
-    }
+    for rule in rules + (defaultRule.map { [$0] } ?? []) { all[rule.name] = RuleExpectation(rule) }
     return all
   }
 

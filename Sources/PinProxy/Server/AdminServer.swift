@@ -166,6 +166,8 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
   /// Gathers each loop's pool census on that loop, then the status, back
   /// on this session's loop.
   private func gatherStatus(_ body: @escaping (OperatorStatus) -> Void) {
+    // Answered from here on: bytes that follow start nothing more.
+    answered = true
     let (home, context, rates) = (connection.loop, context, rates)
     let gathering = PoolGathering(remaining: context.group.loops.count)
     nonisolated(unsafe) let body = body
@@ -200,6 +202,17 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
     guard access.allowedClients.allows(address) else {
       return { self.respond(status: 403, type: "text/plain", body: "forbidden\n") }
     }
+    // DNS rebinding: without a token, a web page the operator visits could
+    // point its own name at this address and read the operator's views
+    // (clients, paths, User-Agents). Browsers send that name as Host; an IP
+    // literal or localhost is what an operator types.
+    if path == "/" || path == "/status", access.token == nil,
+      !AdminSession.isAddressHost(head.headers.first("Host"))
+    {
+      return {
+        self.respond(status: 403, type: "text/plain", body: "Host must be an IP address or localhost\n")
+      }
+    }
     guard access.tokenMatches(head.headers.first("Authorization")) else {
       return {
         self.respond(
@@ -208,6 +221,18 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
       }
     }
     return nil
+  }
+
+  /// `Host` names an IP literal or `localhost`, with or without a port.
+  static func isAddressHost(_ host: String?) -> Bool {
+    guard let host else { return false }
+    var name = host[...]
+    if name.hasPrefix("[") {
+      guard let close = name.firstIndex(of: "]") else { return false }
+      return SocketAddress(ip: String(name[name.index(after: name.startIndex)..<close]), port: 0) != nil
+    }
+    if let colon = name.lastIndex(of: ":") { name = name[..<colon] }
+    return name == "localhost" || SocketAddress(ip: String(name), port: 0) != nil
   }
 
   /// The reason phrase is the status's own (a 505 is never "Bad Request").

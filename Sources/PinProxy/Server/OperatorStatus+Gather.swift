@@ -21,16 +21,19 @@ final class RateSampler: Sendable {
   /// Set up once in `init`, then only resumed and cancelled.
   private nonisolated(unsafe) let timer: DispatchSourceTimer
 
+  /// The timer is resumed here, unscheduled, so that a sampler freed before
+  /// `start` (an admin listener that failed to bind) never releases a
+  /// suspended source, which Dispatch forbids.
   init(metrics: ProxyMetrics) {
     self.metrics = metrics
     timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "pinproxy.rates"))
+    timer.setEventHandler { [weak self] in self?.sample() }
+    timer.resume()
   }
 
   /// Starts sampling (once; the sampler lives as long as the admin listener).
   func start() {
-    timer.setEventHandler { [weak self] in self?.sample() }
     timer.schedule(deadline: .now(), repeating: RateSampler.interval)
-    timer.resume()
   }
 
   deinit { timer.cancel() }
@@ -78,11 +81,11 @@ extension OperatorStatus {
     let metrics = context.metrics
     let sample = rates?.current()
     let perSecond = sample.flatMap { rates?.rates(now: $0) }
-    let listeners = snapshot.configuration.listeners.enumerated().map { index, listener in
+    let listeners = context.boundListeners.map { listener in
       let slot = metrics.listenerNames.firstIndex(of: listener.name)
       return ListenerRow(
         name: listener.name, address: listener.address.description, mode: listener.mode.rawValue,
-        refusalDetail: listener.refusalDetail.rawValue,
+        refusalDetail: snapshot.refusalDetail(for: listener).rawValue,
         connections: slot.map { metrics.listenerConnections[$0].value } ?? 0,
         requests: slot.flatMap { sample?.requests[$0] } ?? 0,
         refusals: slot.map { metrics.listenerRefusals[$0].value } ?? 0,

@@ -139,6 +139,7 @@ final class TunnelSession: ChannelDelegate, DrainableSession, @unchecked Sendabl
     Refusal(failure, rule: rule, site: target.description).report(
       to: context.logger, context.metrics, client: client.peer, answering: nil, loop: loop.index,
       level: .warning)
+    context.metrics.listenerRefused(listener.name)
     close()
   }
 

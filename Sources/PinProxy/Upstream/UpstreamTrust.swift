@@ -41,7 +41,9 @@ struct UpstreamTrust {
   /// The staple kept with the session this handshake resumes, if any.
   var resumedStaple: [UInt8]?
   /// Where evaluation times (on loop `loopIndex`'s cells) and each rule's
-  /// verdicts and pin health go; nil for the daemon's own fetches.
+  /// verdicts and pin health go. The daemon's own fetches (pin lists,
+  /// reports, revocation) count too: they are upstream connections judged
+  /// by the rule governing their host.
   var metrics: ProxyMetrics?
   var loopIndex = 0
   static let maxPresentedCertificates = 32
