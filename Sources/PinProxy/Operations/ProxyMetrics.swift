@@ -298,7 +298,7 @@ final class ProxyMetrics: Sendable {
     ) { $0.isSinglePin ? "1" : "0" }
     family(
       "pinproxy_pin_backup_available",
-      "1 when a configured pin remains that the certificate matched last does not carry (a backup pin)."
+      "1 when the rule has something to rotate to: a dynamic list, or a configured pin the certificate matched last does not carry."
     ) { $0.configuredPins.isEmpty ? nil : ($0.hasBackup ? "1" : "0") }
     family(
       "pinproxy_pinned_certificate_expiry_seconds",
