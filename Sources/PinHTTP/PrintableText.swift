@@ -24,7 +24,8 @@ public enum PrintableText {
     return result
   }
 
-  static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
+  /// Whether `escaped` rewrites `scalar`.
+  public static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
     switch scalar.value {
     case 0x5c: return true  // the escape character itself
     case 0x00...0x1f, 0x7f...0x9f: return true  // C0, DEL, C1 (NEL is U+0085)

@@ -70,10 +70,7 @@ struct StatusText {
 
   private func t(_ text: String) -> String { PrintableText.escaped(text) }
 
-  private func ago(_ date: Date) -> String {
-    let seconds = status.time.timeIntervalSince(date)
-    return seconds >= 0 ? "\(Self.duration(seconds)) ago" : "in \(Self.duration(-seconds))"
-  }
+  private func ago(_ date: Date) -> String { status.relative(date) }
 
   /// JSON as received, with every character a terminal could act on
   /// (C1 controls, DEL, line and paragraph separators, bidi controls, BOM)
@@ -82,13 +79,10 @@ struct StatusText {
   static func terminalSafeJSON(_ text: String) -> String {
     var out = ""
     for scalar in text.unicodeScalars {
-      let value = scalar.value
-      let risky =
-        value == 0x7f || (0x80...0x9f).contains(value) || value == 0x2028 || value == 0x2029
-        || (0x202a...0x202e).contains(value) || (0x2066...0x2069).contains(value) || value == 0x200e
-        || value == 0x200f || value == 0x061c || value == 0xfeff
-      if risky {
-        let hex = String(value, radix: 16)
+      // C0 controls are JSON's own whitespace here (strings escape them) and
+      // the backslash is JSON's escape: both stay.
+      if scalar.value >= 0x7f && PrintableText.needsEscape(scalar) {
+        let hex = String(scalar.value, radix: 16)
         out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
       } else {
         out.unicodeScalars.append(scalar)
@@ -97,17 +91,9 @@ struct StatusText {
     return out
   }
 
-  static func duration(_ seconds: Double) -> String {
-    let whole = Int(seconds)
-    if whole >= 86_400 { return "\(whole / 86_400)d\(whole % 86_400 / 3600)h" }
-    if whole >= 3600 { return "\(whole / 3600)h\(whole % 3600 / 60)m" }
-    if whole >= 60 { return "\(whole / 60)m" }
-    return "\(whole)s"
-  }
-
   func render() -> String {
     var out =
-      "pinproxy \(t(status.version)) · generation \(status.generation) · up \(Self.duration(status.time.timeIntervalSince(status.startedAt)))"
+      "pinproxy \(t(status.version)) · generation \(status.generation) · up \(OperatorStatus.duration(status.time.timeIntervalSince(status.startedAt)))"
       + (status.draining ? " · DRAINING" : "") + "\n"
     out += "\nLISTENERS\n"
     for listener in status.listeners {

@@ -36,20 +36,7 @@ final class AdminTests: ProxyTestCase {
   }
 
   /// Samples parsed by prometheus_client: "name{labels} value" lines.
-  func parsedMetrics() throws -> [String] {
-    let script = """
-      import sys, urllib.request
-      from prometheus_client.parser import text_string_to_metric_families
-      text = urllib.request.urlopen("http://127.0.0.1:\(adminPort)/metrics").read().decode()
-      for family in text_string_to_metric_families(text):
-          for sample in family.samples:
-              labels = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items()))
-              print(f"{sample.name}{{{labels}}} {sample.value}")
-      """
-    let result = try Subprocess.run("/usr/bin/env", ["python3", "-c", script])
-    XCTAssertEqual(result.status, 0, result.stderr)
-    return result.stdout.split(separator: "\n").map(String.init)
-  }
+  func parsedMetrics() throws -> [String] { try PrometheusScrape.samples(adminPort: adminPort) }
 
   func value(_ samples: [String], _ prefix: String) -> Double? {
     samples.first { $0.hasPrefix(prefix + " ") }.flatMap { Double($0.split(separator: " ").last!) }

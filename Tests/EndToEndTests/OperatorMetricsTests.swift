@@ -10,19 +10,8 @@ final class OperatorMetricsTests: ProxyTestCase {
 
   /// Samples parsed by prometheus_client, as name{k=v,…} → value.
   func samples() throws -> [String: Double] {
-    let script = """
-      import sys, urllib.request
-      from prometheus_client.parser import text_string_to_metric_families
-      text = urllib.request.urlopen("http://127.0.0.1:\(adminPort)/metrics").read().decode()
-      for family in text_string_to_metric_families(text):
-          for sample in family.samples:
-              labels = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items()))
-              print(f"{sample.name}{{{labels}}} {sample.value}")
-      """
-    let result = try Subprocess.run("/usr/bin/env", ["python3", "-c", script])
-    XCTAssertEqual(result.status, 0, result.stderr)
     var values: [String: Double] = [:]
-    for line in result.stdout.split(separator: "\n") {
+    for line in try PrometheusScrape.samples(adminPort: adminPort) {
       guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else {
         continue
       }

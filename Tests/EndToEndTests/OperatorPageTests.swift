@@ -118,32 +118,7 @@ final class OperatorPageTests: ProxyTestCase {
     let hostile = try RawHTTP.exchange(port: forward, "GET /x HTTP/1.1\r\nHost: \(payload)\r\n\r\n")
     XCTAssertTrue(hostile.hasPrefix("HTTP/1.1 400 "), hostile)
     // A server name with markup, in a hand-edited ClientHello inside a CONNECT.
-    let script = """
-      import socket, ssl
-      s = socket.create_connection(("127.0.0.1", \(forward)))
-      s.sendall(b"CONNECT httpbin.org:443 HTTP/1.1\\r\\nHost: httpbin.org:443\\r\\n\\r\\n")
-      assert s.recv(1024).startswith(b"HTTP/1.1 200")
-      ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-      ctx.check_hostname = False
-      ctx.verify_mode = ssl.CERT_NONE
-      inbound, outbound = ssl.MemoryBIO(), ssl.MemoryBIO()
-      obj = ctx.wrap_bio(inbound, outbound, server_side=False, server_hostname="evil.example")
-      try:
-          obj.do_handshake()
-      except ssl.SSLWantReadError:
-          pass
-      hello = bytearray(outbound.read())
-      at = hello.find(b"evil.example")
-      hello[at:at + 12] = b"<script>a</>"
-      s.sendall(bytes(hello))
-      s.settimeout(5)
-      try:
-          while s.recv(4096):
-              pass
-      except Exception:
-          pass
-      """
-    _ = try Subprocess.run("/usr/bin/env", ["python3", "-c", script])
+    try HandEditedClientHello.send(to: forward, serverName: "<script>a</>")
     XCTAssertTrue(proxy!.child.wait(for: "(SNI)"), proxy!.log)
     let dom = try chromium("http://127.0.0.1:\(adminPort)/")
     XCTAssertFalse(dom.contains("<title>owned"), "no injected script ran")

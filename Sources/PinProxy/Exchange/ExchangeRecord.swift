@@ -26,9 +26,7 @@ final class ExchangeRecord {
     metrics.request(listener: listener, status: status, nanoseconds: elapsed, loop: loop)
     if let user { metrics.userRequests.increment([listener, user]) }
     guard logger.access else { return }
-    // Tokens travel in query strings: left out unless `logging.queryStrings`.
-    var path = exchange.target.path[...]
-    if !logger.showsQueryStrings, let mark = path.firstIndex(of: "?") { path = path[..<mark] }
+    let path = logger.shownPath(exchange.target.path[...])
     logger.access(
       AccessLine(
         client: client, method: exchange.request.method, host: exchange.target.key.description,

@@ -13,7 +13,7 @@ struct Refusal {
   let failure: ProxyFailure
   let method: String
   /// The request's path (origin-form, or the path of an absolute URL), as
-  /// sent; `loggedPath` is what the log and the page show of it.
+  /// sent; `ProxyLogger.shownPath` is what the log and the page show of it.
   let path: String?
   let rule: String
   /// The request's `User-Agent` (its first 200 characters), for the page.
@@ -93,7 +93,7 @@ struct Refusal {
   /// info for what the client did, unless `level` says otherwise), and its
   /// record for the operator's page.
   func log(to logger: ProxyLogger, _ metrics: ProxyMetrics, client: String, level: ProxyLogger.Level? = nil) {
-    let shownPath = path.map { logger.showsQueryStrings ? $0 : Refusal.withoutQuery($0) }
+    let shownPath = path.map { String(logger.shownPath($0[...])) }
     var fields = [
       "code": failure.code.rawValue, "host": site, "rule": rule, "reason": failure.reason,
       "method": method, "status": String(failure.status), "client": client, "incident": incident,
@@ -135,9 +135,4 @@ struct Refusal {
     }
   }
 
-  /// A path without its query (`?` and after): tokens travel there.
-  static func withoutQuery(_ path: String) -> String {
-    guard let mark = path.firstIndex(of: "?") else { return path }
-    return String(path[..<mark])
-  }
 }

@@ -32,7 +32,7 @@ final class LatencyHistogram: Sendable {
   private let shared: Cells
   private let sharedLock = Mutex(())
   /// Cells per series: one per bucket (`+Inf` last), then the sum in nanoseconds.
-  private var stride: Int { bounds.count + 2 }
+  private let stride: Int
 
   /// Request-scale bounds: 0.5 ms to 30 s.
   static let requestBounds: [Double] = [
@@ -50,7 +50,8 @@ final class LatencyHistogram: Sendable {
     self.series = series
     self.bounds = bounds
     boundNanoseconds = bounds.map { UInt64(($0 * 1e9).rounded()) }
-    let count = series.count * (bounds.count + 2)
+    stride = bounds.count + 2
+    let count = series.count * stride
     self.loops = (0..<max(1, loops)).map { _ in Cells(count: count) }
     shared = Cells(count: count)
   }

@@ -30,6 +30,13 @@ public final class ProxyLogger: Sendable {
   private let queryStrings: Atomic<Bool>
   public var showsQueryStrings: Bool { queryStrings.load(ordering: .relaxed) }
   public func setQueryStrings(_ shown: Bool) { queryStrings.store(shown, ordering: .relaxed) }
+
+  /// `path` as log lines and the operator's page show it: without its query
+  /// (`?` and after, where tokens travel) unless `logging.queryStrings`.
+  func shownPath(_ path: Substring) -> Substring {
+    guard !showsQueryStrings, let mark = path.utf8.firstIndex(of: UInt8(ascii: "?")) else { return path }
+    return path[..<mark]
+  }
   let format: LineLogHandler.Format
   private let logger: Logger
   private let sink: LogSink

@@ -210,13 +210,13 @@ final class ProxyMetrics: Sendable {
     renderRequests(into: &out)
     // A listener gets a duration series per status class once one happens.
     for histogram in histograms { histogram.render(into: &out, skippingEmpty: histogram === requestDuration) }
+    func single(_ name: String, _ type: String, _ help: String, _ value: String) {
+      out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n\(name) \(value)\n"
+    }
     single(
       "pinproxy_last_reload_successful", "gauge",
       "1 unless the last reload failed (the running configuration stays).",
       lastReloadSucceeded.load(ordering: .relaxed) ? "1" : "0")
-    func single(_ name: String, _ type: String, _ help: String, _ value: String) {
-      out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n\(name) \(value)\n"
-    }
     single(
       "pinproxy_fingerprint_cache_hits_total", "counter",
       "Trust decisions served from the fingerprint cache.", String(gauges.cacheHits))
@@ -310,19 +310,20 @@ final class ProxyMetrics: Sendable {
   /// update, and when the last update succeeded.
   private func renderPinLists(_ stores: [DynamicPinStore], now: Date, into out: inout String) {
     guard !stores.isEmpty else { return }
-    let states = stores.map { ($0.spec.ruleDomain, $0.snapshot) }
+    let states = stores.map { ($0.spec, $0.snapshot) }
     func family(_ name: String, _ help: String, _ value: (DynamicPinStore.State) -> String?) {
+      spec(name, help) { value($1) }
+    }
+    func spec(_ name: String, _ help: String, _ value: (DynamicPinSpec, DynamicPinStore.State) -> String?) {
       out += "# HELP \(name) \(help)\n# TYPE \(name) gauge\n"
-      for (rule, state) in states {
-        if let value = value(state) { out += "\(name){rule=\"\(ProxyMetrics.escape(rule))\"} \(value)\n" }
+      for (spec, state) in states {
+        if let value = value(spec, state) {
+          out += "\(name){rule=\"\(ProxyMetrics.escape(spec.ruleDomain))\"} \(value)\n"
+        }
       }
     }
-    out +=
-      "# HELP pinproxy_dynamic_pins_update_interval_seconds Each rule's configured list update interval.\n"
-    out += "# TYPE pinproxy_dynamic_pins_update_interval_seconds gauge\n"
-    for store in stores {
-      out +=
-        "pinproxy_dynamic_pins_update_interval_seconds{rule=\"\(ProxyMetrics.escape(store.spec.ruleDomain))\"} \(String(format: "%.0f", store.spec.updateInterval))\n"
+    spec("pinproxy_dynamic_pins_update_interval_seconds", "Each rule's configured list update interval.") {
+      spec, _ in String(format: "%.0f", spec.updateInterval)
     }
     family("pinproxy_dynamic_pins_entries", "Unexpired entries of each rule's dynamic pin list.") {
       String($0.list.usable(at: now).count)

@@ -116,7 +116,7 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
       gatherStatus { status in
         self.respond(
           status: 200, type: "text/html; charset=utf-8",
-          body: String(decoding: OperatorPage(status: status).html(), as: UTF8.self),
+          body: OperatorPage(status: status).html(),
           extra: [
             ("Content-Security-Policy", OperatorPage.contentSecurityPolicy),
             ("X-Content-Type-Options", "nosniff"),
@@ -126,8 +126,7 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
     case "/status":
       gatherStatus { status in
         let data = (try? OperatorStatus.encoder.encode(status)) ?? Data("{}".utf8)
-        self.respond(
-          status: 200, type: "application/json", body: String(decoding: data, as: UTF8.self) + "\n")
+        self.respond(status: 200, type: "application/json", body: Array(data) + [UInt8(ascii: "\n")])
       }
     case "/healthz":
       if context.isDraining {
@@ -239,8 +238,11 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
   /// A HEAD response has the GET's headers, Content-Length included, and no
   /// body (RFC 9110 §9.3.2, §8.6).
   private func respond(status: Int, type: String, body: String, extra: [(String, String)] = []) {
+    respond(status: status, type: type, body: Array(body.utf8), extra: extra)
+  }
+
+  private func respond(status: Int, type: String, body bytes: [UInt8], extra: [(String, String)] = []) {
     answered = true
-    let bytes = Array(body.utf8)
     let headers = HTTPHeaders(
       [
         ("Content-Type", type), ("Content-Length", String(bytes.count)), ("Cache-Control", "no-store"),

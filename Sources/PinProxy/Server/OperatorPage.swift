@@ -61,20 +61,7 @@ struct OperatorPage {
     "<time datetime=\"\(date.formatted(.iso8601))\">\(date.formatted(.iso8601))</time>"
   }
 
-  /// `in 3 d 4 h` / `5 min ago`, relative to the page's time.
-  private func relative(_ date: Date) -> String {
-    let seconds = date.timeIntervalSince(status.time)
-    let text = OperatorPage.duration(abs(seconds))
-    return seconds >= 0 ? "in \(text)" : "\(text) ago"
-  }
-
-  static func duration(_ seconds: Double) -> String {
-    let whole = Int(seconds)
-    if whole >= 86_400 { return "\(whole / 86_400) d \(whole % 86_400 / 3600) h" }
-    if whole >= 3600 { return "\(whole / 3600) h \(whole % 3600 / 60) min" }
-    if whole >= 60 { return "\(whole / 60) min" }
-    return "\(whole) s"
-  }
+  private func relative(_ date: Date) -> String { status.relative(date) }
 
   private func copyButton(_ pin: String) -> String {
     "<button type=\"button\" class=\"copy\" data-pin=\"\(e(pin))\">copy</button>"

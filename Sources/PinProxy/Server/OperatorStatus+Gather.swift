@@ -129,7 +129,7 @@ extension OperatorStatus.RuleRow {
     let health =
       entry?.health ?? PinHealth.configured(policy, hasDynamicList: rule.pinStore != nil, at: now)
     // What each configured pin matched in the last accepted chain.
-    let pins = PinHealth.pins(of: policy).map { pin in
+    let pins = health.configuredPins.map { pin in
       let matched = health.matched?.pin == pin ? health.matched : nil
       return OperatorStatus.PinRow(
         pin: pin, matchedSubject: matched?.subject, matchedNotAfter: matched?.notAfter,

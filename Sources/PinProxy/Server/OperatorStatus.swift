@@ -143,6 +143,23 @@ public struct OperatorStatus: Codable, Sendable {
     public var p99: Double?
   }
 
+  /// `3 d 4 h`, `2 h 5 min`, `7 min`, `12 s`: how the page and `pinproxy
+  /// status` show a span.
+  public static func duration(_ seconds: Double) -> String {
+    let whole = Int(seconds)
+    if whole >= 86_400 { return "\(whole / 86_400) d \(whole % 86_400 / 3600) h" }
+    if whole >= 3600 { return "\(whole / 3600) h \(whole % 3600 / 60) min" }
+    if whole >= 60 { return "\(whole / 60) min" }
+    return "\(whole) s"
+  }
+
+  /// `date` from the status's own time: `in 3 d 4 h`, `5 min ago`.
+  public func relative(_ date: Date) -> String {
+    let seconds = date.timeIntervalSince(time)
+    let text = OperatorStatus.duration(abs(seconds))
+    return seconds >= 0 ? "in \(text)" : "\(text) ago"
+  }
+
   public static let encoder: JSONEncoder = {
     let encoder = JSONEncoder()
     encoder.dateEncodingStrategy = .iso8601
