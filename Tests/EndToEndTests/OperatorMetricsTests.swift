@@ -25,19 +25,7 @@ final class OperatorMetricsTests: ProxyTestCase {
   }
 
   func testHistogramsPassPromtoolAndCountEveryRequestSent() throws {
-    let origin = try origin()
-    let config = """
-      admin: {address: "127.0.0.1:{port:admin}"}
-      listeners:
-        - {name: forward, address: "127.0.0.1:{port:forward}", mode: forward}
-      connectTo: ["httpbin.org:443:127.0.0.1:\(origin.port)", "pinned.httpbin.org:443:127.0.0.1:\(origin.port)"]
-      anchorSets:
-        test: {files: ["\(Fixtures.path("root-a.pem"))"]}
-      defaults: {action: deny}
-      domains:
-        - {domain: httpbin.org, anchors: [test]}
-        - {domain: pinned.httpbin.org, anchors: [test], pinningMode: publicKey, pinnedPublicKeyHashes: ["\(OperatorPageTests.strayPin)"]}
-      """
+    let config = OperatorPageTests.adminConfig(try origin())
     proxy = try ProxyProcess(config: config, listeners: ["forward", "admin"])
     let forward = proxy!.ports["forward"]!
     // Mixed traffic: 200s on one pooled connection, a pin refusal, a

@@ -12,23 +12,25 @@ final class OperatorPageTests: ProxyTestCase {
 
   var adminPort: Int { proxy!.ports["admin"]! }
 
-  func startWithAdmin(defaults: String = "defaults: {action: deny}") throws {
-    let origin = try origin()
-    let config = """
-      admin: {address: "127.0.0.1:{port:admin}"}
-      listeners:
-        - {name: forward, address: "127.0.0.1:{port:forward}", mode: forward}
-      connectTo: ["httpbin.org:443:127.0.0.1:\(origin.port)", "pinned.httpbin.org:443:127.0.0.1:\(origin.port)"]
-      anchorSets:
-        test: {files: ["\(Fixtures.path("root-a.pem"))"]}
-      \(defaults)
-      domains:
-        - {domain: httpbin.org, anchors: [test]}
-        - domain: pinned.httpbin.org
-          anchors: [test]
-          pinningMode: publicKey
-          pinnedPublicKeyHashes: ["\(OperatorPageTests.strayPin)"]
-      """
+  /// An admin listener, a forward listener, `defaults: deny`, httpbin.org
+  /// validated and pinned.httpbin.org pinned to `strayPin`, both on `origin`.
+  static func adminConfig(_ origin: Origin) -> String {
+    """
+    admin: {address: "127.0.0.1:{port:admin}"}
+    listeners:
+      - {name: forward, address: "127.0.0.1:{port:forward}", mode: forward}
+    connectTo: ["httpbin.org:443:127.0.0.1:\(origin.port)", "pinned.httpbin.org:443:127.0.0.1:\(origin.port)"]
+    anchorSets:
+      test: {files: ["\(Fixtures.path("root-a.pem"))"]}
+    defaults: {action: deny}
+    domains:
+      - {domain: httpbin.org, anchors: [test]}
+      - {domain: pinned.httpbin.org, anchors: [test], pinningMode: publicKey, pinnedPublicKeyHashes: ["\(strayPin)"]}
+    """
+  }
+
+  func startWithAdmin() throws {
+    let config = OperatorPageTests.adminConfig(try origin())
     proxy = try ProxyProcess(config: config, listeners: ["forward", "admin"])
   }
 
