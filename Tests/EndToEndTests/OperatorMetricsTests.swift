@@ -191,6 +191,23 @@ final class OperatorMetricsTests: ProxyTestCase {
     XCTAssertTrue(
       check.stderr.contains("warning: rule soon.example: only one pin and no dynamic pin list"), check.stderr)
     XCTAssertFalse(check.stderr.contains("rule backed.example"), check.stderr)
+
+    // A reload that gives soon.example a backup pin governs its health at
+    // once: the health judged under the retired rule is not shown.
+    try proxy!.rewrite(
+      config: config.replacingOccurrences(
+        of: "pinnedPublicKeyHashes: [\"\(leaf.pin)\"]}",
+        with: "pinnedPublicKeyHashes: [\"\(leaf.pin)\", \"\(OperatorPageTests.strayPin)\"]}"))
+    proxy!.child.signal(SIGHUP)
+    XCTAssertTrue(proxy!.child.wait(for: "reload-ok"), proxy!.log)
+    let reloaded = try Curl.run(["http://127.0.0.1:\(adminPort)/policies"])
+    let after = try XCTUnwrap(try JSONSerialization.jsonObject(with: reloaded.body) as? [String: Any])
+    let afterSoon = try XCTUnwrap(
+      (after["domains"] as? [[String: Any]])?.first { $0["domain"] as? String == "soon.example" }?[
+        "pinHealth"]
+        as? [String: Any])
+    XCTAssertEqual(afterSoon["hasBackup"] as? Bool, true, "\(afterSoon)")
+    XCTAssertEqual(afterSoon["warnings"] as? [String], [])
   }
 
   /// Access lines keep query strings only with `logging.queryStrings: true`.

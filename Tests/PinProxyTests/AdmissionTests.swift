@@ -8,12 +8,12 @@ import XCTest
 /// the process is at its limit.
 final class AdmissionTests: XCTestCase {
   func testClientAddressKeys() {
-    XCTAssertEqual(ConnectionAdmission.address(of: "192.0.2.7:5555"), "192.0.2.7")
-    XCTAssertEqual(ConnectionAdmission.address(of: "127.0.0.1:5555"), "127.0.0.0/8")
-    XCTAssertEqual(ConnectionAdmission.address(of: "127.9.8.7:1"), "127.0.0.0/8")
-    XCTAssertEqual(ConnectionAdmission.address(of: "[2001:db8::1]:443"), "2001:db8::/64")
-    XCTAssertEqual(ConnectionAdmission.address(of: "[2001:db8::ffff:1]:443"), "2001:db8::/64")
-    XCTAssertEqual(ConnectionAdmission.address(of: "[::ffff:192.0.2.7]:443"), "192.0.2.7")
+    XCTAssertEqual(ClientKey.of("192.0.2.7:5555"), "192.0.2.7")
+    XCTAssertEqual(ClientKey.of("127.0.0.1:5555"), "127.0.0.0/8")
+    XCTAssertEqual(ClientKey.of("127.9.8.7:1"), "127.0.0.0/8")
+    XCTAssertEqual(ClientKey.of("[2001:db8::1]:443"), "2001:db8::/64")
+    XCTAssertEqual(ClientKey.of("[2001:db8::ffff:1]:443"), "2001:db8::/64")
+    XCTAssertEqual(ClientKey.of("[::ffff:192.0.2.7]:443"), "192.0.2.7")
   }
 
   func testPerClientAndProcessLimits() {

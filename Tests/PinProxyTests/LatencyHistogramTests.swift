@@ -53,19 +53,35 @@ final class LatencyHistogramTests: XCTestCase {
     XCTAssertNil(histogram.quantile(0.5, histogram.totals(1)))
   }
 
+  func refusal(_ incident: String, client: String) -> RecordedRefusal {
+    RecordedRefusal(
+      incident: incident, time: Date(), client: client, listener: nil, method: "GET", host: "h", path: nil,
+      userAgent: nil, rule: "-", code: "bad-request", status: 400, reason: "r", chain: [], expected: nil)
+  }
+
   func testTheRefusalRingKeepsTheNewestHundred() {
     let log = RefusalLog()
+    // Six clients, so that none of them reaches its own bound.
     for index in 0..<(RefusalLog.capacity + 20) {
-      log.record(
-        RecordedRefusal(
-          incident: String(index), time: Date(), client: "c", listener: nil, method: "GET", host: "h",
-          path: nil,
-          userAgent: nil, rule: "-", code: "bad-request", status: 400, reason: "r", chain: [], expected: nil))
+      log.record(refusal(String(index), client: "192.0.2.\(index % 6):1000"))
     }
     let recent = log.recent()
     XCTAssertEqual(recent.count, RefusalLog.capacity)
     XCTAssertEqual(recent.first?.incident, String(RefusalLog.capacity + 19))
     XCTAssertEqual(recent.last?.incident, "20")
     XCTAssertEqual(RefusalLog.incidentID().count, 12)
+  }
+
+  /// One client provoking refusals by the thousand keeps at most its own
+  /// share: another client's refusal stays on the page.
+  func testOneClientCannotPushAnothersRefusalsOut() {
+    let log = RefusalLog()
+    log.record(refusal("other", client: "198.51.100.9:4000"))
+    for index in 0..<1000 { log.record(refusal("flood-\(index)", client: "203.0.113.5:\(1024 + index)")) }
+    let recent = log.recent()
+    XCTAssertEqual(recent.count, RefusalLog.perClient + 1)
+    XCTAssertEqual(recent.last?.incident, "other")
+    XCTAssertEqual(recent.first?.incident, "flood-999", "the flooding client's newest stay, its oldest go")
+    XCTAssertEqual(recent.filter { $0.client.hasPrefix("203.0.113.5:") }.count, RefusalLog.perClient)
   }
 }

@@ -34,7 +34,7 @@ final class ConnectionAdmission: Sendable {
   /// accepting loop; `evict` closes a spare connection of that loop, of the
   /// given client address when one is named.
   func admit(client: String, limits: LimitsConfig, evict: (_ client: String?) -> Bool) -> Decision {
-    let address = ConnectionAdmission.address(of: client)
+    let address = ClientKey.of(client)
     let admittedForClient = perClient.withLock { counts in
       let count = counts[address, default: 0]
       guard count < limits.maxConnectionsPerClient else { return false }
@@ -70,32 +70,11 @@ final class ConnectionAdmission: Sendable {
   /// A connection admitted by `admit` closed.
   func release(client: String, countedOpen: Bool = true) {
     if countedOpen { open.subtract(1, ordering: .relaxed) }
-    let address = ConnectionAdmission.address(of: client)
+    let address = ClientKey.of(client)
     perClient.withLock { counts in
       let count = counts[address, default: 1] - 1
       counts[address] = count > 0 ? count : nil
     }
-  }
-
-  /// The client a connection counts against, from `host:port` or
-  /// `[v6]:port`: the IPv4 address; all of 127.0.0.0/8 as one (any local
-  /// process can bind any of those); an IPv6 /64 (one host usually owns a
-  /// whole /64 and can pick any address in it).
-  static func address(of peer: String) -> String {
-    guard peer.hasPrefix("[") else {
-      // IPv4, as inet_ntop wrote it: the text is the key (runs per accept).
-      let host = peer.lastIndex(of: ":").map { String(peer[..<$0]) } ?? peer
-      return host.hasPrefix("127.") ? "127.0.0.0/8" : host
-    }
-    guard let bytes = peerAddressBytes(peer) else { return peer }
-    return address(ofBytes: bytes)
-  }
-
-  /// The same key from the address itself (4 or 16 bytes).
-  static func address(ofBytes address: [UInt8]) -> String {
-    let bytes = InternalAddresses.unmapped(address)
-    if bytes.count == 4 { return bytes[0] == 127 ? "127.0.0.0/8" : IPAddress(bytes: bytes)!.description }
-    return IPAddress(bytes: Array(bytes.prefix(8)) + Array(repeating: 0, count: 8))!.description + "/64"
   }
 }
 

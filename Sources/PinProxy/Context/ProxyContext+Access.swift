@@ -23,7 +23,7 @@ extension ProxyContext {
     let client = IPAddress(bytes: bytes)?.description ?? address.description
     // Keyed like admission (an IPv6 /64 is one client): a scan through one
     // prefix is one line a minute, not one per address.
-    if refusedClients.shouldLog(listener: listener, client: ConnectionAdmission.address(ofBytes: bytes)) {
+    if refusedClients.shouldLog(listener: listener, client: ClientKey.of(bytes: bytes)) {
       logger.log(
         .warning, "client-refused",
         [
@@ -33,18 +33,6 @@ extension ProxyContext {
     }
     return false
   }
-}
-
-/// The address part of a peer as `Connection.peer` writes it (`1.2.3.4:5`,
-/// `[::1]:5`), as 4 or 16 bytes.
-func peerAddressBytes(_ peer: String) -> [UInt8]? {
-  let host: Substring
-  if peer.hasPrefix("["), let close = peer.firstIndex(of: "]") {
-    host = peer[peer.index(after: peer.startIndex)..<close]
-  } else {
-    host = peer.lastIndex(of: ":").map { peer[..<$0] } ?? Substring(peer)
-  }
-  return IPAddress(String(host))?.bytes
 }
 
 extension RuntimeSnapshot {

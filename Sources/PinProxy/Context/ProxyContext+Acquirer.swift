@@ -2,7 +2,7 @@ import PinEventLoop
 
 extension UpstreamAcquirer {
   /// The acquirer of a session on `loop` deciding under `snapshot`, for the
-  /// client whose admission key (`ConnectionAdmission.address`) is `client`.
+  /// client whose admission key (`ClientKey`) is `client`.
   init(context: ProxyContext, snapshot: RuntimeSnapshot, loop: EventLoop, client: String) {
     pool = context.pool(for: loop)
     dialer = context.dialer(for: snapshot)

@@ -79,7 +79,7 @@ final class SessionRegistry: @unchecked Sendable {
     for entry in sessions.values {
       let session = entry.session
       guard let candidate = session.evictionCandidate else { continue }
-      if let client, ConnectionAdmission.address(of: session.clientPeer) != client { continue }
+      if let client, ClientKey.of(session.clientPeer) != client { continue }
       if best == nil || candidate < best!.0 { best = (candidate, session) }
     }
     guard let (_, victim) = best else { return false }

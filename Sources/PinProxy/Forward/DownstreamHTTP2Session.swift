@@ -57,7 +57,7 @@ final class DownstreamHTTP2Session: ChannelDelegate, DrainableSession, @unchecke
   /// The connection's place in the admission counts, handed over by the forward session.
   private let admission: AdmissionTicket
   /// The client's admission key, for the upstream budget (parsed once).
-  lazy var clientKey = ConnectionAdmission.address(of: client.peer)
+  lazy var clientKey = ClientKey.of(client.peer)
   var streams: [Int32: DownstreamHTTP2Stream] = [:]
   var state = State.serving
   var resets = ResetBucket()

@@ -79,7 +79,7 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
     self.listener = listener
     self.context = context
     snapshot = context.snapshot
-    clientKey = ConnectionAdmission.address(of: connection.peer)
+    clientKey = ClientKey.of(connection.peer)
     machine = ForwardMachine(
       router: ForwardRouter(
         snapshot: snapshot, listener: listener, client: clientKey, peer: peerAddressBytes(connection.peer)),

@@ -72,15 +72,22 @@ extension RuleExpectation {
   }
 }
 
-/// The last refusals, newest first, in a ring of fixed size; and the
+/// The last refusals, oldest to newest, at most `capacity`; and the
 /// expectations of the rules in force, to record with each. Refusals are
 /// not the fast path: one lock.
+///
+/// Bounded per client too: one client address keeps at most
+/// `perClient` entries (its own oldest goes first), so a client that
+/// provokes refusals by the thousand cannot push everyone else's off the
+/// operator's page.
 final class RefusalLog: Sendable {
   static let capacity = 100
+  static let perClient = 20
   static let maxCertificates = 8
   private struct State {
-    var ring: [RecordedRefusal] = []
-    var next = 0
+    var entries: [RecordedRefusal] = []
+    /// Each entry's client key (`ClientKey`), in the same order.
+    var keys: [String] = []
     var expectations: [String: RuleExpectation] = [:]
   }
   private let state = Mutex(State())
@@ -93,24 +100,24 @@ final class RefusalLog: Sendable {
   func expectation(of rule: String) -> RuleExpectation? { state.withLock { $0.expectations[rule] } }
 
   func record(_ refusal: RecordedRefusal) {
+    let key = ClientKey.of(refusal.client)
     state.withLock { state in
-      if state.ring.count < RefusalLog.capacity {
-        state.ring.append(refusal)
-      } else {
-        state.ring[state.next] = refusal
+      let own = state.keys.indices.filter { state.keys[$0] == key }
+      if own.count >= RefusalLog.perClient {
+        state.entries.remove(at: own[0])
+        state.keys.remove(at: own[0])
+      } else if state.entries.count >= RefusalLog.capacity {
+        state.entries.removeFirst()
+        state.keys.removeFirst()
       }
-      state.next = (state.next + 1) % RefusalLog.capacity
+      state.entries.append(refusal)
+      state.keys.append(key)
     }
   }
 
   /// Newest first.
   func recent(_ limit: Int = RefusalLog.capacity) -> [RecordedRefusal] {
-    state.withLock { state in
-      let ordered =
-        state.ring.count < RefusalLog.capacity
-        ? state.ring : Array(state.ring[state.next...] + state.ring[..<state.next])
-      return Array(ordered.reversed().prefix(limit))
-    }
+    state.withLock { Array($0.entries.reversed().prefix(limit)) }
   }
 
   /// A new incident id: 12 hex digits, random, so that ids from restarts

@@ -20,25 +20,39 @@ final class RuleActivity: Sendable {
   struct Entry: Sendable {
     var lastVerdict: Verdict?
     var health: PinHealth?
+    /// The compiled rule `health` was judged under: a reload compiles new
+    /// rules, so health of a retired one is never shown as current.
+    var judgedUnder: ObjectIdentifier?
     /// Refusals per minute: (minute since the epoch, count), at most 60.
     var minutes: [(minute: Int, count: Int)] = []
   }
 
   private let entries = Mutex([String: Entry]())
 
-  /// An accepted chain. `chain` is given only after a full evaluation (a
-  /// cache hit met the same chain before): then the pin health is judged anew.
-  func accepted(
-    rule: String, policy: SecurityPolicy?, chain: [Certificate]?, hasDynamicList: Bool, at time: Date
-  ) {
-    let health = chain.flatMap { chain in
-      policy.map { PinHealth.assess($0, chain: chain, hasDynamicList: hasDynamicList, at: time) }
+  /// An accepted chain under `rule`. `chain` is given only after a full
+  /// evaluation (a cache hit met the same chain before): then the pin
+  /// health is judged anew.
+  func accepted(rule: CompiledRule, chain: [Certificate]?, at time: Date) {
+    let health = chain.map {
+      PinHealth.assess(rule.policy.policy, chain: $0, hasDynamicList: rule.pinStore != nil, at: time)
     }
     entries.withLock { entries in
-      entries[rule, default: Entry()].lastVerdict = Verdict(outcome: "accepted", time: time)
+      entries[rule.name, default: Entry()].lastVerdict = Verdict(outcome: "accepted", time: time)
       // Replaced by every chain judged, one that met no pin included (a
       // report-only rule whose origin moved off its pins must say so).
-      if let health, !health.configuredPins.isEmpty { entries[rule]!.health = health }
+      if let health, !health.configuredPins.isEmpty {
+        entries[rule.name]!.health = health
+        entries[rule.name]!.judgedUnder = ObjectIdentifier(rule)
+      }
+    }
+  }
+
+  /// The pin health judged under `rule` itself (not under a rule of the same
+  /// name that a reload retired), if a chain was judged since.
+  func health(of rule: CompiledRule) -> PinHealth? {
+    entries.withLock { entries in
+      guard let entry = entries[rule.name], entry.judgedUnder == ObjectIdentifier(rule) else { return nil }
+      return entry.health
     }
   }
 
@@ -57,14 +71,10 @@ final class RuleActivity: Sendable {
     }
   }
 
-  /// A reload: keeps only the rules in force, and forgets every pin health
-  /// (it was judged against the old pins; the next accepted chain judges
-  /// it again, the configuration until then).
+  /// A reload: keeps only the rules in force. Their pin health stays only
+  /// until it is read: `health(of:)` shows none judged under a retired rule.
   func reloaded(keeping rules: Set<String>) {
-    entries.withLock { entries in
-      entries = entries.filter { rules.contains($0.key) || $0.key == "-" }
-      for key in entries.keys { entries[key]!.health = nil }
-    }
+    entries.withLock { entries in entries = entries.filter { rules.contains($0.key) || $0.key == "-" } }
   }
 
   func entry(_ rule: String) -> Entry? { entries.withLock { $0[rule] } }

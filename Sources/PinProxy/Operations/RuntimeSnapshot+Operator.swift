@@ -24,7 +24,7 @@ extension RuntimeSnapshot {
       let policy = rule.policy.policy
       guard policy.pinningMode != .none else { return nil }
       let health =
-        activity?.entry(rule.name)?.health
+        activity?.health(of: rule)
         ?? PinHealth.configured(policy, hasDynamicList: rule.pinStore != nil, at: time)
       return (rule.name, health)
     }

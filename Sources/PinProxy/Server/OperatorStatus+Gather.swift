@@ -127,7 +127,7 @@ extension OperatorStatus.RuleRow {
     let policy = rule.policy.policy
     let entry = activity.entry(rule.name)
     let health =
-      entry?.health ?? PinHealth.configured(policy, hasDynamicList: rule.pinStore != nil, at: now)
+      activity.health(of: rule) ?? PinHealth.configured(policy, hasDynamicList: rule.pinStore != nil, at: now)
     // What each configured pin matched in the last accepted chain.
     let pins = health.configuredPins.map { pin in
       let matched = health.matched?.pin == pin ? health.matched : nil

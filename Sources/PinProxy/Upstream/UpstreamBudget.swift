@@ -50,7 +50,7 @@ final class UpstreamBudget: Sendable {
   }
 
   /// A new upstream socket for `client` (an admission key, see
-  /// `ConnectionAdmission.address`); nil past either limit.
+  /// `ClientKey`); nil past either limit.
   func chargeSocket(client: String) -> UpstreamCharge? {
     let granted = sockets.withLock { counts in
       let mine = counts.perClient[client, default: 0]

@@ -141,9 +141,9 @@ struct UpstreamTrust {
       }
       // The pin health is judged again only after a full evaluation: a cache
       // hit met this very chain before.
-      metrics?.rules.accepted(
-        rule: route.ruleName, policy: policy.policy, chain: cached ? nil : presented.map { $0.value() },
-        hasDynamicList: route.pinStore != nil, at: Date())
+      if let rule = route.compiled {
+        metrics?.rules.accepted(rule: rule, chain: cached ? nil : presented.map { $0.value() }, at: Date())
+      }
       return .accept
     }
   }
