@@ -25,6 +25,10 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
 
   public var description: String {
     if bytes.count == 4 { return bytes.map(String.init).joined(separator: ".") }
+    // RFC 5952 §5: an IPv4-mapped address keeps its IPv4 part dotted.
+    if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xff && bytes[11] == 0xff {
+      return "::ffff:" + bytes[12...].map(String.init).joined(separator: ".")
+    }
     var groups: [UInt16] = []
     for index in stride(from: 0, to: 16, by: 2) {
       groups.append(UInt16(bytes[index]) << 8 | UInt16(bytes[index + 1]))

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PinConfig
+import PinHTTP
 import PinProxy
 import PinTrust
 
@@ -35,6 +36,10 @@ struct CheckCommand: ParsableCommand {
     for notice in AccessNotice.notices(for: configuration) {
       let place = notice.location.map { "\(config):\($0.line):\($0.column): \($0.key): " } ?? "\(config): "
       printError("\(place)warning: \(notice.message)")
+    }
+    for (location, message) in compiled?.htpasswdWarnings ?? [] {
+      printError(
+        "\(config):\(location.line):\(location.column): \(location.key): warning: \(PrintableText.escaped(message))")
     }
     // Pin health as far as it is known offline: a single pin without a
     // dynamic list; in certificate mode, pinned certificates about to expire.

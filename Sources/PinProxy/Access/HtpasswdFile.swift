@@ -14,6 +14,17 @@ struct HtpasswdFile: Sendable {
   /// (`htpasswd -B -C`), else any.
   let decoy: PasswordHash?
 
+  /// The decoy's bcrypt cost (0 for other methods).
+  var decoyCost: Int { decoy?.bcryptCost ?? 0 }
+
+  /// The distinct bcrypt costs of the file, when there is more than one: a
+  /// failed check then waits for the costliest, so the cheaper entries buy
+  /// no speed and only weaken those users' hashes.
+  var mixedCosts: [Int]? {
+    let costs = Set(entries.values.map(\.bcryptCost))
+    return costs.count > 1 ? costs.sorted() : nil
+  }
+
   /// A real file holds a few users; these bound what a reload may cost.
   static let maximumBytes = 1 << 20
   static let maximumEntries = 10_000

@@ -57,6 +57,8 @@ final class ProxyAuthenticator: Sendable {
   let realm: String
   let logUser: Bool
   let state: ProxyAuthState
+  /// The last time taken by a hash of the decoy's cost (0: none yet).
+  private let decoyNanoseconds = Atomic<UInt64>(0)
 
   enum Decision: Sendable {
     case allowed(VerifiedCredential)
@@ -81,17 +83,19 @@ final class ProxyAuthenticator: Sendable {
       // browsers): not a failed attempt.
       return .refused(required("this proxy requires a user name and password (Proxy-Authorization: Basic)"))
     }
-    if let throttled = throttled(client, now: now) { return .refused(throttled) }
+    // A field that is no Basic credential guesses nothing: it costs no token.
     guard let credentials = BasicCredentials(field: field) else {
-      _ = state.throttle.withLock { $0.take(client, now: now) }
       return .refused(required("the Proxy-Authorization field is not a Basic credential"))
     }
     var key = state.cacheSalt + Array(credentials.user.utf8) + [UInt8(ascii: ":")] + credentials.password
     let cacheKey = SHA256.digest(key)
     key.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
+    // A credential verified before is served whatever the address's bucket
+    // holds: another client's debt never refuses a known-good credential.
     if let known = state.verified.withLock({ $0[cacheKey] }), file.entries[known.user] == known.hash {
       return .allowed(known)
     }
+    if let throttled = throttled(client, now: now) { return .refused(throttled) }
     guard state.throttle.withLock({ $0.take(client, now: now) }) else {
       return .refused(throttled(client, now: now) ?? required("too many failed attempts"))
     }
@@ -114,19 +118,44 @@ final class ProxyAuthenticator: Sendable {
             headers: [("Retry-After", "1")])))
     }
     ProxyAuthState.queue.async { [self] in
-      let decision = conclude(pending, matched: matches(pending))
+      let started = DispatchTime.now().uptimeNanoseconds
+      let matched = matches(pending)
+      let decision = conclude(pending, matched: matched)
       state.hashing.subtract(1, ordering: .relaxed)
-      answer(decision)
+      guard !matched else { return answer(decision) }
+      // A failed check is answered no sooner than a check against the
+      // costliest entry takes, whichever user was named: an unknown user,
+      // or a real one with a cheaper hash, cannot be told apart by time.
+      let floor = failureFloorNanoseconds()
+      let due = started &+ floor
+      if DispatchTime.now().uptimeNanoseconds >= due { return answer(decision) }
+      ProxyAuthState.queue.asyncAfter(deadline: DispatchTime(uptimeNanoseconds: due)) { answer(decision) }
     }
   }
 
+  /// Hashes with the user's entry; an unknown user's password is hashed
+  /// against the decoy (the costliest entry) and refused. Every hash made
+  /// with the decoy's cost updates the failure floor.
   private func matches(_ pending: PendingCredential) -> Bool {
-    guard let hash = pending.hash else {
-      // Unknown user: spend the time of the file's costliest entry, and refuse.
-      _ = file.decoy?.verify(pending.credentials.password)
-      return false
+    let hash = pending.hash ?? file.decoy
+    let started = DispatchTime.now().uptimeNanoseconds
+    let matched = hash?.verify(pending.credentials.password) ?? false
+    if let hash, hash.bcryptCost >= file.decoyCost {
+      decoyNanoseconds.store(DispatchTime.nanoseconds(since: started), ordering: .relaxed)
     }
-    return hash.verify(pending.credentials.password)
+    return matched && pending.hash != nil
+  }
+
+  /// How long a check against the costliest entry takes, measured once
+  /// (with a throw-away password) when no such check has run yet.
+  private func failureFloorNanoseconds() -> UInt64 {
+    let known = decoyNanoseconds.load(ordering: .relaxed)
+    if known > 0 { return known }
+    let started = DispatchTime.now().uptimeNanoseconds
+    _ = file.decoy?.verify(Array("pinproxy-timing-probe".utf8))
+    let measured = max(1, DispatchTime.nanoseconds(since: started))
+    decoyNanoseconds.store(measured, ordering: .relaxed)
+    return measured
   }
 
   func conclude(_ pending: PendingCredential, matched: Bool) -> Decision {

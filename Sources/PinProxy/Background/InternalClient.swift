@@ -52,10 +52,18 @@ final class InternalExchange: UpstreamDelegate, @unchecked Sendable {
     loop.preconditionInLoop()
     retainedUntilFinished = self
     let url = request.url
-    let ruled = request.followsCertificate ? nil : UpstreamRoute(host: url.host, snapshot: dialer.snapshot)
-    guard let route = ruled ?? (request.followsCertificate ? .plain(url.host, namedExplicitly: true) : nil)
-    else {
-      return finish(.failure(.denied(url.host)))
+    let ruled = UpstreamRoute(host: url.host, snapshot: dialer.snapshot)
+    let route: UpstreamRoute
+    if request.followsCertificate {
+      // A URL an origin's certificate chose: plain HTTP to wherever it
+      // points, but internal addresses only where a domain rule names the
+      // host exactly (or connectTo maps it), as for any upstream dial.
+      var plain = UpstreamRoute.plain(url.host, namedExplicitly: ruled?.namedExplicitly ?? false)
+      plain.followsCertificate = true
+      route = plain
+    } else {
+      guard let ruled else { return finish(.failure(.denied(url.host))) }
+      route = ruled
     }
     guard !request.followsCertificate || !url.tls else {
       return finish(.failure(.unreachable("\(url) is not plain http, as revocation URLs are")))

@@ -35,6 +35,14 @@ struct InternalAddresses: Sendable {
     if bytes.allSatisfy({ $0 == 0 }) || (bytes.count == 4 && bytes[0] == 0) {
       return "\(address) is an unspecified address"
     }
+    return ownListener(address, port: port)
+  }
+
+  /// Why `address:port` is one of this proxy's own listeners (or its admin
+  /// address); nil when it is not. Never reached for a certificate's URL,
+  /// whatever the configuration names.
+  func ownListener(_ address: IPAddress, port: Int) -> String? {
+    let bytes = InternalAddresses.unmapped(address.bytes)
     for (listener, listenerPort) in own where listenerPort == port {
       let listening = InternalAddresses.unmapped(listener.bytes)
       if listening == bytes || listening.allSatisfy({ $0 == 0 }) {

@@ -14,6 +14,10 @@ public struct UpstreamRoute: Sendable {
   /// passthrough entry for exactly this name, a tunnel's upstream). Only then may it resolve to a
   /// loopback, link-local or own-listener address (`InternalAddresses`).
   public var namedExplicitly: Bool
+  /// The URL came from a certificate (a CRL distribution point, an OCSP
+  /// responder): an origin chose it, so even a named or mapped host may
+  /// not lead to the proxy's own listeners or admin address.
+  var followsCertificate = false
 
   /// nil when the host is denied by policy.
   public init?(host: TrustHost, snapshot: RuntimeSnapshot) {

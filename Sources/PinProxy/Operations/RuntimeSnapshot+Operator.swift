@@ -1,4 +1,5 @@
 import Foundation
+import PinConfig
 import PinTrust
 
 /// What the operator's views read from a snapshot: each rule's expectations
@@ -27,6 +28,25 @@ extension RuntimeSnapshot {
         activity?.health(of: rule)
         ?? PinHealth.configured(policy, hasDynamicList: rule.pinStore != nil, at: time)
       return (rule.name, health)
+    }
+  }
+}
+
+extension RuntimeSnapshot {
+  /// htpasswd files whose entries mix bcrypt costs, with where each is
+  /// named (`pinproxy check` warns): a failed check waits as long as the
+  /// costliest entry takes, so a cheaper entry only weakens its own hash.
+  public var htpasswdWarnings: [(location: Location, message: String)] {
+    configuration.listeners.compactMap { listener in
+      guard let config = listener.proxyAuth, let file = access[listener.name]?.authenticator?.file,
+        let costs = file.mixedCosts
+      else { return nil }
+      return (
+        config.htpasswd.location,
+        "\(config.htpasswd.path) mixes bcrypt costs \(costs.map(String.init).joined(separator: ", "));"
+          + " a failed check takes as long as the costliest, so re-create the cheaper entries with"
+          + " htpasswd -B -C \(costs.last ?? 0)"
+      )
     }
   }
 }

@@ -11,15 +11,16 @@ import Synchronization
 /// it never proxies. One request per connection.
 ///
 /// Bounded so that it can never starve the data path of descriptors: at most
-/// `maximumConnections` open at once (more are closed on accept), and each
-/// must deliver its request and be answered within `requestTimeout` (or
-/// `timeouts.clientHeader` when that is shorter).
+/// `maximumConnections` open at once (`AdminSlots`: a newcomer evicts the
+/// connection waiting longest for its head, and health checks and scrapes
+/// keep a reserve), and each must deliver its request and be answered
+/// within `requestTimeout` (or `timeouts.clientHeader` when that is shorter).
 final class AdminServer: Sendable {
   static let maximumConnections = 16
   static let requestTimeout = 10.0
 
   let listener: Listener
-  let open = SharedCount()
+  let slots = AdminSlots(capacity: AdminServer.maximumConnections)
   /// Listener rates for the page, sampled every few seconds.
   let rates: RateSampler
 
@@ -28,7 +29,7 @@ final class AdminServer: Sendable {
       let socketAddress = SocketAddress(
         ip: address.listeningIP, port: address.port)
     else { throw ProxyServer.StartError(description: "admin: \(address.host) is not an IP address") }
-    let open = self.open
+    let slots = self.slots
     let rates = RateSampler(metrics: context.metrics)
     self.rates = rates
     do {
@@ -38,11 +39,9 @@ final class AdminServer: Sendable {
         admits: { context.admitsAdmin($0) }
       ) { fd, peer, loop in
         let connection = Connection(fd: fd, peer: peer, loop: loop)
-        guard open.adding(1) <= AdminServer.maximumConnections else {
-          open.add(-1)
-          return connection.close()
-        }
-        AdminSession(connection: connection, context: context, rates: rates) { open.add(-1) }.start()
+        nonisolated(unsafe) let evictable = connection
+        guard let slot = slots.admit(on: loop, evict: { evictable.close() }) else { return connection.close() }
+        AdminSession(connection: connection, context: context, rates: rates, slots: slots, slot: slot).start()
       }
     } catch {
       throw ProxyServer.StartError(description: "admin listener on \(address): \(error.description)")
@@ -61,14 +60,16 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
   /// The request is a HEAD: its response has no body.
   var isHead = false
   var timer: LoopTimer?
-  let onClose: () -> Void
   let rates: RateSampler
+  let slots: AdminSlots
+  let slot: UInt64
 
-  init(connection: Connection, context: ProxyContext, rates: RateSampler, onClose: @escaping () -> Void) {
+  init(connection: Connection, context: ProxyContext, rates: RateSampler, slots: AdminSlots, slot: UInt64) {
     self.connection = connection
     self.context = context
     self.rates = rates
-    self.onClose = onClose
+    self.slots = slots
+    self.slot = slot
     connection.delegate = self
   }
 
@@ -101,7 +102,7 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
   func channelDidClose(_ channel: any ByteChannel, error: (any Error)?) {
     connection.loop.preconditionInLoop()
     timer?.cancel()
-    onClose()
+    slots.release(slot)
   }
 
   private func answer(_ head: HTTPRequestHead) {
@@ -110,6 +111,11 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
       return respond(status: 404, type: "text/plain", body: "not found\n")
     }
     let path = target.split(separator: "?", maxSplits: 1).first.map(String.init) ?? target
+    guard slots.headArrived(slot, heavy: path == "/" || path == "/status") else {
+      return respond(
+        status: 503, type: "text/plain", body: "too many operator views at once; try again\n",
+        extra: [("Retry-After", "1")])
+    }
     if let refusal = accessRefusal(head, path: path) { return refusal() }
     switch path {
     case "/":
@@ -197,20 +203,22 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
       return { self.respond(status: 403, type: "text/plain", body: "the admin endpoint is not configured\n") }
     }
     let address = peerAddressBytes(connection.peer) ?? []
-    if (path == "/metrics" || path == "/healthz") && access.metricsClients.allows(address) { return nil }
+    let scraper = (path == "/metrics" || path == "/healthz") && access.metricsClients.allows(address)
+    // DNS rebinding: a request served without a token could come from a web
+    // page the operator visits that pointed its own name at this address,
+    // and read any admin view (policies, user names, clients, paths).
+    // Browsers send that name as Host; an IP literal or localhost is what an
+    // operator or a scraper types. One rule for every path.
+    if access.token == nil || scraper, !AdminSession.isAddressHost(head.headers.first("Host")) {
+      return {
+        self.respond(
+          status: 403, type: "text/plain",
+          body: "Host must be an IP address or localhost (or send the admin token)\n")
+      }
+    }
+    if scraper { return nil }
     guard access.allowedClients.allows(address) else {
       return { self.respond(status: 403, type: "text/plain", body: "forbidden\n") }
-    }
-    // DNS rebinding: without a token, a web page the operator visits could
-    // point its own name at this address and read the operator's views
-    // (clients, paths, User-Agents). Browsers send that name as Host; an IP
-    // literal or localhost is what an operator types.
-    if path == "/" || path == "/status", access.token == nil,
-      !AdminSession.isAddressHost(head.headers.first("Host"))
-    {
-      return {
-        self.respond(status: 403, type: "text/plain", body: "Host must be an IP address or localhost\n")
-      }
     }
     guard access.tokenMatches(head.headers.first("Authorization")) else {
       return {

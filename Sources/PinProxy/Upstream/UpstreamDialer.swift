@@ -34,6 +34,7 @@ struct UpstreamDialer {
     let (target, mapped) = snapshot.connectAddress(host: key.host, port: key.port)
     let timeouts = snapshot.timeouts
     let guardsInternal = !route.namedExplicitly && !mapped
+    let guardsOwn = guardsInternal || route.followsCertificate
     let internalAddresses = snapshot.internalAddresses
     // A dial that succeeded is timed from here to a usable connection
     // (resolution, connect, handshake, trust decision), by handshake kind.
@@ -55,19 +56,23 @@ struct UpstreamDialer {
       case .success(let addresses):
         // Judged on the resolved addresses, so a name that resolves to
         // 127.0.0.1 is refused like the literal.
-        if guardsInternal {
+        if guardsOwn {
           for address in addresses {
             // An address that cannot be judged is refused, not let through.
             let refusal =
-              IPAddress(bytes: address.addressBytes).map { internalAddresses.refusal($0, port: address.port) }
-              ?? "\(address) is not an IP address"
+              IPAddress(bytes: address.addressBytes).map {
+                guardsInternal
+                  ? internalAddresses.refusal($0, port: address.port)
+                  : internalAddresses.ownListener($0, port: address.port)
+              } ?? "\(address) is not an IP address"
             guard let refusal else { continue }
+            let reason =
+              route.followsCertificate
+              ? "a certificate's URL \(key) leads to an internal address; only a domain rule or connectTo"
+                + " entry that names the host lets it, and never to this proxy's own listeners"
+              : "\(key) is reached only through a domain rule that names it"
             return completion(
-              .failure(
-                ProxyFailure(
-                  status: 403, code: .deniedByPolicy,
-                  reason: "\(key) is reached only through a domain rule that names it",
-                  detail: refusal)))
+              .failure(ProxyFailure(status: 403, code: .deniedByPolicy, reason: reason, detail: refusal)))
           }
         }
         Connector.connect(to: addresses, on: loop, timeout: timeouts.upstreamConnect) { connected in
