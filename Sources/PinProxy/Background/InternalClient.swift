@@ -8,6 +8,9 @@ struct InternalResponse: Sendable {
   let status: Int
   let headers: HTTPHeaders
   let body: [UInt8]
+  /// The body's charge in the request's budget, given back when the
+  /// response (and every copy of this hold) is let go of.
+  var hold: FetchHold? = nil
 }
 
 /// Drives one `InternalRequest` on `loop` (its queue only) and calls
@@ -27,6 +30,8 @@ final class InternalExchange: UpstreamDelegate, @unchecked Sendable {
   /// The exchange owns itself until it finishes: the connection holds its
   /// delegate weakly, and nothing else holds an exchange in flight.
   private var retainedUntilFinished: InternalExchange?
+  /// Bytes of `request.budget` the body's storage holds now.
+  private var charged = 0
 
   private init(
     request: InternalRequest, loop: EventLoop,
@@ -112,6 +117,15 @@ final class InternalExchange: UpstreamDelegate, @unchecked Sendable {
     loop.preconditionInLoop()
     if case .waiting(let upstream, _, _) = state { upstream.close() }
     state = .done
+    var result = result
+    if case .success(var response) = result {
+      // The charge goes with the body; a failure gives it back now.
+      response.hold = FetchHold(budget: request.budget, bytes: charged)
+      result = .success(response)
+    } else {
+      request.budget?.release(charged)
+    }
+    charged = 0
     timer?.cancel()
     timer = nil
     let completion = self.completion
@@ -135,6 +149,9 @@ final class InternalExchange: UpstreamDelegate, @unchecked Sendable {
         // Interim responses (1xx) are skipped; the final one counts.
         if response.status >= 200 { head = response }
       case .body(let bytes):
+        if body.count + bytes.count > body.capacity, !grow(&body, toHold: body.count + bytes.count) {
+          return finish(.failure(.unreachable(request.budget?.exhaustedReason ?? "out of memory")))
+        }
         body += bytes
         guard body.count <= request.maximumBodyBytes else {
           return finish(
@@ -149,6 +166,20 @@ final class InternalExchange: UpstreamDelegate, @unchecked Sendable {
       }
     }
     state = .waiting(connection, head: head, body: body)
+  }
+
+  /// Grows `body`'s storage to hold `count` bytes (doubling, as an append
+  /// would), charging the growth to the request's budget first; false when
+  /// the budget is spent. Storage is counted, not bytes: what an append
+  /// reserves is what the process holds.
+  private func grow(_ body: inout [UInt8], toHold count: Int) -> Bool {
+    let target = min(max(count, body.capacity * 2, 4096), max(count, request.maximumBodyBytes + 65536))
+    if let budget = request.budget {
+      guard budget.charge(target - charged) else { return false }
+      charged = target
+    }
+    body.reserveCapacity(target)
+    return true
   }
 
   func upstreamDidDrain(_ upstream: any UpstreamLink) {}

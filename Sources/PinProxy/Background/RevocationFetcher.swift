@@ -44,21 +44,25 @@ struct RevocationFetcher: RevocationFetching {
   private func start(
     _ fetch: RevocationFetch, key: String, state: RevocationState, dialer: UpstreamDialer, on loop: EventLoop
   ) {
-    guard let request = Self.request(for: fetch) else {
+    guard var request = Self.request(for: fetch) else {
       return state.finish(key, failure: "\(fetch.url) is not an http:// URL with a host")
     }
+    request.budget = state.fetchBudget
     InternalExchange.start(request, dialer: dialer, on: loop) { result in
-      let body: [UInt8]
+      let response: InternalResponse
       switch result {
       case .failure(let failure): return state.finish(key, failure: failure.reason)
-      case .success(let response):
-        guard response.status == 200 else {
-          return state.finish(key, failure: "HTTP status \(response.status)")
+      case .success(let success):
+        guard success.status == 200 else {
+          return state.finish(key, failure: "HTTP status \(success.status)")
         }
-        body = response.body
+        response = success
       }
-      // Decoding a large CRL is not work for an event loop.
-      DispatchQueue.global().async { Self.store(body, for: fetch, key: key, in: state) }
+      // Decoding a large CRL is not work for an event loop. The body stays
+      // charged to the fetch budget until it is decoded and dropped.
+      DispatchQueue.global().async {
+        withExtendedLifetime(response.hold) { Self.store(response.body, for: fetch, key: key, in: state) }
+      }
     }
   }
 

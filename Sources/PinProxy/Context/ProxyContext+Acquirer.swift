@@ -2,8 +2,9 @@ import PinEventLoop
 
 extension UpstreamAcquirer {
   /// The acquirer of a session on `loop` deciding under `snapshot`, for the
-  /// client whose admission key (`ClientKey`) is `client`.
-  init(context: ProxyContext, snapshot: RuntimeSnapshot, loop: EventLoop, client: String) {
+  /// client whose admission key (`ClientKey`) is `client`, on its connection
+  /// `connection` (`UpstreamBudget.connectionID`).
+  init(context: ProxyContext, snapshot: RuntimeSnapshot, loop: EventLoop, client: String, connection: UInt64) {
     pool = context.pool(for: loop)
     dialer = context.dialer(for: snapshot)
     self.loop = loop
@@ -12,5 +13,6 @@ extension UpstreamAcquirer {
     idleTimeout = snapshot.timeouts.upstreamIdle
     budget = context.budget
     self.client = client
+    self.connection = connection
   }
 }

@@ -12,9 +12,13 @@ struct InternalRequest: Sendable {
   var deadline: Double = 30
   var maximumBodyBytes = InternalRequest.defaultMaximumBodyBytes
   /// A revocation fetch (a CRL distribution point, an OCSP responder):
-  /// plain HTTP to wherever the verified certificate points, loopback
-  /// included, outside the domain rules; it carries no client data.
+  /// plain HTTP to wherever the verified certificate points, outside the
+  /// domain rules; it carries no client data. An internal address is
+  /// reached only where a domain rule names the host or `connectTo` maps
+  /// it, and the proxy's own listeners never.
   var followsCertificate = false
+  /// Where the body's storage is charged as it arrives; nil: not charged.
+  var budget: FetchBudget?
   /// A pin list, fetched or read from a file, is at most this large.
   static let defaultMaximumBodyBytes = 1 << 20
 }

@@ -10,6 +10,8 @@ import PinTrust
 public final class RevocationState: Sendable {
   let fetched = FetchedRevocation()
   let counters = RevocationCounters()
+  /// The bytes all revocation fetches may hold at once.
+  let fetchBudget = FetchBudget()
   /// Where fetched CRLs are kept across restarts (`stateDirectory/revocation`).
   let directory: String?
   private let waiters = Locked<[String: [@Sendable () -> Void]]>([:])

@@ -58,6 +58,8 @@ final class DownstreamHTTP2Session: ChannelDelegate, DrainableSession, @unchecke
   private let admission: AdmissionTicket
   /// The client's admission key, for the upstream budget (parsed once).
   lazy var clientKey = ClientKey.of(client.peer)
+  /// This connection in the upstream budget: its first socket is its own.
+  let budgetConnection = UpstreamBudget.connectionID()
   var streams: [Int32: DownstreamHTTP2Stream] = [:]
   var state = State.serving
   var resets = ResetBucket()
@@ -119,7 +121,8 @@ final class DownstreamHTTP2Session: ChannelDelegate, DrainableSession, @unchecke
   var isServing: Bool { if case .serving = state { true } else { false } }
 
   var acquirer: UpstreamAcquirer {
-    UpstreamAcquirer(context: context, snapshot: snapshot, loop: loop, client: clientKey)
+    UpstreamAcquirer(
+      context: context, snapshot: snapshot, loop: loop, client: clientKey, connection: budgetConnection)
   }
 
   var upstreamRelease: UpstreamRelease { UpstreamRelease(pool: pool, snapshot: snapshot) }

@@ -70,6 +70,8 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
   /// The client's admission key, for routing and the upstream budget
   /// (parsed once, from the peer's text, per connection).
   let clientKey: String
+  /// This connection in the upstream budget: its first socket is its own.
+  let budgetConnection = UpstreamBudget.connectionID()
   var pool: UpstreamPool { context.pool(for: loop) }
 
   init(connection: Connection, context: ProxyContext, listener: ListenerConfig, admission: AdmissionTicket) {

@@ -19,6 +19,9 @@ struct UpstreamAcquirer {
   let budget: UpstreamBudget
   /// The admission key of the client the exchanges are for.
   let client: String
+  /// The client connection asking (`UpstreamBudget.connectionID`): its
+  /// first socket is never refused for its address's cap.
+  let connection: UInt64
 
   typealias Completion = (Result<(link: any UpstreamLink, pooled: Bool), ProxyFailure>) -> Void
 
@@ -57,12 +60,14 @@ struct UpstreamAcquirer {
   func takePooled(_ target: ForwardTarget, bodyFollows: Bool) -> Result<any UpstreamLink, ProxyFailure>? {
     loop.preconditionInLoop()
     guard pool.hasIdle(target.key) else { return nil }
-    guard budget.chargeClient(client) else { return .failure(budget.refusal(client: client)) }
+    guard budget.chargeClient(client, connection: connection) else {
+      return .failure(budget.refusal(client: client))
+    }
     if let pooled = pool.take(target.key, bodyFollows: bodyFollows) {
-      pooled.charge?.assign(to: client)
+      pooled.charge?.assign(to: client, connection: connection)
       return .success(pooled)
     }
-    budget.releaseClient(client)
+    budget.releaseClient(client, connection: connection)
     return nil
   }
 
@@ -74,9 +79,9 @@ struct UpstreamAcquirer {
     let key = target.key
     // A socket of its own for this client; at the total limit an idle
     // pooled connection of this loop makes room first.
-    var charge = budget.chargeSocket(client: client)
+    var charge = budget.chargeSocket(client: client, connection: connection)
     if charge == nil, budget.openSockets >= budget.socketLimit, self.pool.closeOneIdle() {
-      charge = budget.chargeSocket(client: client)
+      charge = budget.chargeSocket(client: client, connection: connection)
     }
     guard let charge else {
       let failure = budget.refusal(client: client)

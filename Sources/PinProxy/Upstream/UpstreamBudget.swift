@@ -21,6 +21,16 @@ import Synchronization
 ///
 /// Past a limit the newest work is refused (`over-capacity`, 503); nothing
 /// already running is cut.
+///
+/// The per-address cap is held against the connections using it, not
+/// against a newcomer: a client connection that holds no upstream socket
+/// gets one whenever the total has room, even when its address is at its
+/// cap (every connection has a minimum share of one exchange). On a local
+/// daemon every client is 127.0.0.1, so otherwise one program holding its
+/// address's sockets with slow streams would lock out every other program
+/// on the host while the process had sockets to spare. Only a connection
+/// that already holds one is refused at the cap. Connections themselves are
+/// bounded by admission (`maxConnectionsPerClient`).
 final class UpstreamBudget: Sendable {
   let socketLimit: Int
   let perClientLimit: Int
@@ -33,8 +43,32 @@ final class UpstreamBudget: Sendable {
 
   private struct Counts {
     var total = 0
-    var perClient: [String: Int] = [:]
+    var perClient: [String: ClientCounts] = [:]
   }
+
+  /// One address's sockets, and which of its connections hold them.
+  private struct ClientCounts {
+    var total = 0
+    var byConnection: [UInt64: Int] = [:]
+
+    /// Whether `connection` may take one more: below the cap, or holding
+    /// none yet (0 names no connection: the cap alone decides).
+    func allows(_ connection: UInt64, cap: Int) -> Bool {
+      total < cap || (connection != 0 && byConnection[connection, default: 0] == 0)
+    }
+
+    mutating func add(_ connection: UInt64, _ delta: Int) {
+      total += delta
+      guard connection != 0 else { return }
+      let held = byConnection[connection, default: 0] + delta
+      byConnection[connection] = held > 0 ? held : nil
+    }
+  }
+
+  private static let connectionIDs = Atomic<UInt64>(0)
+
+  /// A new client connection's identity in the budget (never 0).
+  static func connectionID() -> UInt64 { connectionIDs.add(1, ordering: .relaxed).newValue }
 
   init(limits: LimitsConfig, descriptorLimit: Int = UpstreamBudget.descriptorLimit()) {
     let clients = min(limits.maxConnections, descriptorLimit / 2)
@@ -51,50 +85,57 @@ final class UpstreamBudget: Sendable {
 
   /// A new upstream socket for `client` (an admission key, see
   /// `ClientKey`); nil past either limit.
-  func chargeSocket(client: String) -> UpstreamCharge? {
+  /// `connection`: the client connection asking (`connectionID`).
+  func chargeSocket(client: String, connection: UInt64 = 0) -> UpstreamCharge? {
     let granted = sockets.withLock { counts in
-      let mine = counts.perClient[client, default: 0]
-      guard counts.total < socketLimit, mine < perClientLimit else { return false }
+      var mine = counts.perClient[client, default: ClientCounts()]
+      guard counts.total < socketLimit, mine.allows(connection, cap: perClientLimit) else { return false }
       counts.total += 1
-      counts.perClient[client] = mine + 1
+      mine.add(connection, 1)
+      counts.perClient[client] = mine
       return true
     }
-    return granted ? UpstreamCharge(budget: self, client: client) : nil
+    return granted ? UpstreamCharge(budget: self, client: client, connection: connection) : nil
   }
 
   /// An open idle socket taken from the pool by `client`: it counts in
   /// the total already; false when the client is at its own limit.
-  func chargeClient(_ client: String) -> Bool {
+  func chargeClient(_ client: String, connection: UInt64 = 0) -> Bool {
     sockets.withLock { counts in
-      let mine = counts.perClient[client, default: 0]
-      guard mine < perClientLimit else { return false }
-      counts.perClient[client] = mine + 1
+      var mine = counts.perClient[client, default: ClientCounts()]
+      guard mine.allows(connection, cap: perClientLimit) else { return false }
+      mine.add(connection, 1)
+      counts.perClient[client] = mine
       return true
     }
   }
 
   /// Gives back a `chargeClient` that found no idle socket after all.
-  func releaseClient(_ client: String) { release(client: client, socket: false) }
+  func releaseClient(_ client: String, connection: UInt64 = 0) {
+    release(client: client, connection: connection, socket: false)
+  }
 
-  fileprivate func release(client: String?, socket: Bool) {
+  fileprivate func release(client: String?, connection: UInt64, socket: Bool) {
     sockets.withLock { counts in
       if socket { counts.total -= 1 }
-      if let client {
-        let left = counts.perClient[client, default: 1] - 1
-        counts.perClient[client] = left > 0 ? left : nil
+      if let client, var mine = counts.perClient[client] {
+        mine.add(connection, -1)
+        counts.perClient[client] = mine.total > 0 ? mine : nil
       }
     }
   }
 
   var openSockets: Int { sockets.withLock { $0.total } }
 
-  func sockets(of client: String) -> Int { sockets.withLock { $0.perClient[client, default: 0] } }
+  func sockets(of client: String) -> Int { sockets.withLock { $0.perClient[client]?.total ?? 0 } }
 
   /// The refusal past a socket limit.
   func refusal(client: String) -> ProxyFailure {
     ProxyFailure(
       status: 503, code: .overCapacity,
-      reason: "too many upstream connections (\(perClientLimit) per client address, \(socketLimit) in all)")
+      reason:
+        "too many upstream connections (\(perClientLimit) per client address beyond one per client"
+        + " connection, \(socketLimit) in all)")
   }
 }
 
@@ -106,31 +147,35 @@ final class UpstreamBudget: Sendable {
 final class UpstreamCharge: @unchecked Sendable {
   private let budget: UpstreamBudget
   private var client: String?
+  private var connection: UInt64
   private var socketHeld = true
 
-  fileprivate init(budget: UpstreamBudget, client: String) {
+  fileprivate init(budget: UpstreamBudget, client: String, connection: UInt64) {
     self.budget = budget
     self.client = client
+    self.connection = connection
   }
 
   /// The socket went idle (pooled, or shared by HTTP/2 streams of any client).
   func releaseClient() {
     guard let client else { return }
     self.client = nil
-    budget.release(client: client, socket: false)
+    budget.release(client: client, connection: connection, socket: false)
   }
 
-  /// `client` takes the idle socket again (already charged by `chargeClient`).
-  func assign(to client: String) {
+  /// `client`'s `connection` takes the idle socket again (already charged
+  /// by `chargeClient`).
+  func assign(to client: String, connection: UInt64 = 0) {
     releaseClient()
     self.client = client
+    self.connection = connection
   }
 
   /// The socket closed.
   func releaseAll() {
     guard socketHeld else { return }
     socketHeld = false
-    budget.release(client: client, socket: true)
+    budget.release(client: client, connection: connection, socket: true)
     client = nil
   }
 

@@ -6,6 +6,8 @@ import PinTrust
 /// `RevocationCheck` decides. Runs only when the fingerprint cache misses.
 public final class RevocationProvider: RevocationSource {
   public let crls: CRLSet
+  /// Distribution points of one certificate looked at (and fetched), in order.
+  public static let maximumDistributionPoints = 4
   public let fetched: FetchedRevocation?
   let counters: RevocationCounters?
   /// The policy's anchors: an indirect CRL's issuer must chain to the anchor
@@ -73,7 +75,10 @@ public final class RevocationProvider: RevocationSource {
       }
       var states: [FetchState] = []
       if settings.crl != .off {
-        for url in pointers.crlURLs {
+        // At most the first few points, in order: one certificate naming
+        // dozens cannot make one handshake send dozens of requests.
+        let urls = pointers.crlURLs.prefix(Self.maximumDistributionPoints)
+        for url in urls {
           if let stored = fetched?.crl(at: url),
             RevocationCheck.isCurrent(nextUpdate: stored.crl.nextUpdate, at: time)
           {
@@ -82,6 +87,11 @@ public final class RevocationProvider: RevocationSource {
                 finding(
                   stored.crl, origin: .distributionPoint(url), certificate, pointers, path: parsed,
                   anchor: path[parsed.count - 1].fingerprint, at: time))
+              // The first point that yields a current CRL wins; the rest are not wanted.
+              if let last = findings.last, last.verdict.verifies {
+                states.removeAll()
+                break
+              }
             }
             continue
           }
@@ -95,8 +105,16 @@ public final class RevocationProvider: RevocationSource {
           } else {
             counters?.countUnavailable("crl")
             states.append(
-              .failed("\(url): " + (fetched == nil ? "not fetched (offline)" : "no CRL was fetched in time")))
+              .failed(
+                "\(url): " + (fetched == nil ? "not fetched (offline)" : "no current CRL held and none fetched")))
           }
+        }
+        let untried = pointers.crlURLs.count - urls.count
+        if untried > 0, !states.isEmpty {
+          states.append(
+            .failed(
+              "\(untried) more distribution point\(untried == 1 ? "" : "s") not tried (at most"
+                + " \(Self.maximumDistributionPoints) per certificate)"))
         }
       }
       for finding in findings { counters?.count(finding) }
@@ -200,5 +218,15 @@ public final class RevocationProvider: RevocationSource {
         .failed("\(url): " + (fetched == nil ? "not queried (offline)" : "no answer was fetched in time")))
     }
     return .pending(.wanted(fetch))
+  }
+}
+
+extension RevocationFinding.Verdict {
+  /// The CRL verified and speaks of the certificate (good or revoked).
+  fileprivate var verifies: Bool {
+    switch self {
+    case .good, .revoked: true
+    case .unknown, .defective: false
+    }
   }
 }
