@@ -38,6 +38,9 @@ let package = Package(
         "FuzzSupport", .product(name: "PinTLS", package: "pinproxy"),
         .product(name: "PinTrust", package: "pinproxy"),
       ]),
+    .executableTarget(
+      name: "FuzzProxyAuth",
+      dependencies: ["FuzzSupport", .product(name: "PinProxy", package: "pinproxy")]),
     .target(
       name: "FuzzHTTP2Support", dependencies: ["FuzzSupport", .product(name: "PinHTTP2", package: "pinproxy")]),
     .executableTarget(

@@ -130,18 +130,93 @@ final class ProxyAuthenticatorTests: XCTestCase {
     XCTAssertTrue(throttle.take("a", now: start + oneToken), "a verified credential gives its token back")
   }
 
-  func testAFullTableOfDebtorsRefusesNewcomersAndForgetsOnlyRefilledBuckets() {
-    var throttle = AuthThrottle()
-    for client in 0..<AuthThrottle.maximumClients {
-      XCTAssertTrue(throttle.take("client-\(client)", now: start))
+  func testAFullTableLocksOutNoNewcomerAndMakesRoomFromRefilledThenTheFullestBucket() {
+    for keys in [
+      (0..<AuthThrottle.maximumClients).map { "198.18.\($0 >> 8).\($0 & 255)" },
+      // One IPv6 /52 is 4,096 /64s, each its own admission key.
+      (0..<AuthThrottle.maximumClients).map { "2001:db8:0:\(String($0, radix: 16))::/64" },
+    ] {
+      var throttle = AuthThrottle()
+      // Every bucket owes: client 0 one token, the others three.
+      for (index, key) in keys.enumerated() {
+        for _ in 0..<(index == 0 ? 1 : 3) { XCTAssertTrue(throttle.take(key, now: start)) }
+      }
+      XCTAssertEqual(throttle.count, AuthThrottle.maximumClients)
+      // A newcomer owes nothing: not refused, and it gets a bucket of its own.
+      XCTAssertEqual(throttle.secondsUntilToken("newcomer", now: start), 0)
+      XCTAssertTrue(throttle.take("newcomer", now: start))
+      XCTAssertEqual(throttle.count, AuthThrottle.maximumClients, "the bound holds")
+      // The bucket closest to full made room; the deeper debts stay.
+      XCTAssertEqual(throttle.secondsUntilToken(keys[0], now: start), 0, "client 0 was forgotten")
+      for _ in 0..<7 { XCTAssertTrue(throttle.take(keys[1], now: start)) }
+      XCTAssertFalse(throttle.take(keys[1], now: start), "client 1 still owes its three tokens")
+      // Refilled buckets go before any debt is forgiven.
+      let refilled = start + UInt64(3 / AuthThrottle.perSecond) * second + second
+      XCTAssertTrue(throttle.take("second newcomer", now: refilled))
+      XCTAssertLessThan(throttle.count, 10, "every refilled bucket was dropped at once")
     }
-    // Every bucket owes a token: a new client cannot buy a fresh bucket.
-    XCTAssertFalse(throttle.take("newcomer", now: start))
-    XCTAssertGreaterThan(throttle.secondsUntilToken("newcomer", now: start), 0)
-    XCTAssertTrue(throttle.take("client-0", now: start), "a client in the table keeps its own bucket")
-    // Once the debts are repaid the old buckets can go, and the newcomer gets one.
-    let repaid = start + UInt64(2 / AuthThrottle.perSecond) * second + second
-    XCTAssertTrue(throttle.take("newcomer", now: repaid))
+  }
+
+  func testAMalformedFieldCostsNothingAndAVerifiedCredentialIgnoresAnotherClientsDebt() throws {
+    let auth = try authenticator([try bcryptLine("alice", "right")])
+    // Verified once from the shared loopback key.
+    guard case .verify(let first) = auth.check(basic("alice", "right"), client: "127.0.0.0/8", now: start),
+      case .allowed = auth.conclude(first, matched: true)
+    else { return XCTFail() }
+    // Fields that are no Basic credential guess nothing: no token, no bucket.
+    for field in ["Basic !!!", "Bearer x", "Basic " + Base64.encode(Array("nocolon".utf8))] {
+      for _ in 0..<50 {
+        guard case .refused(let refusal) = auth.check(field, client: "127.0.0.0/8", now: start) else {
+          return XCTFail()
+        }
+        XCTAssertEqual(refusal.status, 407)
+      }
+    }
+    XCTAssertEqual(auth.state.throttle.withLock { $0.count }, 0, "malformed fields took tokens")
+    // Another process on loopback spends the shared bucket on wrong guesses…
+    for _ in 0..<Int(AuthThrottle.burst) {
+      guard case .verify(let guess) = auth.check(basic("alice", "guess"), client: "127.0.0.0/8", now: start)
+      else { return XCTFail() }
+      _ = auth.conclude(guess, matched: false)
+    }
+    guard case .refused(let throttled) = auth.check(basic("alice", "other"), client: "127.0.0.0/8", now: start)
+    else { return XCTFail() }
+    XCTAssertEqual(throttled.status, 429)
+    // …and the known-good credential is served all the same.
+    guard case .allowed = auth.check(basic("alice", "right"), client: "127.0.0.0/8", now: start) else {
+      return XCTFail("a verified credential was refused for another client's debt")
+    }
+  }
+
+  func testAFailedCheckTakesTheCostliestEntrysTimeWhicheverUserWasNamed() throws {
+    // alice's hash is cheap (cost 5), bob's costly (cost 11).
+    let cheap = try bcryptLine("alice", "right")
+    let costly = try run("/usr/bin/htpasswd", ["-nbB", "-C", "11", "bob", "right"]).output
+      .trimmingCharacters(in: .whitespacesAndNewlines)
+    let auth = try authenticator([cheap, costly])
+    XCTAssertEqual(auth.file.mixedCosts, [5, 11])
+    func failedCheckSeconds(_ user: String) -> Double {
+      guard case .verify(let pending) = auth.check(basic(user, "wrong"), client: UUID().uuidString) else {
+        XCTFail("a new credential is hashed")
+        return 0
+      }
+      let done = expectation(description: user)
+      let started = Date()
+      nonisolated(unsafe) var elapsed = 0.0
+      auth.verify(pending) { decision in
+        if case .refused(let refusal) = decision { XCTAssertEqual(refusal.status, 407) } else { XCTFail() }
+        elapsed = Date().timeIntervalSince(started)
+        done.fulfill()
+      }
+      wait(for: [done], timeout: 30)
+      return elapsed
+    }
+    let unknown = (0..<3).map { _ in failedCheckSeconds("mallory") }.sorted()[1]
+    let cheapUser = (0..<3).map { _ in failedCheckSeconds("alice") }.sorted()[1]
+    // A cost-5 hash alone takes about 1/64 of a cost-11 one.
+    XCTAssertGreaterThan(
+      cheapUser, unknown * 0.7,
+      "a wrong password for alice (\(cheapUser) s) answered much sooner than for an unknown user (\(unknown) s)")
   }
 
   // MARK: Decisions

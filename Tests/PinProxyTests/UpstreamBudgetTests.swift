@@ -46,4 +46,36 @@ final class UpstreamBudgetTests: XCTestCase {
     let many = (0..<80).compactMap { budget.chargeSocket(client: "c\($0 % 8)") }
     XCTAssertEqual(many.count, 64)
   }
+
+  func testAConnectionWithoutASocketIsServedAtItsAddressCapAndTheHolderIsRefused() {
+    var limits = LimitsConfig()
+    limits.maxConnectionsPerClient = 1024
+    let budget = UpstreamBudget(limits: limits, descriptorLimit: 256)  // 64 in all, 16 per client
+    let hog = UpstreamBudget.connectionID()
+    let held = (0..<16).compactMap { _ in budget.chargeSocket(client: "127.0.0.0/8", connection: hog) }
+    XCTAssertEqual(held.count, 16)
+    XCTAssertNil(budget.chargeSocket(client: "127.0.0.0/8", connection: hog), "the holder is at the cap")
+    // Another program on the same host: its connection holds nothing yet.
+    let newcomer = UpstreamBudget.connectionID()
+    let first = budget.chargeSocket(client: "127.0.0.0/8", connection: newcomer)
+    XCTAssertNotNil(first, "a connection's first socket is never refused for its address's cap")
+    XCTAssertNil(budget.chargeSocket(client: "127.0.0.0/8", connection: newcomer), "only the first")
+    let pooledTaker = UpstreamBudget.connectionID()
+    XCTAssertTrue(budget.chargeClient("127.0.0.0/8", connection: pooledTaker), "a pooled socket too")
+    XCTAssertFalse(budget.chargeClient("127.0.0.0/8", connection: hog))
+    // Back below the cap, the holder may grow again.
+    first?.releaseAll()
+    budget.releaseClient("127.0.0.0/8", connection: pooledTaker)
+    held[0].releaseAll()
+    XCTAssertEqual(budget.sockets(of: "127.0.0.0/8"), 15)
+    let regrown = budget.chargeSocket(client: "127.0.0.0/8", connection: hog)
+    XCTAssertNotNil(regrown)
+    // The total still bounds everyone.
+    let rest = (0..<100).compactMap { _ in
+      budget.chargeSocket(client: "127.0.0.0/8", connection: UpstreamBudget.connectionID())
+    }
+    XCTAssertEqual(budget.openSockets, 64)
+    XCTAssertEqual(rest.count, 64 - 16)
+    withExtendedLifetime((held, regrown)) {}
+  }
 }

@@ -156,7 +156,8 @@ final class AcquirerHarness: @unchecked Sendable {
   /// in `results` as they complete.
   func acquire(_ count: Int, into results: AcquiredLinks) {
     onLoop {
-      let acquirer = UpstreamAcquirer(context: context, snapshot: snapshot, loop: loop, client: "127.0.0.1")
+      let acquirer = UpstreamAcquirer(
+        context: context, snapshot: snapshot, loop: loop, client: "127.0.0.1", connection: 0)
       for index in 0..<count {
         acquirer.acquire(target, poolAllowed: true) { results.record(index, $0) }
       }

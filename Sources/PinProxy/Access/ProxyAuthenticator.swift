@@ -67,10 +67,16 @@ final class ProxyAuthenticator: Sendable {
     case verify(PendingCredential)
   }
 
-  init(config: ProxyAuthConfig, state: ProxyAuthState) throws(HtpasswdFile.Failure) {
-    file = try HtpasswdFile(path: config.htpasswd.path)
-    realm = config.realm
-    logUser = config.logUser
+  convenience init(config: ProxyAuthConfig, state: ProxyAuthState) throws(HtpasswdFile.Failure) {
+    self.init(
+      file: try HtpasswdFile(path: config.htpasswd.path), realm: config.realm, logUser: config.logUser,
+      state: state)
+  }
+
+  init(file: HtpasswdFile, realm: String, logUser: Bool, state: ProxyAuthState) {
+    self.file = file
+    self.realm = realm
+    self.logUser = logUser
     self.state = state
   }
 

@@ -1,0 +1,52 @@
+import PinEventLoop
+import Synchronization
+import XCTest
+
+@testable import PinProxy
+
+/// The admin listener's slots: a newcomer evicts the connection waiting
+/// longest for its head, never one being answered, and the heavy views
+/// leave a reserve for health checks and scrapes.
+final class AdminSlotsTests: XCTestCase {
+  let loop = EventLoop(name: "admin-slots-test")
+
+  func testANewcomerEvictsTheLongestWaitingHeadAndNeverOneBeingAnswered() {
+    let slots = AdminSlots(capacity: 4)
+    let evicted = Mutex<[Int]>([])
+    var ids: [UInt64] = []
+    for index in 0..<4 {
+      ids.append(try! XCTUnwrap(slots.admit(on: loop) { evicted.withLock { $0.append(index) } }))
+      usleep(1000)
+    }
+    // Connection 0 sent its request (answering); 1, 2 and 3 trickle.
+    XCTAssertTrue(slots.headArrived(ids[0], heavy: false))
+    let newcomer = slots.admit(on: loop) { evicted.withLock { $0.append(4) } }
+    XCTAssertNotNil(newcomer, "a full table of trickled heads admits the newcomer")
+    loop.queue.sync {}
+    XCTAssertEqual(evicted.withLock { $0 }, [1], "the longest-waiting head goes, not the one answered")
+    XCTAssertEqual(slots.count, 4)
+    slots.release(ids[1])  // the evicted one's close: nothing more to give back
+    XCTAssertEqual(slots.count, 4)
+    // Every slot answering: the newcomer is closed instead.
+    for id in [ids[0], ids[2], ids[3], newcomer!] { XCTAssertTrue(slots.headArrived(id, heavy: false)) }
+    XCTAssertNil(slots.admit(on: loop) {})
+    slots.release(ids[2])
+    XCTAssertNotNil(slots.admit(on: loop) {})
+  }
+
+  func testHeavyViewsLeaveTheScrapeReserve() {
+    let slots = AdminSlots(capacity: 16)
+    let heavy = (0..<16).map { _ in slots.admit(on: loop) {}! }
+    let granted = heavy.filter { slots.headArrived($0, heavy: true) }
+    XCTAssertEqual(granted.count, 16 - AdminSlots.scrapeReserve)
+    // A scrape still has a slot: the refused heavy views are closed and a
+    // /metrics request is served.
+    for id in heavy where !granted.contains(id) { slots.release(id) }
+    let scrape = slots.admit(on: loop) {}
+    XCTAssertNotNil(scrape)
+    XCTAssertTrue(slots.headArrived(scrape!, heavy: false))
+    slots.release(granted[0])
+    let another = slots.admit(on: loop) {}!
+    XCTAssertTrue(slots.headArrived(another, heavy: true), "a released heavy slot serves the next")
+  }
+}
