@@ -41,7 +41,7 @@ import threading
 import time
 import urllib.parse
 
-MODES = ("ok", "slow", "garbage", "huge")
+MODES = ("ok", "slow", "garbage", "huge", "chunked-huge")
 SLOW_SECONDS = 30
 GARBAGE_BYTES = 4 * 1024
 HUGE_BYTES = 64 * 1024 * 1024
@@ -85,6 +85,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
             n = min(CHUNK, remaining)
             self.wfile.write(zeros[:n])
             remaining -= n
+
+    def stream_chunked_zeros(self, content_type):
+        """HUGE_BYTES of zeros with no declared length: chunked."""
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        zeros = bytes(CHUNK)
+        for _ in range(HUGE_BYTES // CHUNK):
+            self.wfile.write(b"%x\r\n" % CHUNK + zeros + b"\r\n")
+        self.wfile.write(b"0\r\n\r\n")
 
     # --- what a request asks for ----------------------------------------
 
@@ -141,6 +152,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return self.answer(200, content_type, os.urandom(GARBAGE_BYTES))
             if mode == "huge":
                 return self.stream_zeros(content_type)
+            if mode == "chunked-huge":
+                return self.stream_chunked_zeros(content_type)
             if mode == "slow":
                 time.sleep(SLOW_SECONDS)
             respond()

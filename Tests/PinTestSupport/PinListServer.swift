@@ -73,16 +73,23 @@ public final class PinListServer {
 /// same name).
 public enum LeafMint {
   /// Writes `NAME.pem`, `NAME-chain.pem` (leaf and int-a) and `NAME.key` in `directory`.
-  public static func mint(commonName: String, sans: [String], name: String, in directory: String) throws {
+  /// - Parameters:
+  ///   - issuer: the issuing CA's certificate and key files (int-a by default).
+  ///   - extensions: more `openssl x509 -extfile` lines (a CRL distribution point …).
+  public static func mint(
+    commonName: String, sans: [String], name: String, in directory: String,
+    issuer: (certificate: String, key: String) = (Fixtures.path("int-a.pem"), Fixtures.path("int-a.key")),
+    extensions more: [String] = []
+  ) throws {
     let base = directory + "/" + name
-    let extensions = """
-      basicConstraints=critical,CA:FALSE
-      keyUsage=critical,digitalSignature,keyEncipherment
-      extendedKeyUsage=serverAuth
-      subjectAltName=\(sans.map { "DNS:\($0)" }.joined(separator: ","))
-      subjectKeyIdentifier=hash
-      authorityKeyIdentifier=keyid
-      """
+    let extensions = ([
+      "basicConstraints=critical,CA:FALSE",
+      "keyUsage=critical,digitalSignature,keyEncipherment",
+      "extendedKeyUsage=serverAuth",
+      "subjectAltName=\(sans.map { "DNS:\($0)" }.joined(separator: ","))",
+      "subjectKeyIdentifier=hash",
+      "authorityKeyIdentifier=keyid",
+    ] + more).joined(separator: "\n")
     try Data(extensions.utf8).write(to: URL(fileURLWithPath: base + ".ext"))
     for arguments in [
       [
@@ -91,8 +98,7 @@ public enum LeafMint {
         "-out", base + ".csr",
       ],
       [
-        "x509", "-req", "-in", base + ".csr", "-CA", Fixtures.path("int-a.pem"), "-CAkey",
-        Fixtures.path("int-a.key"),
+        "x509", "-req", "-in", base + ".csr", "-CA", issuer.certificate, "-CAkey", issuer.key,
         "-set_serial", String(UInt32.random(in: 1000...UInt32.max)), "-days", "90", "-sha256", "-extfile",
         base + ".ext", "-out", base + ".pem",
       ],
@@ -102,7 +108,7 @@ public enum LeafMint {
     }
     let chain =
       try String(contentsOfFile: base + ".pem", encoding: .utf8)
-      + String(contentsOfFile: Fixtures.path("int-a.pem"), encoding: .utf8)
+      + String(contentsOfFile: issuer.certificate, encoding: .utf8)
     try Data(chain.utf8).write(to: URL(fileURLWithPath: base + "-chain.pem"))
   }
 }

@@ -8,9 +8,14 @@ public final class ChildProcess: @unchecked Sendable {
   private let lock = NSLock()
 
   /// The process's resident set size in KiB (`VmRSS` of /proc/PID/status).
-  public var residentKiB: Int {
+  public var residentKiB: Int { statusKiB("VmRSS:") }
+
+  /// The most the process has held resident so far, in KiB (`VmHWM`).
+  public var peakResidentKiB: Int { statusKiB("VmHWM:") }
+
+  private func statusKiB(_ field: String) -> Int {
     let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
-    let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+    let line = status.split(separator: "\n").first { $0.hasPrefix(field) } ?? ""
     return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
   }
 

@@ -147,18 +147,20 @@ final class InternalExchange: UpstreamDelegate, @unchecked Sendable {
       case .request: break
       case .response(let response):
         // Interim responses (1xx) are skipped; the final one counts.
-        if response.status >= 200 { head = response }
+        guard response.status >= 200 else { break }
+        head = response
+        // A declared length past the bound is refused before a byte of it is kept.
+        if case .length(let length) = response.framing, length > request.maximumBodyBytes {
+          return finish(.failure(tooLarge))
+        }
       case .body(let bytes):
-        if body.count + bytes.count > body.capacity, !grow(&body, toHold: body.count + bytes.count) {
+        guard body.count + bytes.count <= request.maximumBodyBytes else { return finish(.failure(tooLarge)) }
+        if body.count + bytes.count > body.capacity,
+          !grow(&body, toHold: body.count + bytes.count, declared: head?.framing)
+        {
           return finish(.failure(.unreachable(request.budget?.exhaustedReason ?? "out of memory")))
         }
         body += bytes
-        guard body.count <= request.maximumBodyBytes else {
-          return finish(
-            .failure(
-              .unreachable(
-                "the response from \(request.url) is larger than \(request.maximumBodyBytes) bytes")))
-        }
       case .end:
         if let head {
           return finish(.success(InternalResponse(status: head.status, headers: head.headers, body: body)))
@@ -168,17 +170,27 @@ final class InternalExchange: UpstreamDelegate, @unchecked Sendable {
     state = .waiting(connection, head: head, body: body)
   }
 
-  /// Grows `body`'s storage to hold `count` bytes (doubling, as an append
-  /// would), charging the growth to the request's budget first; false when
-  /// the budget is spent. Storage is counted, not bytes: what an append
-  /// reserves is what the process holds.
-  private func grow(_ body: inout [UInt8], toHold count: Int) -> Bool {
-    let target = min(max(count, body.capacity * 2, 4096), max(count, request.maximumBodyBytes + 65536))
+  private var tooLarge: ProxyFailure {
+    .unreachable("the response from \(request.url) is larger than \(request.maximumBodyBytes) bytes")
+  }
+
+  /// Grows `body`'s storage to hold `count` bytes: at once to a declared
+  /// length, else doubling as an append would, never past the body bound.
+  /// The new storage is charged to the request's budget before it is
+  /// made, while the old is still held (both exist during the copy), and
+  /// the old is given back after; false when the budget is spent. Storage
+  /// is counted, not bytes: what the process holds.
+  private func grow(_ body: inout [UInt8], toHold count: Int, declared: BodyFraming?) -> Bool {
+    var target = min(max(count, body.capacity * 2, 4096), request.maximumBodyBytes)
+    if case .length(let length)? = declared, length >= count { target = length }
     if let budget = request.budget {
-      guard budget.charge(target - charged) else { return false }
+      guard budget.charge(target) else { return false }
+      body.reserveCapacity(target)
+      budget.release(charged)
       charged = target
+    } else {
+      body.reserveCapacity(target)
     }
-    body.reserveCapacity(target)
     return true
   }
 
