@@ -42,7 +42,8 @@ let package = Package(
       name: "FuzzProxyAuth",
       dependencies: ["FuzzSupport", .product(name: "PinProxy", package: "pinproxy")]),
     .target(
-      name: "FuzzHTTP2Support", dependencies: ["FuzzSupport", .product(name: "PinHTTP2", package: "pinproxy")]),
+      name: "FuzzHTTP2Support",
+      dependencies: ["FuzzSupport", .product(name: "PinHTTP2", package: "pinproxy")]),
     .executableTarget(
       name: "FuzzHTTP2Server",
       dependencies: ["FuzzSupport", "FuzzHTTP2Support", .product(name: "PinHTTP2", package: "pinproxy")]),

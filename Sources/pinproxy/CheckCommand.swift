@@ -39,7 +39,8 @@ struct CheckCommand: ParsableCommand {
     }
     for (location, message) in compiled?.htpasswdWarnings ?? [] {
       printError(
-        "\(config):\(location.line):\(location.column): \(location.key): warning: \(PrintableText.escaped(message))")
+        "\(config):\(location.line):\(location.column): \(location.key): warning: \(PrintableText.escaped(message))"
+      )
     }
     // Pin health as far as it is known offline: a single pin without a
     // dynamic list; in certificate mode, pinned certificates about to expire.

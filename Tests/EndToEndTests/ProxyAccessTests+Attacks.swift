@@ -24,7 +24,9 @@ extension ProxyAccessTests {
       guard result.status == 0 else {
         throw HarnessError("ip \(arguments.joined(separator: " ")) failed: \(result.stderr)")
       }
-      if arguments[0] == "netns" { addTeardownBlock { _ = try? Subprocess.run(ip, ["netns", "del", namespace]) } }
+      if arguments[0] == "netns" {
+        addTeardownBlock { _ = try? Subprocess.run(ip, ["netns", "del", namespace]) }
+      }
     }
     return namespace
   }
@@ -74,7 +76,8 @@ extension ProxyAccessTests {
     }
     func curl(from source: String, _ password: String) throws -> String {
       try inNamespace([
-        "/usr/bin/curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10", "--interface", source,
+        "/usr/bin/curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10", "--interface",
+        source,
         "-x", "http://198.18.255.254:\(port)", "--proxy-user", "alice:\(password)", "http://denied.example/",
       ]).stdout
     }
@@ -148,8 +151,10 @@ extension ProxyAccessTests {
     let slow = try (0..<16).map { _ in
       try BackgroundCommand(
         "/usr/bin/curl",
-        ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "20", "-x", "http://127.0.0.1:\(port)",
-         "http://httpbin.org/slow/4"])
+        [
+          "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "20", "-x", "http://127.0.0.1:\(port)",
+          "http://httpbin.org/slow/4",
+        ])
     }
     defer { slow.forEach { $0.terminate() } }
     XCTAssertTrue(

@@ -15,7 +15,8 @@ extension RevocationTests {
       issuer: (Self.pki("intermediate.pem"), Self.pki("intermediate.key")),
       extensions: ["crlDistributionPoints=" + points.map { "URI:\($0)" }.joined(separator: ",")])
     let origin = try OpenSSLServer(
-      certificate: directory + "/\(name).pem", key: directory + "/\(name).key", chain: Self.pki("intermediate.pem"))
+      certificate: directory + "/\(name).pem", key: directory + "/\(name).key",
+      chain: Self.pki("intermediate.pem"))
     servers.append(origin)
     return origin
   }
@@ -42,7 +43,8 @@ extension RevocationTests {
     let log = try String(contentsOfFile: responder.log, encoding: .utf8)
     let fetched = log.split(separator: "\n").filter { $0.hasPrefix("GET /big") }
     XCTAssertEqual(fetched.count, 4, "only the first four points: \(log)")
-    XCTAssertEqual(Set(fetched.map { $0.split(separator: " ")[1] }), ["/big0.crl", "/big1.crl", "/big2.crl", "/big3.crl"])
+    XCTAssertEqual(
+      Set(fetched.map { $0.split(separator: " ")[1] }), ["/big0.crl", "/big1.crl", "/big2.crl", "/big3.crl"])
   }
 
   /// A certificate's distribution points pointing at another loopback

@@ -179,7 +179,8 @@ final class ProxyAuthenticatorTests: XCTestCase {
       else { return XCTFail() }
       _ = auth.conclude(guess, matched: false)
     }
-    guard case .refused(let throttled) = auth.check(basic("alice", "other"), client: "127.0.0.0/8", now: start)
+    guard
+      case .refused(let throttled) = auth.check(basic("alice", "other"), client: "127.0.0.0/8", now: start)
     else { return XCTFail() }
     XCTAssertEqual(throttled.status, 429)
     // …and the known-good credential is served all the same.
@@ -216,7 +217,8 @@ final class ProxyAuthenticatorTests: XCTestCase {
     // A cost-5 hash alone takes about 1/64 of a cost-11 one.
     XCTAssertGreaterThan(
       cheapUser, unknown * 0.7,
-      "a wrong password for alice (\(cheapUser) s) answered much sooner than for an unknown user (\(unknown) s)")
+      "a wrong password for alice (\(cheapUser) s) answered much sooner than for an unknown user (\(unknown) s)"
+    )
   }
 
   // MARK: Decisions

@@ -82,14 +82,15 @@ public enum LeafMint {
     extensions more: [String] = []
   ) throws {
     let base = directory + "/" + name
-    let extensions = ([
-      "basicConstraints=critical,CA:FALSE",
-      "keyUsage=critical,digitalSignature,keyEncipherment",
-      "extendedKeyUsage=serverAuth",
-      "subjectAltName=\(sans.map { "DNS:\($0)" }.joined(separator: ","))",
-      "subjectKeyIdentifier=hash",
-      "authorityKeyIdentifier=keyid",
-    ] + more).joined(separator: "\n")
+    let extensions =
+      ([
+        "basicConstraints=critical,CA:FALSE",
+        "keyUsage=critical,digitalSignature,keyEncipherment",
+        "extendedKeyUsage=serverAuth",
+        "subjectAltName=\(sans.map { "DNS:\($0)" }.joined(separator: ","))",
+        "subjectKeyIdentifier=hash",
+        "authorityKeyIdentifier=keyid",
+      ] + more).joined(separator: "\n")
     try Data(extensions.utf8).write(to: URL(fileURLWithPath: base + ".ext"))
     for arguments in [
       [

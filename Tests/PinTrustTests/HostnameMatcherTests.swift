@@ -83,7 +83,9 @@ final class TrustHostTests: XCTestCase {
     XCTAssertEqual(IPAddress("fe80::")?.description, "fe80::")
     // RFC 5952 §5: an IPv4-mapped address keeps its dotted IPv4 part.
     XCTAssertEqual(IPAddress("::ffff:7f00:1")?.description, "::ffff:127.0.0.1")
-    XCTAssertEqual(IPAddress(bytes: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 255, 255, 192, 0, 2, 7])?.description, "::ffff:192.0.2.7")
+    XCTAssertEqual(
+      IPAddress(bytes: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 255, 255, 192, 0, 2, 7])?.description,
+      "::ffff:192.0.2.7")
     XCTAssertEqual(IPAddress("::fffe:7f00:1")?.description, "::fffe:7f00:1", "only the mapped prefix")
   }
 

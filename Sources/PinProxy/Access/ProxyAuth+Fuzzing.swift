@@ -38,7 +38,9 @@
     let (heldBefore, owed) = throttle.withLock { ($0.count, $0.secondsUntilToken(client, now: now) > 0) }
     let credentials = BasicCredentials(field: field)
     let decision = authenticator.check(field, client: client, now: now)
-    if throttle.withLock({ $0.count }) > AuthThrottle.maximumClients { return "the throttle outgrew its bound" }
+    if throttle.withLock({ $0.count }) > AuthThrottle.maximumClients {
+      return "the throttle outgrew its bound"
+    }
     guard let credentials else {
       guard case .refused(let refusal) = decision, refusal.status == 407 else {
         return "a field that is no Basic credential was not refused 407"

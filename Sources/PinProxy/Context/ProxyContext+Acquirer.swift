@@ -4,7 +4,8 @@ extension UpstreamAcquirer {
   /// The acquirer of a session on `loop` deciding under `snapshot`, for the
   /// client whose admission key (`ClientKey`) is `client`, on its connection
   /// `connection` (`UpstreamBudget.connectionID`).
-  init(context: ProxyContext, snapshot: RuntimeSnapshot, loop: EventLoop, client: String, connection: UInt64) {
+  init(context: ProxyContext, snapshot: RuntimeSnapshot, loop: EventLoop, client: String, connection: UInt64)
+  {
     pool = context.pool(for: loop)
     dialer = context.dialer(for: snapshot)
     self.loop = loop

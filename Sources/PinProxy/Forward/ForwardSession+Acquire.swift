@@ -3,7 +3,8 @@ import PinEventLoop
 extension ForwardSession {
   /// The upstream acquirer for this session's loop and snapshot.
   var acquirer: UpstreamAcquirer {
-    UpstreamAcquirer(context: context, snapshot: snapshot, loop: loop, client: clientKey, connection: budgetConnection)
+    UpstreamAcquirer(
+      context: context, snapshot: snapshot, loop: loop, client: clientKey, connection: budgetConnection)
   }
 
   func acquireUpstream(exchange id: Int, _ target: ForwardTarget, poolAllowed: Bool) {

@@ -40,7 +40,9 @@ final class AdminServer: Sendable {
       ) { fd, peer, loop in
         let connection = Connection(fd: fd, peer: peer, loop: loop)
         nonisolated(unsafe) let evictable = connection
-        guard let slot = slots.admit(on: loop, evict: { evictable.close() }) else { return connection.close() }
+        guard let slot = slots.admit(on: loop, evict: { evictable.close() }) else {
+          return connection.close()
+        }
         AdminSession(connection: connection, context: context, rates: rates, slots: slots, slot: slot).start()
       }
     } catch {

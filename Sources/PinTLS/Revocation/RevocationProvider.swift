@@ -106,7 +106,8 @@ public final class RevocationProvider: RevocationSource {
             counters?.countUnavailable("crl")
             states.append(
               .failed(
-                "\(url): " + (fetched == nil ? "not fetched (offline)" : "no current CRL held and none fetched")))
+                "\(url): "
+                  + (fetched == nil ? "not fetched (offline)" : "no current CRL held and none fetched")))
           }
         }
         let untried = pointers.crlURLs.count - urls.count
