@@ -56,3 +56,18 @@ public struct ConfigErrors: Error, CustomStringConvertible, Sendable {
 
   public var description: String { errors.map(\.description).joined(separator: "\n") }
 }
+
+extension Configuration {
+  /// What `check` and `run` say of a file that configures no listener:
+  /// the daemon would bind nothing and never become ready, so it is an
+  /// error, not an empty success. (`evaluate`, `pins` and `import` read
+  /// rules alone and take such files.)
+  public var missingListeners: ConfigError? {
+    guard listeners.isEmpty else { return nil }
+    return ConfigError(
+      file: file, line: 0, column: 0, key: "listeners",
+      message:
+        "no listener is configured, so pinproxy run would bind nothing; add one, e.g."
+        + " listeners: [{name: forward, address: \"127.0.0.1:3128\", mode: forward}]")
+  }
+}

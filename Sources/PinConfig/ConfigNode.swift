@@ -122,7 +122,10 @@ struct ConfigMapping {
   where T.RawValue == String, T: CaseIterable {
     guard let node = values[key], let text = node.string else { return fallback }
     guard let value = T(rawValue: text) else {
-      node.error("\"\(text)\" is not one of: \(T.allCases.map(\.rawValue).joined(separator: ", "))")
+      // Values are exact, but the suggestion ignores case: `publickey` means `publicKey`.
+      let allowed = T.allCases.map(\.rawValue)
+      let near = KeySuggestion.closest(to: text, among: Set(allowed)).map { "; did you mean \($0)?" } ?? ""
+      node.error("\"\(text)\" is not one of: \(allowed.joined(separator: ", "))\(near)")
       return fallback
     }
     return value

@@ -143,6 +143,8 @@ public struct ListenerConfig: Sendable {
   public var mode: Mode
   public var intercept = true
   public var passthrough: [String] = []
+  /// Where each `passthrough` entry is written, in the same order.
+  public var passthroughLocations: [Location] = []
   public var downstream = DownstreamTLSConfig()
   public var upstream: HostPort?
   public var downstreamTLS = false
@@ -257,6 +259,9 @@ public struct DomainConfig: Sendable {
   public var pinningMode: PinningMode = .none
   public var pinnedCertificates: [ConfigPath] = []
   public var pinnedPublicKeyHashes: [Digest256] = []
+  /// Where each pin list key (`pinnedPublicKeyHashes`, `pinnedLeafPublicKeyHashes`,
+  /// `pinnedCAPublicKeyHashes`) is written, for advice that names the line to edit.
+  public var pinKeyLocations: [String: Location] = [:]
   public var validatesDomainName = true
   public var allowInvalidCertificates = false
   public var minimumTLSVersion: TLSVersion = .tls12

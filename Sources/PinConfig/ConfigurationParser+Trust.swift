@@ -69,6 +69,9 @@ extension ConfigurationParser {
       configPath($0, file: file)
     }
     domain.pinnedPublicKeyHashes = spkiPins(mapping["pinnedPublicKeyHashes"])
+    for key in ["pinnedPublicKeyHashes", "pinnedLeafPublicKeyHashes", "pinnedCAPublicKeyHashes"] {
+      if let node = mapping[key] { domain.pinKeyLocations[key] = location(node) }
+    }
     domain.pinnedLeafPublicKeyHashes = spkiPins(mapping["pinnedLeafPublicKeyHashes"])
     domain.pinnedCAPublicKeyHashes = spkiPins(mapping["pinnedCAPublicKeyHashes"])
     for key in ["pinnedLeafPublicKeyHashes", "pinnedCAPublicKeyHashes"] {

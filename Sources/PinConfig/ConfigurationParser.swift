@@ -232,6 +232,7 @@ public enum ConfigurationParser {
       if let host = node.string, PassthroughList.pattern(host) == nil {
         node.error("\"\(host)\" is not a host or *.domain")
       }
+      if node.string != nil { listener.passthroughLocations.append(location(node)) }
     }
     if let downstream = mapping["downstream"]?.mapping(allowed: ["minimumTLSVersion", "ciphers", "http2"]) {
       listener.downstream.minimumTLSVersion = downstream.choice("minimumTLSVersion", default: .tls12)

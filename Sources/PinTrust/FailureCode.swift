@@ -39,4 +39,9 @@ public enum FailureCode: String, Sendable, CaseIterable {
   /// missing or not valid (must-staple, `crl: require`, `ocsp: hardFail`,
   /// a supplied CRL that does not verify).
   case revocationUnknown = "revocation-unknown"
+  /// A CONNECT would be spliced raw (a listener with `intercept: false`, or
+  /// a `passthrough` pattern) to a host whose rule pins: nothing could
+  /// check the pins, so it is refused (403) unless a `passthrough` entry
+  /// names that very host, waiving them on purpose.
+  case pinsNotEnforceable = "pins-not-enforceable"
 }

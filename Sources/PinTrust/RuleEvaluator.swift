@@ -36,8 +36,6 @@ public enum RuleEvaluator {
     case .passed(let validUntil, let softFailure):
       acceptance.validUntil = min(acceptance.validUntil, validUntil)
       acceptance.revocationSoftFailure = softFailure
-      // Examined; a cached acceptance holds no certificates.
-      acceptance.path = []
       return .trusted(acceptance)
     }
   }

@@ -87,7 +87,10 @@ public struct TrustEngine: Sendable {
     let decision = RuleEvaluator.evaluate(
       chain, host: host, policy: policy, dynamicPins: dynamicPins, verifier: verifier, revocation: revocation,
       at: time)
-    if case .trusted(let acceptance) = decision, acceptance.waivedPinFailure == nil {
+    if case .trusted(var acceptance) = decision, acceptance.waivedPinFailure == nil {
+      // A cached acceptance holds no certificates; the caller of a full
+      // evaluation still gets the path (pin health is judged on it).
+      acceptance.path = []
       cache.insert(key, acceptance: acceptance, at: time)
     }
     return decision

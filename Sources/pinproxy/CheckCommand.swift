@@ -27,6 +27,10 @@ struct CheckCommand: ParsableCommand {
       throw ExitCode(2)
     }
     let configuration = try ConfigurationParser.load(file: config)
+    if let missing = configuration.missingListeners {
+      printError(missing.description)
+      throw ExitCode(2)
+    }
     // Expired pins fail open: `check` says so, and 30 days ahead (exit stays 0).
     let now = Date()
     for notice in PinExpiryNotice.notices(for: configuration, at: now) {
@@ -36,6 +40,10 @@ struct CheckCommand: ParsableCommand {
     for notice in AccessNotice.notices(for: configuration) {
       let place = notice.location.map { "\(config):\($0.line):\($0.column): \($0.key): " } ?? "\(config): "
       printError("\(place)warning: \(notice.message)")
+    }
+    for (location, message) in compiled?.passthroughWaivers ?? [] {
+      let place = location.map { "\(config):\($0.line):\($0.column): \($0.key): " } ?? "\(config): "
+      printError("\(place)warning: \(PrintableText.escaped(message))")
     }
     for (location, message) in compiled?.htpasswdWarnings ?? [] {
       printError(

@@ -45,6 +45,7 @@ struct RunCommand: ParsableCommand {
       } catch {
         throw UsageError(error.description)
       }
+      if let missing = configuration.missingListeners { throw UsageError(missing.description) }
     } else {
       configuration = RuntimeSnapshot.defaultConfiguration
     }

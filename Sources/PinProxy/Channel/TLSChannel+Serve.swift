@@ -15,7 +15,7 @@ extension TLSChannel {
   static func serve(
     _ connection: Connection, engine: TLSEngine, host: TrustHost, target: String, logger: ProxyLogger,
     metrics: ProxyMetrics, listener: ListenerConfig, owner: any ChannelDelegate, early: [UInt8],
-    timeout: Double,
+    timeout: Double, localCA: String? = nil,
     established: ((TLSChannel) -> Void)? = nil
   ) -> TLSChannel {
     let checks = Checks(beforeFlight: { engine in
@@ -46,6 +46,7 @@ extension TLSChannel {
         reason = "client TLS handshake failed: \(error.description)"
         let diagnosis = HandshakeDiagnosis.code(for: error, engine: engine, requiresForwardSecrecy: false)
         if diagnosis == .tlsVersion { note = versionNote(listener) }
+        if let localCA, rejectsOurCertificate(error.description) { note = untrustedCANote(localCA) }
       case .timedOut(let seconds): reason = "client TLS handshake took longer than \(seconds) s"
       case .refused(let refusal): reason = refusal.reason
       // The client went away; nothing was refused.
@@ -60,6 +61,22 @@ extension TLSChannel {
       refusal.log(to: logger, metrics, client: peer, level: .warning)
     }
     return channel
+  }
+
+  /// The client's alert says it does not trust the leaf we minted
+  /// (`unknown ca`, `bad certificate`, `certificate unknown`, RFC 8446
+  /// §6.2): it lacks the local CA.
+  static func rejectsOurCertificate(_ error: String) -> Bool {
+    let text = error.lowercased()
+    return text.contains("alert unknown ca") || text.contains("alert bad certificate")
+      || text.contains("alert certificate unknown")
+  }
+
+  /// What to do about a client that does not trust the local CA.
+  static func untrustedCANote(_ certificate: String) -> String {
+    "the client does not trust pinproxy's local CA: install \(certificate) in the client's trust store"
+      + " (curl --cacert \(certificate), or copy it to /usr/local/share/ca-certificates/pinproxy.crt and run"
+      + " update-ca-certificates)"
   }
 
   /// A client below the listener's TLS floor: the one setting that decides it.

@@ -47,6 +47,10 @@ public final class CompiledRule: Sendable {
     namedHost = domain.domain
   }
 
+  /// Whether the rule pins anything a splice would bypass: static pins (a
+  /// pin mode, ATS identities) or a dynamic list.
+  public var pins: Bool { policy.policy.hasStaticPins || pinStore != nil }
+
   /// `defaults`: no pins of its own beyond the policy, no reports, no CT,
   /// and `h2` offered as to any origin.
   init(defaults policy: CompiledPolicy, context: TLSClientContext) {

@@ -293,3 +293,12 @@ extension RuntimeSnapshot {
     return access
   }
 }
+
+extension RuntimeSnapshot {
+  /// The local CA's certificate file, for the hint a client that does not
+  /// trust it is logged with.
+  var localCACertificate: String {
+    configuration.localCA?.certificate.path
+      ?? StateDirectory.resolve(configuration.stateDirectory) + "/" + LocalCA.certificateFile
+  }
+}

@@ -21,9 +21,15 @@ extension ProxyFailure {
     if let incident { headers.add("Pinproxy-Incident", incident) }
     for field in self.headers { headers.add(field.name, field.value) }
     if closing { headers.add("Connection", "close") }
-    let head = HTTPResponseHead(status: status, reason: ProxyFailure.reasonPhrase(status), headers: headers)
+    let head = HTTPResponseHead(status: status, reason: reasonPhrase, headers: headers)
     return HTTPSerializer.responseHead(head) + body
   }
+
+  /// The status line's reason carries the code (`Bad Gateway (pinproxy:
+  /// pin-mismatch)`): wget, requests, urllib and Java print only the status
+  /// line, and RFC 9112 §4 lets the reason phrase be any text a client
+  /// ignores. HTTP/2 has no reason phrase; its header carries the code.
+  var reasonPhrase: String { "\(ProxyFailure.reasonPhrase(status)) (pinproxy: \(code.rawValue))" }
 
   /// The body of a refusal made before any request (no incident): the
   /// code and the escaped reason as one line of text.

@@ -113,7 +113,7 @@ struct Refusal {
         status: failure.status, reason: failure.reason,
         chain: (failure.presented ?? []).prefix(RefusalLog.maxCertificates).map {
           PresentedCertificate($0, expected: expected)
-        }, expected: expected))
+        } + (failure.advice?.unsentAnchor.map { [$0] } ?? []), expected: expected, advice: failure.advice))
     metrics.rules.refused(rule: rule, code: failure.code, at: now)
   }
 

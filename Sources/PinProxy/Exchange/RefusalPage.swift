@@ -64,6 +64,7 @@ struct RefusalPage {
     case .clientNotAllowed: return "This computer may not use this proxy"
     case .revoked: return "This site's certificate has been revoked by its issuer"
     case .revocationUnknown: return "This site's certificate could not be checked for revocation"
+    case .pinsNotEnforceable: return "This site is pinned, and this proxy listener cannot check its pins"
     }
   }
 
@@ -101,6 +102,8 @@ struct RefusalPage {
       return (
         "Ask the proxy's operator for access; the proxy's log line (event \"refused\") names the reason.", []
       )
+    case .pinsNotEnforceable:
+      return ("The proxy's log line (event \"refused\") names the listener setting to change.", [])
     case .upstreamUnreachable, .upstreamTimeout, .badRequest:
       return ("The proxy's log line for this request (event \"refused\") has the details.", [])
     default:
@@ -157,7 +160,7 @@ struct RefusalPage {
     if let chain = failure.chain {
       page += """
         <details><summary>Certificates the site presented (pins and digests)</summary>
-        <pre>\(RefusalPage.escape(chain.replacingOccurrences(of: "] [", with: "]\n[")))</pre></details>
+        <pre>\(RefusalPage.escape(chain).replacingOccurrences(of: "] [", with: "]\n["))</pre></details>
 
         """
     }

@@ -101,6 +101,19 @@ struct ForwardRouter {
     return .forward(ForwardTarget(key: key, route: route, path: path))
   }
 
+  private func pinsNotEnforceable(_ host: TrustHost, rule: String, listed: Bool) -> ProxyFailure {
+    let why =
+      listed
+      ? "a passthrough pattern of listener \(listener.name) would splice it"
+      : "listener \(listener.name) has intercept: false and would splice it"
+    return ProxyFailure(
+      status: 403, code: .pinsNotEnforceable,
+      reason:
+        "rule \(rule) pins \(host), but \(why) raw, where no pin can be checked; set intercept: true on"
+        + " listener \(listener.name) (and take \(host) out of its passthrough patterns), or add \(host)"
+        + " itself to its passthrough list to waive the rule's pins for this listener")
+  }
+
   /// CONNECT: refused (port not allowed, host denied), spliced raw
   /// (passthrough hosts, or a listener with `intercept: false`), or intercepted.
   private func routeConnect(host rawHost: String, port: Int) -> RoutingDecision {
@@ -124,7 +137,14 @@ struct ForwardRouter {
       return .refuse(.denied(host))
     }
     if listedPassthrough || !listener.intercept {
-      let named = (passthrough?.names(host) ?? false) || route?.namedExplicitly == true
+      // Fail closed: a splice cannot check pins. Only an entry naming this
+      // very host waives them (said by `check`, at start and on reload, and
+      // counted per tunnel).
+      let namedByEntry = passthrough?.names(host) ?? false
+      if let rule = route?.compiled, rule.pins, !namedByEntry {
+        return .refuse(pinsNotEnforceable(host, rule: rule.name, listed: listedPassthrough))
+      }
+      let named = namedByEntry || route?.namedExplicitly == true
       let key = UpstreamKey(
         host: host, port: port, tls: false,
         policy: PolicyIdentity(generation: snapshot.generation, rule: .passthrough))

@@ -17,9 +17,19 @@ extension ForwardSession {
   static let connectEstablished = Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)
 
   func openPassthrough(_ target: ForwardTarget) {
+    // The router lets a pinned rule's host through only where a passthrough
+    // entry names it: its pins are waived, loudly.
+    let governing = UpstreamRoute(host: target.key.host, snapshot: snapshot)?.compiled
+    let waived = governing?.pins == true
     context.logger.log(
-      .info, "passthrough",
-      ["client": client.peer, "target": target.key.description, "pinning": "none (spliced, not intercepted)"])
+      waived ? .warning : .info, "passthrough",
+      [
+        "client": client.peer, "target": target.key.description, "rule": governing?.name ?? "none",
+        "pinning": waived
+          ? "waived: the rule's pins are not checked (listed under passthrough)"
+          : "none (spliced, not intercepted)",
+      ])
+    context.metrics.passthroughTunnels.increment([listener.name, governing?.name ?? "none"])
     // Held until the dial answers, on this loop (see `acquireUpstream`).
     context.dialer(for: snapshot).open(target.key, route: target.route, on: loop) { [self] result in
       switch result {
@@ -78,7 +88,7 @@ extension ForwardSession {
         connection, engine: pending.engine, host: target.host, target: "\(target.host):\(target.port)",
         logger: context.logger, metrics: context.metrics, listener: listener, owner: self,
         early: Array(bytes),
-        timeout: snapshot.timeouts.tlsHandshake
+        timeout: snapshot.timeouts.tlsHandshake, localCA: snapshot.localCACertificate
       ) { [self] channel in
         // Held by the channel until its handshake ends, then let go.
         guard channel.negotiatedProtocol == .http2 else { return }

@@ -67,6 +67,13 @@ final class ProxyMetrics: Sendable {
     "pinproxy_http2_events_total",
     "HTTP/2 GOAWAYs and stream resets received, malformed messages refused and floods stopped, by side.",
     labels: ["side", "event"])
+  /// CONNECT tunnels spliced raw, by listener and the rule governing the
+  /// host (`none` for a host no rule governs): the pins a tunnel of a
+  /// pinned rule's host bypassed were waived by a passthrough entry.
+  let passthroughTunnels = LabeledCounter(
+    "pinproxy_passthrough_tunnels_total",
+    "CONNECT tunnels spliced raw (not intercepted, no pins checked), by listener and governing rule.",
+    labels: ["listener", "rule"])
   /// Connections refused because of who the client is: its address
   /// outside `allowedClients` (at accept), or its certificate.
   let clientsRefused = LabeledCounter(
@@ -122,7 +129,7 @@ final class ProxyMetrics: Sendable {
   private var labeled: [LabeledCounter] {
     [
       reloads, refusals, upstreamHandshakes, pinFailuresWaived, pinReports, pinListFailures,
-      upstreamConnections, http2Events, clientsRefused, userRequests,
+      upstreamConnections, http2Events, clientsRefused, userRequests, passthroughTunnels,
     ].sorted {
       $0.name < $1.name
     }

@@ -26,6 +26,8 @@ struct RecordedRefusal: Sendable, Codable {
   let chain: [PresentedCertificate]
   /// What the rule expected, as configured when the refusal happened.
   let expected: RuleExpectation?
+  /// For a pin failure on an otherwise valid chain: the pin to add, where.
+  var advice: PinRotationAdvice? = nil
 }
 
 /// A presented certificate as the page lists it.
@@ -40,6 +42,8 @@ struct PresentedCertificate: Sendable, Codable {
   let certificateSHA256: String
   /// Whether it carries one of the rule's configured pins.
   let meetsPin: Bool
+  /// Not sent by the server: the anchor the path was built to.
+  var unsent = false
 
   init(_ certificate: Certificate, expected: RuleExpectation?) {
     subject = certificate.subject
@@ -76,10 +80,13 @@ extension RuleExpectation {
 /// expectations of the rules in force, to record with each. Refusals are
 /// not the fast path: one lock.
 ///
-/// Bounded per client too: one client address keeps at most
-/// `perClient` entries (its own oldest goes first), so a client that
+/// Bounded per client too, but only when clients compete for the room:
+/// when the log is full, a client holding more than `perClient` entries
+/// loses its own oldest first (the one holding most), so a client that
 /// provokes refusals by the thousand cannot push everyone else's off the
-/// operator's page.
+/// operator's page; otherwise the oldest entry goes. On a loopback
+/// deployment every refusal has one client key, and the page then holds
+/// all `capacity` of them.
 final class RefusalLog: Sendable {
   static let capacity = 100
   static let perClient = 20
@@ -102,13 +109,18 @@ final class RefusalLog: Sendable {
   func record(_ refusal: RecordedRefusal) {
     let key = ClientKey.of(refusal.client)
     state.withLock { state in
-      let own = state.keys.indices.filter { state.keys[$0] == key }
-      if own.count >= RefusalLog.perClient {
-        state.entries.remove(at: own[0])
-        state.keys.remove(at: own[0])
-      } else if state.entries.count >= RefusalLog.capacity {
-        state.entries.removeFirst()
-        state.keys.removeFirst()
+      if state.entries.count >= RefusalLog.capacity {
+        var held: [String: Int] = [:]
+        for key in state.keys { held[key, default: 0] += 1 }
+        let most = held.max { $0.value < $1.value }
+        let victim: Int
+        if let most, most.value > RefusalLog.perClient {
+          victim = state.keys.firstIndex(of: most.key)!
+        } else {
+          victim = 0
+        }
+        state.entries.remove(at: victim)
+        state.keys.remove(at: victim)
       }
       state.entries.append(refusal)
       state.keys.append(key)

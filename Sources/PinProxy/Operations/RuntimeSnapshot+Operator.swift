@@ -50,3 +50,24 @@ extension RuntimeSnapshot {
     }
   }
 }
+
+extension RuntimeSnapshot {
+  /// `passthrough` entries that name a host whose rule pins: each waives
+  /// that rule's pins for tunnels through its listener (`check` warns, and
+  /// the daemon at start and on every reload).
+  public var passthroughWaivers: [(location: Location?, message: String)] {
+    configuration.listeners.flatMap { listener in
+      listener.passthrough.enumerated().compactMap { index, entry -> (Location?, String)? in
+        guard !entry.hasPrefix("*."), let host = TrustHost(entry), let rule = rule(governing: host),
+          rule.pins
+        else { return nil }
+        let location = index < listener.passthroughLocations.count ? listener.passthroughLocations[index] : nil
+        return (
+          location,
+          "passthrough entry \(entry) of listener \(listener.name) waives the pins of rule \(rule.name):"
+            + " CONNECTs to it are spliced raw and no pin is checked"
+        )
+      }
+    }
+  }
+}

@@ -34,6 +34,7 @@ struct OperatorPage {
       <style>body{font:14px/1.45 system-ui,sans-serif;margin:1.5em;color:#222}
       table{border-collapse:collapse;margin:.5em 0 1.5em}th,td{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}
       th{background:#f3f3f3}code{font:12px ui-monospace,monospace;overflow-wrap:anywhere}
+      td.rule code{white-space:nowrap;overflow-wrap:normal}
       .bad{color:#a00}.ok{color:#070}.warn{background:#fff4d6;padding:.5em 1em;border:1px solid #e0c060}
       section.refusal{border:1px solid #ddd;padding:.5em 1em;margin-bottom:1em}</style></head>
       <body>
@@ -95,7 +96,7 @@ struct OperatorPage {
     out += "<th>pins expire</th><th>dynamic list</th><th>CT</th><th>revocation</th><th>last verdict</th>"
     out += "<th>refusals, last hour</th><th>pin health</th></tr>\n"
     for rule in status.rules {
-      out += "<tr id=\"rule-\(e(rule.name))\"><td><code>\(e(rule.name))</code></td>"
+      out += "<tr id=\"rule-\(e(rule.name))\"><td class=\"rule\"><code>\(e(rule.name))</code></td>"
       out += "<td>\(e(rule.pinningMode))<br>anchors: \(e(rule.anchors.joined(separator: ", ")))</td><td>"
       for pin in rule.pins {
         out += "<div><code class=\"pin\">\(e(pin.pin))</code> \(copyButton(pin.pin))"
@@ -161,8 +162,12 @@ struct OperatorPage {
         out += "<br>User-Agent <code class=\"user-agent\">\(e(agent))</code>"
       }
       out += "</td></tr>\n"
-      out += "<tr><th>rule</th><td><code>\(e(refusal.rule))</code></td></tr>\n"
+      out += "<tr><th>rule</th><td class=\"rule\"><code>\(e(refusal.rule))</code></td></tr>\n"
       out += "<tr><th>reason</th><td class=\"reason\">\(e(refusal.reason))</td></tr>\n"
+      if let yaml = refusal.adviceYAML {
+        out += "<tr><th>fix</th><td class=\"advice\"><code class=\"advice-yaml\">\(e(yaml))</code> "
+        out += "\(copyButton(yaml))<br>then reload (pinproxy reload, or SIGHUP)</td></tr>\n"
+      }
       if let mode = refusal.pinningMode {
         out +=
           "<tr><th>expected</th><td>pinning \(e(mode)); anchors \(e(refusal.anchors.joined(separator: ", ")))"
@@ -176,7 +181,8 @@ struct OperatorPage {
         out += "<table class=\"chain\"><tr><th>#</th><th>subject</th><th>issuer</th><th>valid</th>"
         out += "<th>SPKI pin</th><th>meets a pin</th></tr>\n"
         for (depth, certificate) in refusal.chain.enumerated() {
-          out += "<tr><td>\(depth)</td><td><code>\(e(certificate.subject))</code></td>"
+          let depthText = certificate.unsent == true ? "anchor (not sent)" : String(depth)
+          out += "<tr><td>\(depthText)</td><td><code>\(e(certificate.subject))</code></td>"
           out += "<td><code>\(e(certificate.issuer))</code></td>"
           out += "<td>\(time(certificate.notBefore)) to \(time(certificate.notAfter))</td>"
           out +=

@@ -98,6 +98,10 @@ public struct OperatorStatus: Codable, Sendable {
     public var expectedPins: [String]
     public var anchors: [String]
     public var pinningMode: String?
+    /// For a pin failure on an otherwise valid chain: what to do, and the
+    /// YAML line (with the new pin) to paste.
+    public var advice: String?
+    public var adviceYAML: String?
   }
 
   public struct CertificateRow: Codable, Sendable {
@@ -108,6 +112,8 @@ public struct OperatorStatus: Codable, Sendable {
     public var pin: String
     public var certificateSHA256: String
     public var meetsPin: Bool
+    /// The anchor the reason names, which the server did not send.
+    public var unsent: Bool?
   }
 
   public struct UpstreamRow: Codable, Sendable {
@@ -156,6 +162,8 @@ public struct OperatorStatus: Codable, Sendable {
   /// `date` from the status's own time: `in 3 d 4 h`, `5 min ago`.
   public func relative(_ date: Date) -> String {
     let seconds = date.timeIntervalSince(time)
+    // Within a second either way, a countdown or an age says nothing.
+    if abs(seconds) < 1 { return "just now" }
     let text = OperatorStatus.duration(abs(seconds))
     return seconds >= 0 ? "in \(text)" : "\(text) ago"
   }
@@ -184,9 +192,10 @@ extension OperatorStatus.RefusalRow {
       chain: refusal.chain.map {
         OperatorStatus.CertificateRow(
           subject: $0.subject, issuer: $0.issuer, notBefore: $0.notBefore, notAfter: $0.notAfter, pin: $0.pin,
-          certificateSHA256: $0.certificateSHA256, meetsPin: $0.meetsPin)
+          certificateSHA256: $0.certificateSHA256, meetsPin: $0.meetsPin, unsent: $0.unsent ? true : nil)
       }, expectedPins: refusal.expected?.pins ?? [], anchors: refusal.expected?.anchors ?? [],
-      pinningMode: refusal.expected?.pinningMode)
+      pinningMode: refusal.expected?.pinningMode, advice: refusal.advice?.sentence,
+      adviceYAML: refusal.advice?.yaml)
   }
 }
 

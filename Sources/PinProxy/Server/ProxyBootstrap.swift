@@ -25,7 +25,16 @@ public enum ProxyBootstrap {
       throw Failure(description: error.description)
     }
     warnAboutPinExpiry(configuration, logger: logger)
+    warnAboutWaivedPins(snapshot, logger: logger)
     return snapshot
+  }
+
+  /// A warning per passthrough entry that waives a rule's pins; at start
+  /// and on every reload.
+  static func warnAboutWaivedPins(_ snapshot: RuntimeSnapshot, logger: ProxyLogger) {
+    for (_, message) in snapshot.passthroughWaivers {
+      logger.log(.warning, "pins-waived", ["reason": message])
+    }
   }
 
   /// A warning per rule whose pins expired (they fail open) or expire
@@ -52,18 +61,24 @@ public enum ProxyBootstrap {
   }
 
   /// The CA the configuration asks for; nil when no listener terminates client TLS.
-  public static func localCA(for configuration: Configuration, logger: ProxyLogger) throws(Failure)
-    -> LocalCA?
+  /// - Parameter reloading: a reload says nothing of a CA already in use
+  ///   (the line, with its install hint, is for the start and for a CA
+  ///   the reload created).
+  public static func localCA(for configuration: Configuration, logger: ProxyLogger, reloading: Bool = false)
+    throws(Failure) -> LocalCA?
   {
     guard RuntimeSnapshot.needsLocalCA(configuration) else { return nil }
     do {
       if let supplied = configuration.localCA {
         let ca = try LocalCA.load(certificate: supplied.certificate.path, key: supplied.key.path)
-        logger.log(.info, "local-ca", ["certificate": supplied.certificate.path, "source": "localCA"])
+        if !reloading {
+          logger.log(.info, "local-ca", ["certificate": supplied.certificate.path, "source": "localCA"])
+        }
         return ca
       }
       let directory = StateDirectory.resolve(configuration.stateDirectory)
       let (ca, created) = try LocalCA.loadOrCreate(in: directory)
+      if reloading && !created { return ca }
       logger.log(
         .info, "local-ca",
         [

@@ -92,7 +92,7 @@ public final class ProxyServer: Sendable {
       configuration = try ConfigurationParser.load(file: file)
       let ca: LocalCA?
       do {
-        ca = try ProxyBootstrap.localCA(for: configuration, logger: logger)
+        ca = try ProxyBootstrap.localCA(for: configuration, logger: logger, reloading: true)
       } catch {
         return .failure(
           ConfigErrors(errors: [
@@ -124,6 +124,7 @@ public final class ProxyServer: Sendable {
     }
     context.install(next)
     ProxyBootstrap.warnAboutPinExpiry(configuration, logger: logger)
+    ProxyBootstrap.warnAboutWaivedPins(next, logger: logger)
     return .success(next.generation)
   }
 

@@ -74,7 +74,7 @@ final class TunnelSession: ChannelDelegate, DrainableSession, @unchecked Sendabl
         client = TLSChannel.serve(
           connection, engine: engine, host: host, target: host.description, logger: context.logger,
           metrics: context.metrics, listener: listener, owner: self,
-          early: [], timeout: snapshot.timeouts.tlsHandshake,
+          early: [], timeout: snapshot.timeouts.tlsHandshake, localCA: snapshot.localCACertificate,
           established: verifiesClients ? { [weak self] _ in self?.dial(host: host, route: route) } : nil)
         if verifiesClients { return }
       } catch {

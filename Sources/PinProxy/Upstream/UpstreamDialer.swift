@@ -123,6 +123,7 @@ struct UpstreamDialer {
       UpstreamTrust.RevocationFetchRoute(fetcher: $0, dialer: self, loop: loop)
     }
     trust.resumedStaple = resumed?.staple
+    trust.snapshot = snapshot
     trust.metrics = metrics
     trust.loopIndex = loop.index
     let channel = TLSChannel(

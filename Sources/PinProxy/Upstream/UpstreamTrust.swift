@@ -38,6 +38,9 @@ struct UpstreamTrust {
   /// Fetches revocation information the rule looks for; nil decides with
   /// what is at hand (the reporter's own posts).
   var revocation: RevocationFetchRoute?
+  /// The snapshot the rule was compiled in: where its pins are written, for
+  /// the advice a pin failure carries (nil: none given).
+  var snapshot: RuntimeSnapshot?
   /// The staple kept with the session this handshake resumes, if any.
   var resumedStaple: [UInt8]?
   /// Where evaluation times (on loop `loopIndex`'s cells) and each rule's
@@ -124,7 +127,14 @@ struct UpstreamTrust {
     switch decision {
     case .rejected(let failure):
       reporter?.refused(failure, presented: presented, key: key, route: route)
-      return .refuse(.refused(failure, presented: presented))
+      var refusal = ProxyFailure.refused(failure, presented: presented)
+      if let rule = route.compiled, let snapshot,
+        let advice = PinRotationAdvice.make(
+          failure, rule: rule, snapshot: snapshot, presented: refusal.presented ?? [])
+      {
+        refusal = refusal.advised(advice)
+      }
+      return .refuse(refusal)
     case .trusted(let acceptance):
       // SCTs arrive with each handshake (the TLS extension, the OCSP
       // staple), not with the chain, so they are counted for every
@@ -140,9 +150,15 @@ struct UpstreamTrust {
         reporter?.waived(waived, presented: presented, key: key, route: route)
       }
       // The pin health is judged again only after a full evaluation: a cache
-      // hit met this very chain before.
-      if let rule = route.compiled {
-        metrics?.rules.accepted(rule: rule, chain: cached ? nil : presented.map { $0.value() }, at: Date())
+      // hit met this very chain before. It is judged on the path the pins
+      // were checked against (as built, its anchor included: a pinned root
+      // the server does not send is still what the rule met), not on what
+      // the server happened to send.
+      if let rule = route.compiled, !cached {
+        let path = acceptance.path.isEmpty ? presented.map { $0.value() } : acceptance.path
+        metrics?.rules.accepted(rule: rule, chain: path, at: Date())
+      } else if let rule = route.compiled {
+        metrics?.rules.accepted(rule: rule, chain: nil, at: Date())
       }
       return .accept
     }

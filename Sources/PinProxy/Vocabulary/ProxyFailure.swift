@@ -17,6 +17,8 @@ public struct ProxyFailure: Error, Sendable {
   /// failed dial or handshake. Kept out of the response so that a client
   /// cannot use the proxy to tell closed ports from plain-text or TLS ones.
   public var detail: String?
+  /// For a pin failure on an otherwise valid chain: the pin to add, where.
+  var advice: PinRotationAdvice?
   /// Fields the answer needs beside the standard ones: the challenge of a
   /// 407 (`Proxy-Authenticate`), the `Retry-After` of a 429.
   public var headers: [(name: String, value: String)] = []
@@ -31,6 +33,17 @@ public struct ProxyFailure: Error, Sendable {
     self.chain = chain
     self.detail = detail
     self.headers = headers
+  }
+
+  /// The same refusal with `advice`: its sentence ends the reason (the
+  /// client's answer, the log line and the page all say it).
+  func advised(_ advice: PinRotationAdvice) -> ProxyFailure {
+    var advised = ProxyFailure(
+      status: status, code: code, reason: reason + "; " + advice.sentence, chain: chain, detail: detail,
+      headers: headers)
+    advised.presented = presented
+    advised.advice = advice
+    return advised
   }
 
   static func refused(_ failure: TrustFailure, presented: [X509Certificate]) -> ProxyFailure {
