@@ -58,9 +58,13 @@ public final class LocalCA: Sendable {
 
   /// An operator-supplied CA (e.g. an intermediate of their PKI): the
   /// certificate file may hold the CA followed by its own chain.
+  /// - Parameter running: the CA in use (a reload): returned as it is when the
+  ///   files hold the same certificate and key, so its leaf keys (an RSA-2048
+  ///   key takes a random 50 ms to seconds to generate) and the leaves it
+  ///   minted are kept, and a reload costs no key generation.
   public static func load(
     certificate path: String, key keyPath: String, cacheSize: Int = 1024,
-    leafValidity: TimeInterval = 7 * 86_400
+    leafValidity: TimeInterval = 7 * 86_400, reusing running: LocalCA? = nil
   )
     throws(Failure) -> LocalCA
   {
@@ -68,6 +72,15 @@ public final class LocalCA: Sendable {
       let certificates = try CertificateFile.load(path)
       let key = try PrivateKey.load(keyPath)
       let ca = certificates[0]
+      let sameChain =
+        running?.chain.isEmpty == true
+        ? certificates.count == 1 : running?.chain.map(\.der) == certificates.map(\.der)
+      if let running, sameChain, running.certificate.der == ca.der,
+        EVP_PKEY_eq(running.key.pointer, key.pointer) == 1
+      {
+        return running
+      }
+      OpenSSLErrorQueue.clear()
       let selfSigned = X509_check_issued(ca.pointer, ca.pointer) == X509_V_OK
       OpenSSLErrorQueue.clear()
       let chain = selfSigned ? [] : certificates
@@ -82,9 +95,9 @@ public final class LocalCA: Sendable {
 
   /// Loads `ca.pem` and `ca.key` from `directory`, creating them first when absent.
   /// Returns the CA and whether it was created now.
-  public static func loadOrCreate(in directory: String, now: Date = Date()) throws(Failure) -> (
-    LocalCA, created: Bool
-  ) {
+  public static func loadOrCreate(in directory: String, now: Date = Date(), reusing running: LocalCA? = nil)
+    throws(Failure) -> (LocalCA, created: Bool)
+  {
     let certificatePath = directory + "/" + certificateFile
     let keyPath = directory + "/" + keyFile
     // Processes sharing the directory serialise on an flock of .ca.lock:
@@ -103,7 +116,7 @@ public final class LocalCA: Sendable {
     guard flock(lock, LOCK_EX) == 0 else { throw Failure(description: "cannot lock \(directory)/.ca.lock") }
     defer { flock(lock, LOCK_UN) }
     if FileManager.default.fileExists(atPath: certificatePath) {
-      return (try load(certificate: certificatePath, key: keyPath), false)
+      return (try load(certificate: certificatePath, key: keyPath, reusing: running), false)
     }
     try create(in: directory, now: now)
     return (try load(certificate: certificatePath, key: keyPath), true)

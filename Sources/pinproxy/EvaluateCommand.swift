@@ -28,6 +28,14 @@ struct EvaluateCommand: ParsableCommand {
   @Option(name: .long, help: "Use the domain rule that matches the host in this configuration file.")
   var config: String?
 
+  @Option(
+    name: .long,
+    help: """
+      With --config: a candidate SPKI pin (sha256/BASE64) added to the public-key pins of the rule that \
+      matches --host, to try a fix before editing the file. Repeatable.
+      """)
+  var addPin: [String] = []
+
   @Option(name: .long, help: "Evaluate at this instant (ISO 8601, e.g. 2026-06-01T00:00:00Z) instead of now.")
   var at: String?
 
@@ -95,6 +103,7 @@ struct EvaluateCommand: ParsableCommand {
     if config != nil && noHost {
       throw ValidationError("--config picks the rule by host; --no-host needs policy flags")
     }
+    if !addPin.isEmpty && config == nil { throw ValidationError("--add-pin adds to a rule of --config") }
   }
 
   func run() throws {
@@ -189,13 +198,17 @@ struct EvaluateCommand: ParsableCommand {
     CompiledPolicy?, DynamicPinRequirement?, CTLogStore?, String
   ) {
     if let config {
-      let snapshot: RuntimeSnapshot
-      let configuration = try InputFile.configuration(config)
-      do {
-        snapshot = try RuntimeSnapshot.compile(
-          configuration, generation: 1, warn: { printError(PrintableText.escaped("warning: \($0)")) })
-      } catch {
-        throw UsageError(error.errors.map(\.description).joined(separator: "\n"))
+      var configuration = try InputFile.configuration(config)
+      var snapshot = try compile(configuration)
+      if !addPin.isEmpty {
+        guard case .rule(let index, let domain, _) = snapshot.trust.route(host!) else {
+          throw UsageError("--add-pin: no domain rule of \(config) matches \(host!)")
+        }
+        try Self.add(addPin, to: &configuration.domains[index])
+        printError(
+          "note: evaluating rule \(domain.domain) with \(addPin.joined(separator: ", ")) added (not written to \(config))"
+        )
+        snapshot = try compile(configuration)
       }
       switch snapshot.trust.route(host!) {
       case .rule(let index, let domain, let policy):
@@ -209,6 +222,44 @@ struct EvaluateCommand: ParsableCommand {
       try InputFile.logStore($0, flag: "--ct-log-list", minimumSCTs: minimumScts ?? 2)
     }
     return (try policyFromFlags(), nil, logs, "the policy")
+  }
+
+  func compile(_ configuration: Configuration) throws -> RuntimeSnapshot {
+    do {
+      return try RuntimeSnapshot.compile(
+        configuration, generation: 1, warn: { printError(PrintableText.escaped("warning: \($0)")) })
+    } catch {
+      throw UsageError(error.errors.map(\.description).joined(separator: "\n"))
+    }
+  }
+
+  /// Adds `pins` to every public-key pin list `rule` uses: its pin mode's
+  /// (`publicKey`), and its ATS leaf or CA identities.
+  static func add(_ pins: [String], to rule: inout DomainConfig) throws {
+    let digests: [Digest256]
+    do {
+      digests = try pins.map { try SPKIPin.parse($0) }
+    } catch {
+      throw UsageError("--add-pin: \(error)")
+    }
+    var added = false
+    if rule.pinningMode == .publicKey {
+      rule.pinnedPublicKeyHashes += digests
+      added = true
+    }
+    if !rule.pinnedLeafPublicKeyHashes.isEmpty {
+      rule.pinnedLeafPublicKeyHashes += digests
+      added = true
+    }
+    if !rule.pinnedCAPublicKeyHashes.isEmpty {
+      rule.pinnedCAPublicKeyHashes += digests
+      added = true
+    }
+    guard added else {
+      throw UsageError(
+        "--add-pin: rule \(rule.domain) pins no public keys (pinningMode \(rule.pinningMode.rawValue), no identities)"
+      )
+    }
   }
 
   func policyFromFlags() throws -> CompiledPolicy {

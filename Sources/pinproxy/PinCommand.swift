@@ -13,7 +13,8 @@ struct PinCommand: ParsableCommand {
     discussion: """
       HOST:PORT connects and prints the chain the server presents, without verifying it. \
       --connect-to or --config (its connectTo) dial another address for HOST:PORT, as the daemon \
-      does, with HOST still sent as SNI.
+      does, with HOST still sent as SNI. --pem writes the certificates as PEM instead, leaf first, \
+      ready for `pinproxy evaluate --chain`.
       """)
 
   @Argument(help: "A PEM or DER file, or HOST:PORT.")
@@ -26,6 +27,9 @@ struct PinCommand: ParsableCommand {
 
   @Option(name: .long, help: "Dial as this configuration's connectTo maps HOST:PORT.")
   var config: String?
+
+  @Flag(name: .long, help: "Write the certificates as PEM (a chain file for evaluate --chain).")
+  var pem = false
 
   func run() throws {
     let certificates: [X509Certificate]
@@ -49,6 +53,10 @@ struct PinCommand: ParsableCommand {
       }
     } else {
       throw UsageError("\(source): no such file, and not HOST:PORT")
+    }
+    if pem {
+      for certificate in certificates { FileHandle.standardOutput.write(Data(certificate.pem)) }
+      return
     }
     print(
       certificates.enumerated().map { CertificatePrinter.describe($0.element.value(), index: $0.offset) }

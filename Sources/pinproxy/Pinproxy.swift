@@ -15,7 +15,7 @@ struct Pinproxy: ParsableCommand {
     abstract: "A pinning-aware HTTPS forwarding proxy for clients that cannot be updated.",
     subcommands: [
       RunCommand.self, CACommand.self, EvaluateCommand.self, PinCommand.self, PinsCommand.self,
-      CheckCommand.self, StatusCommand.self, ImportCommand.self,
+      CheckCommand.self, StatusCommand.self, ReloadCommand.self, ImportCommand.self,
       VersionCommand.self,
     ])
 

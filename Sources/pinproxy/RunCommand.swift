@@ -68,17 +68,20 @@ struct RunCommand: ParsableCommand {
     let drainDeadline = snapshot.timeouts.drain
     let configFile = config
 
-    // SIGHUP: reload off the event loops; a bad file keeps the running configuration.
-    installSignal(SIGHUP, on: control) {
+    // SIGHUP and POST /reload: a reload off the event loops, on the control
+    // queue (one at a time); a bad file keeps the running configuration.
+    @Sendable func reloadNow() -> ReloadOutcome {
       guard let configFile else {
-        return logger.log(
-          .warning, "reload-skipped", ["reason": "running the embedded default; there is no file to reload"])
+        let reason = "running the embedded default; there is no file to reload"
+        logger.log(.warning, "reload-skipped", ["reason": reason])
+        return ReloadOutcome(ok: false, generation: server.generation, errors: [reason], warnings: [])
       }
       notifier.reloading()
-      switch server.reload(file: configFile, logger: logger) {
-      case .success(let generation):
+      switch server.reloadReporting(file: configFile, logger: logger) {
+      case .success(let (generation, warnings)):
         logger.log(.info, "reload-ok", ["file": configFile, "generation": String(generation)])
         notifier.ready(status: "serving, configuration generation \(generation)")
+        return ReloadOutcome(ok: true, generation: generation, errors: [], warnings: warnings)
       case .failure(let errors):
         logger.log(
           .error, "reload-failed",
@@ -89,8 +92,12 @@ struct RunCommand: ParsableCommand {
         for error in errors.errors { logger.log(.error, "config-error", ["error": error.description]) }
         notifier.ready(
           status: "serving; last reload failed, configuration generation \(server.generation) kept")
+        return ReloadOutcome(
+          ok: false, generation: server.generation, errors: errors.errors.map(\.description), warnings: [])
       }
     }
+    installSignal(SIGHUP, on: control) { _ = reloadNow() }
+    server.onReloadRequest { reply in control.async { reply(reloadNow()) } }
     // SIGTERM / SIGINT: stop accepting, let in-flight requests finish up to the deadline, exit 0.
     for signalNumber in [SIGTERM, SIGINT] {
       installSignal(signalNumber, on: control) {

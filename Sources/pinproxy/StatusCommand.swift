@@ -36,12 +36,7 @@ struct StatusCommand: ParsableCommand {
   }
 
   func run() throws {
-    var token: String?
-    if let tokenFile {
-      let bytes = try InputFile.bytes(
-        tokenFile, flag: "--token-file", expected: "one bearer token", limit: 4096)
-      token = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-    }
+    let token = try AdminFetch.token(from: tokenFile)
     let body: [UInt8]
     do {
       body = try AdminFetch.get("/status", from: admin, token: token)
@@ -154,6 +149,7 @@ struct StatusText {
     if let reload = status.reloads.first {
       out += "\nLAST RELOAD \(ago(reload.time)): \(t(reload.result)), generation \(reload.generation)\n"
       for line in (reload.error ?? "").split(separator: "\n") { out += "  \(t(String(line)))\n" }
+      for warning in reload.warnings ?? [] { out += "  warning: \(t(warning))\n" }
     }
     return out
   }
@@ -169,7 +165,28 @@ enum AdminFetch {
 
   static let maximumBytes = 16 << 20
 
+  /// The bearer token in `file` (`admin.tokenFile`), if one is given.
+  static func token(from file: String?) throws -> String? {
+    guard let file else { return nil }
+    let bytes = try InputFile.bytes(file, flag: "--token-file", expected: "one bearer token", limit: 4096)
+    return String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+  }
+
+  /// GET `path`; its body when the answer is 200, else a failure naming the status.
   static func get(_ path: String, from address: String, token: String?) throws(Failure) -> [UInt8] {
+    let (status, body) = try exchange("GET", path, with: address, token: token)
+    guard status == 200 else {
+      let text = String(decoding: body.prefix(300), as: UTF8.self).trimmingCharacters(
+        in: .whitespacesAndNewlines)
+      throw Failure(description: "\(address) answered \(status): \(text)")
+    }
+    return body
+  }
+
+  /// One request (no body) and the answer's status and body.
+  static func exchange(_ method: String, _ path: String, with address: String, token: String?)
+    throws(Failure) -> (status: Int, body: [UInt8])
+  {
     guard let colon = address.lastIndex(of: ":"), let port = UInt16(address[address.index(after: colon)...])
     else {
       throw Failure(description: "--admin \(address): expected HOST:PORT")
@@ -188,7 +205,8 @@ enum AdminFetch {
     guard socketAddress.withSockaddr({ connect(fd, $0, $1) }) == 0 else {
       throw Failure(description: "cannot connect to \(address): \(String(cString: strerror(errno)))")
     }
-    var request = "GET \(path) HTTP/1.1\r\nHost: \(address)\r\nConnection: close\r\n"
+    var request = "\(method) \(path) HTTP/1.1\r\nHost: \(address)\r\nConnection: close\r\n"
+    if method == "POST" { request += "Content-Length: 0\r\n" }
     if let token { request += "Authorization: Bearer \(token)\r\n" }
     request += "\r\n"
     let bytes = Array(request.utf8)
@@ -223,11 +241,6 @@ enum AdminFetch {
     } catch {
       throw Failure(description: "\(address) sent a malformed HTTP response")
     }
-    guard status == 200 else {
-      let text = String(decoding: body.prefix(300), as: UTF8.self).trimmingCharacters(
-        in: .whitespacesAndNewlines)
-      throw Failure(description: "\(address) answered \(status): \(text)")
-    }
-    return body
+    return (status, body)
   }
 }

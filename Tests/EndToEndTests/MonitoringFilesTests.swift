@@ -14,7 +14,7 @@ final class MonitoringFilesTests: XCTestCase {
   static let alerts = "config/monitoring/pinproxy-alerts.yml"
   static let alertTests = "config/monitoring/pinproxy-alerts.test.yml"
   static let dashboard = "config/monitoring/pinproxy-dashboard.json"
-  static let alertCount = 9
+  static let alertCount = 10
 
   /// The series the monitoring files may name. Histograms appear as their
   /// `_bucket` series, the only one `histogram_quantile` reads.
@@ -31,6 +31,7 @@ final class MonitoringFilesTests: XCTestCase {
     "pinproxy_dynamic_pins_last_update_timestamp_seconds",
     "pinproxy_dynamic_pins_update_interval_seconds",
     "pinproxy_last_reload_successful",
+    "pinproxy_rule_last_verdict_timestamp_seconds",
     "pinproxy_access_log_dropped_total",
     "pinproxy_pin_single",
     "pinproxy_pin_backup_available",

@@ -18,6 +18,10 @@ final class ProxyContext: Sendable {
   let boundListeners: [ListenerConfig]
   /// The last reloads, newest last (at most `ReloadRecord.kept`), for the page.
   let reloads = Locked<[ReloadRecord]>([])
+  /// Runs a reload the way SIGHUP does (set by `pinproxy run`; nil: the
+  /// embedded default has no file to reload) and answers once the new
+  /// configuration is in force or was refused. `POST /reload` calls it.
+  let reloadRequester = Locked<(@Sendable (@escaping @Sendable (ReloadOutcome) -> Void) -> Void)?>(nil)
   private let pools: [ObjectIdentifier: UpstreamPool]
   private let registries: [ObjectIdentifier: SessionRegistry]
   let group: EventLoopGroup
@@ -177,4 +181,31 @@ struct ReloadRecord: Sendable, Codable {
   let generation: UInt64
   /// The first errors, one per line (failed reloads).
   let error: String?
+  /// What the reload said beside its result (listeners left unchanged,
+  /// pins expiring or waived, …), one per line.
+  var warnings: [String] = []
+}
+
+/// How a reload ended, for whoever asked for it (`POST /reload`, the log).
+public struct ReloadOutcome: Sendable {
+  public let ok: Bool
+  /// The generation installed, or (failed) the one kept.
+  public let generation: UInt64
+  public let errors: [String]
+  public let warnings: [String]
+
+  public init(ok: Bool, generation: UInt64, errors: [String], warnings: [String]) {
+    self.ok = ok
+    self.generation = generation
+    self.errors = errors
+    self.warnings = warnings
+  }
+
+  /// `ok generation N` or `failed: generation N kept`, then a line per
+  /// error and warning: what `pinproxy reload` prints.
+  public var text: String {
+    var lines = [ok ? "ok generation \(generation)" : "failed: generation \(generation) kept"]
+    lines += errors.map { "error: \($0)" } + warnings.map { "warning: \($0)" }
+    return lines.joined(separator: "\n") + "\n"
+  }
 }

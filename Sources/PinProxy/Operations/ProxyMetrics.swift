@@ -215,6 +215,7 @@ final class ProxyMetrics: Sendable {
     var out = ""
     for counter in labeled { out += counter.render() }
     renderRequests(into: &out)
+    rules.renderVerdictTimes(into: &out)
     // A listener gets a duration series per status class once one happens.
     for histogram in histograms { histogram.render(into: &out, skippingEmpty: histogram === requestDuration) }
     func single(_ name: String, _ type: String, _ help: String, _ value: String) {

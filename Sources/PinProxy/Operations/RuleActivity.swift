@@ -25,6 +25,9 @@ final class RuleActivity: Sendable {
     var judgedUnder: ObjectIdentifier?
     /// Refusals per minute: (minute since the epoch, count), at most 60.
     var minutes: [(minute: Int, count: Int)] = []
+    /// When each outcome (`accepted`, or a failure code) last happened:
+    /// bounded by the failure codes.
+    var lastByOutcome: [String: Date] = [:]
   }
 
   private let entries = Mutex([String: Entry]())
@@ -38,6 +41,7 @@ final class RuleActivity: Sendable {
     }
     entries.withLock { entries in
       entries[rule.name, default: Entry()].lastVerdict = Verdict(outcome: "accepted", time: time)
+      entries[rule.name]!.lastByOutcome["accepted"] = time
       // Replaced by every chain judged, one that met no pin included (a
       // report-only rule whose origin moved off its pins must say so).
       if let health, !health.configuredPins.isEmpty {
@@ -61,6 +65,7 @@ final class RuleActivity: Sendable {
     entries.withLock { entries in
       var entry = entries[rule, default: Entry()]
       entry.lastVerdict = Verdict(outcome: code.rawValue, time: time)
+      entry.lastByOutcome[code.rawValue] = time
       if let last = entry.minutes.last, last.minute == minute {
         entry.minutes[entry.minutes.count - 1].count += 1
       } else {
@@ -78,6 +83,25 @@ final class RuleActivity: Sendable {
   }
 
   func entry(_ rule: String) -> Entry? { entries.withLock { $0[rule] } }
+
+  /// `pinproxy_rule_last_verdict_timestamp_seconds{rule,outcome}`: when
+  /// each rule last accepted and last refused for each code. A rule that
+  /// accepted within the day and refuses `pin-mismatch` since is a key
+  /// rotation the pins missed, even at one request a minute (the alert
+  /// PinproxyPinRotationOutage).
+  func renderVerdictTimes(into out: inout String) {
+    let name = "pinproxy_rule_last_verdict_timestamp_seconds"
+    out +=
+      "# HELP \(name) When each rule last accepted a chain (outcome accepted) or last refused, by code.\n"
+    out += "# TYPE \(name) gauge\n"
+    let all = entries.withLock { $0 }
+    for rule in all.keys.sorted() where rule != "-" {
+      for (outcome, time) in all[rule]!.lastByOutcome.sorted(by: { $0.key < $1.key }) {
+        out += "\(name){rule=\"\(ProxyMetrics.escape(rule))\",outcome=\"\(outcome)\"}"
+        out += " \(String(format: "%.3f", time.timeIntervalSince1970))\n"
+      }
+    }
+  }
 
   /// Refusals of `rule` in the hour before `time`.
   func refusalsInLastHour(_ rule: String, at time: Date) -> Int {

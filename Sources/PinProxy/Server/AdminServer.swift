@@ -39,8 +39,7 @@ final class AdminServer: Sendable {
         admits: { context.admitsAdmin($0) }
       ) { fd, peer, loop in
         let connection = Connection(fd: fd, peer: peer, loop: loop)
-        nonisolated(unsafe) let evictable = connection
-        guard let slot = slots.admit(on: loop, evict: { evictable.close() }) else {
+        guard let slot = slots.admit(on: loop, evict: { connection.close() }) else {
           return connection.close()
         }
         AdminSession(connection: connection, context: context, rates: rates, slots: slots, slot: slot).start()
@@ -109,10 +108,23 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
 
   private func answer(_ head: HTTPRequestHead) {
     isHead = head.method == "HEAD"
-    guard head.method == "GET" || head.method == "HEAD", case .origin(let target) = head.target else {
+    guard case .origin(let target) = head.target else {
       return respond(status: 404, type: "text/plain", body: "not found\n")
     }
     let path = target.split(separator: "?", maxSplits: 1).first.map(String.init) ?? target
+    // One path changes state, and only by POST; every other is read-only.
+    if path == "/reload" {
+      guard head.method == "POST" else {
+        return respond(
+          status: 405, type: "text/plain", body: "POST /reload reloads the configuration\n",
+          extra: [("Allow", "POST")])
+      }
+      if let refusal = accessRefusal(head, path: path) { return refusal() }
+      return reload()
+    }
+    guard head.method == "GET" || head.method == "HEAD" else {
+      return respond(status: 404, type: "text/plain", body: "not found\n")
+    }
     guard slots.headArrived(slot, heavy: path == "/" || path == "/status") else {
       return respond(
         status: 503, type: "text/plain", body: "too many operator views at once; try again\n",
@@ -167,6 +179,30 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
         body: PolicyReport.json(context.snapshot, activity: context.metrics.rules))
     default:
       respond(status: 404, type: "text/plain", body: "not found\n")
+    }
+  }
+
+  /// `POST /reload`: the same reload as SIGHUP, answered once the new
+  /// configuration is in force (200, `ok generation N`) or was refused (422,
+  /// the errors; the running one stays). Without a token only a loopback
+  /// client may ask: a reload changes what the proxy does.
+  private func reload() {
+    answered = true
+    let address = peerAddressBytes(connection.peer) ?? []
+    if context.snapshot.adminAccess?.token == nil, !ClientAddressRules.loopback.allows(address) {
+      return respond(
+        status: 403, type: "text/plain", body: "a reload from another address needs the admin token\n")
+    }
+    guard let requester = context.reloadRequester.withLock({ $0 }) else {
+      return respond(status: 503, type: "text/plain", body: "this process cannot reload\n")
+    }
+    let home = connection.loop
+    requester { outcome in
+      home.execute {
+        self.respond(
+          status: outcome.ok ? 200 : 422, type: "text/plain; charset=utf-8",
+          body: outcome.text.split(separator: "\n").map { PrintableText.escaped(String($0)) + "\n" }.joined())
+      }
     }
   }
 

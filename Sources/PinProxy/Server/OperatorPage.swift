@@ -229,7 +229,9 @@ struct OperatorPage {
     for reload in status.reloads {
       out += "<tr><td>\(time(reload.time))</td><td class=\"\(reload.result == "ok" ? "ok" : "bad")\">"
       out += "\(e(reload.result))</td><td>\(reload.generation)</td>"
-      out += "<td><code>\(e(reload.error ?? ""))</code></td></tr>\n"
+      out += "<td><code>\(e(reload.error ?? ""))</code>"
+      for warning in reload.warnings ?? [] { out += "<br>warning: \(e(warning))" }
+      out += "</td></tr>\n"
     }
     out += "</table>\n"
   }

@@ -117,7 +117,9 @@ extension OperatorStatus {
         http2StreamsInFlight: metrics.http2StreamsInFlight.value,
         pools: merged.values.sorted { ($0.key, $0.protocol) < ($1.key, $1.protocol) }),
       reloads: context.reloads.withLock { $0 }.reversed().map {
-        ReloadRow(time: $0.time, result: $0.result, generation: $0.generation, error: $0.error)
+        ReloadRow(
+          time: $0.time, result: $0.result, generation: $0.generation, error: $0.error,
+          warnings: $0.warnings.isEmpty ? nil : $0.warnings)
       }, latency: metrics.histograms.flatMap { $0.latencyRows() }, warnings: warnings)
   }
 }

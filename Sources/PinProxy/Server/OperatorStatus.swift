@@ -136,6 +136,7 @@ public struct OperatorStatus: Codable, Sendable {
     public var result: String
     public var generation: UInt64
     public var error: String?
+    public var warnings: [String]?
   }
 
   /// A histogram series as quantile estimates (linear within a bucket, as

@@ -31,18 +31,25 @@ public enum ProxyBootstrap {
 
   /// A warning per passthrough entry that waives a rule's pins; at start
   /// and on every reload.
-  static func warnAboutWaivedPins(_ snapshot: RuntimeSnapshot, logger: ProxyLogger) {
-    for (_, message) in snapshot.passthroughWaivers {
+  @discardableResult
+  static func warnAboutWaivedPins(_ snapshot: RuntimeSnapshot, logger: ProxyLogger) -> [String] {
+    snapshot.passthroughWaivers.map { _, message in
       logger.log(.warning, "pins-waived", ["reason": message])
+      return message
     }
   }
 
   /// A warning per rule whose pins expired (they fail open) or expire
   /// within 30 days; logged at start and on every reload.
-  static func warnAboutPinExpiry(_ configuration: Configuration, logger: ProxyLogger, now: Date = Date()) {
+  @discardableResult
+  static func warnAboutPinExpiry(_ configuration: Configuration, logger: ProxyLogger, now: Date = Date())
+    -> [String]
+  {
+    var said: [String] = []
     // A listener opened to every address on purpose: said at start and on every reload.
     for notice in AccessNotice.notices(for: configuration) {
       logger.log(.warning, "open-to-everyone", ["reason": notice.message])
+      said.append(notice.message)
     }
     for notice in PinExpiryNotice.notices(for: configuration, at: now) {
       logger.log(
@@ -51,7 +58,9 @@ public enum ProxyBootstrap {
           "rule": notice.rule, "expires": notice.expires.formatted(.iso8601),
           "reason": notice.message(at: now),
         ])
+      said.append("rule \(notice.rule): \(notice.message(at: now))")
     }
+    return said
   }
 
   /// Logs a stored pin list that was ignored (corrupt, failing its
@@ -64,20 +73,22 @@ public enum ProxyBootstrap {
   /// - Parameter reloading: a reload says nothing of a CA already in use
   ///   (the line, with its install hint, is for the start and for a CA
   ///   the reload created).
-  public static func localCA(for configuration: Configuration, logger: ProxyLogger, reloading: Bool = false)
-    throws(Failure) -> LocalCA?
-  {
+  /// - Parameter running: the CA in use, kept when the files still hold it.
+  public static func localCA(
+    for configuration: Configuration, logger: ProxyLogger, reloading: Bool = false, running: LocalCA? = nil
+  ) throws(Failure) -> LocalCA? {
     guard RuntimeSnapshot.needsLocalCA(configuration) else { return nil }
     do {
       if let supplied = configuration.localCA {
-        let ca = try LocalCA.load(certificate: supplied.certificate.path, key: supplied.key.path)
+        let ca = try LocalCA.load(
+          certificate: supplied.certificate.path, key: supplied.key.path, reusing: running)
         if !reloading {
           logger.log(.info, "local-ca", ["certificate": supplied.certificate.path, "source": "localCA"])
         }
         return ca
       }
       let directory = StateDirectory.resolve(configuration.stateDirectory)
-      let (ca, created) = try LocalCA.loadOrCreate(in: directory)
+      let (ca, created) = try LocalCA.loadOrCreate(in: directory, reusing: running)
       if reloading && !created { return ca }
       logger.log(
         .info, "local-ca",

@@ -76,6 +76,14 @@ public final class ProxyServer: Sendable {
   public func stop() { listeners.forEach { $0.1.close() } }
 
   public var generation: UInt64 { context.snapshot.generation }
+
+  /// What `POST /reload` on the admin listener runs: `handler` reloads and
+  /// answers with the outcome once the new configuration is in force.
+  public func onReloadRequest(
+    _ handler: @escaping @Sendable (@escaping @Sendable (ReloadOutcome) -> Void) -> Void
+  ) {
+    context.reloadRequester.withLock { $0 = handler }
+  }
   public var isDraining: Bool { context.isDraining }
   public var openConnections: Int { context.admission.open.load(ordering: .relaxed) }
 
@@ -85,6 +93,13 @@ public final class ProxyServer: Sendable {
   /// untouched and is returned with its file, line and key. Listener
   /// addresses and modes are bound at start and only change with a restart.
   public func reload(file: String, logger: ProxyLogger) -> Result<UInt64, ConfigErrors> {
+    reloadReporting(file: file, logger: logger).map(\.generation)
+  }
+
+  /// The reload and what it warned of (each warning is logged as well).
+  public func reloadReporting(file: String, logger: ProxyLogger) -> Result<
+    (generation: UInt64, warnings: [String]), ConfigErrors
+  > {
     let running = context.snapshot
     let configuration: Configuration
     let next: RuntimeSnapshot
@@ -92,7 +107,9 @@ public final class ProxyServer: Sendable {
       configuration = try ConfigurationParser.load(file: file)
       let ca: LocalCA?
       do {
-        ca = try ProxyBootstrap.localCA(for: configuration, logger: logger, reloading: true)
+        ca = try ProxyBootstrap.localCA(
+          for: configuration, logger: logger, reloading: true,
+          running: running.interception.values.first?.ca)
       } catch {
         return .failure(
           ConfigErrors(errors: [
@@ -114,18 +131,21 @@ public final class ProxyServer: Sendable {
     }
     context.metrics.reloads.increment(["ok"])
     context.metrics.lastReloadSucceeded.store(true, ordering: .relaxed)
-    context.recordReload(ReloadRecord(time: Date(), result: "ok", generation: next.generation, error: nil))
+    var warnings: [String] = []
     let before = running.configuration.listeners.map { "\($0.name) \($0.address) \($0.mode)" }
     let after = configuration.listeners.map { "\($0.name) \($0.address) \($0.mode)" }
     if before != after {
-      logger.log(
-        .warning, "reload-listeners-unchanged",
-        ["note": "listener addresses and modes change only with a restart"])
+      let note = "listener addresses and modes change only with a restart; the listeners were left unchanged"
+      logger.log(.warning, "reload-listeners-unchanged", ["note": note])
+      warnings.append(note)
     }
     context.install(next)
-    ProxyBootstrap.warnAboutPinExpiry(configuration, logger: logger)
-    ProxyBootstrap.warnAboutWaivedPins(next, logger: logger)
-    return .success(next.generation)
+    warnings += ProxyBootstrap.warnAboutPinExpiry(configuration, logger: logger)
+    warnings += ProxyBootstrap.warnAboutWaivedPins(next, logger: logger)
+    var record = ReloadRecord(time: Date(), result: "ok", generation: next.generation, error: nil)
+    record.warnings = warnings
+    context.recordReload(record)
+    return .success((next.generation, warnings))
   }
 
   /// Graceful shutdown: stop accepting, close idle connections, let exchanges
