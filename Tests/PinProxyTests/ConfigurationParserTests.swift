@@ -55,6 +55,18 @@ final class ConfigurationParserTests: XCTestCase {
       found[0].hasPrefix("/etc/pinproxy/pinproxy.yaml:3:5: domains[0].pinningMod: unknown key"), found[0])
   }
 
+  /// Values are exact, but "did you mean" ignores case.
+  func testAValueInTheWrongCaseGetsTheRightSpellingSuggested() {
+    let found = errors(
+      """
+      domains:
+        - domain: example.com
+          pinningMode: publickey
+      """)
+    XCTAssertEqual(found.count, 1, "\(found)")
+    XCTAssertTrue(found.first?.hasSuffix("; did you mean publicKey?") ?? false, "\(found)")
+  }
+
   func testEveryErrorIsReportedNotJustTheFirst() {
     let found = errors(
       """

@@ -78,10 +78,33 @@ final class LatencyHistogramTests: XCTestCase {
     let log = RefusalLog()
     log.record(refusal("other", client: "198.51.100.9:4000"))
     for index in 0..<1000 { log.record(refusal("flood-\(index)", client: "203.0.113.5:\(1024 + index)")) }
-    let recent = log.recent()
-    XCTAssertEqual(recent.count, RefusalLog.perClient + 1)
+    var recent = log.recent()
+    XCTAssertEqual(recent.count, RefusalLog.capacity)
     XCTAssertEqual(recent.last?.incident, "other")
     XCTAssertEqual(recent.first?.incident, "flood-999", "the flooding client's newest stay, its oldest go")
-    XCTAssertEqual(recent.filter { $0.client.hasPrefix("203.0.113.5:") }.count, RefusalLog.perClient)
+    XCTAssertEqual(recent.filter { $0.client.hasPrefix("203.0.113.5:") }.count, RefusalLog.capacity - 1)
+    // A third client's refusals take the flooder's room, never the other's.
+    for index in 0..<RefusalLog.perClient { log.record(refusal("third-\(index)", client: "192.0.2.44:\(index)")) }
+    recent = log.recent()
+    XCTAssertTrue(recent.contains { $0.incident == "other" })
+    XCTAssertEqual(recent.filter { $0.incident.hasPrefix("third-") }.count, RefusalLog.perClient)
+  }
+
+  /// On a loopback deployment every refusal has one client key: the page
+  /// keeps all 100 of them, the per-client bound applying only when another
+  /// client's refusal needs the room.
+  func testOneClientAloneKeepsTheWholeLog() {
+    let log = RefusalLog()
+    for index in 0..<150 { log.record(refusal("local-\(index)", client: "127.0.0.1:\(2000 + index)")) }
+    var recent = log.recent()
+    XCTAssertEqual(recent.count, RefusalLog.capacity)
+    XCTAssertEqual(recent.first?.incident, "local-149")
+    XCTAssertEqual(recent.last?.incident, "local-50")
+    // Another client arrives: it takes the room from the one holding most.
+    log.record(refusal("browser", client: "192.0.2.7:5000"))
+    recent = log.recent()
+    XCTAssertEqual(recent.count, RefusalLog.capacity)
+    XCTAssertEqual(recent.first?.incident, "browser")
+    XCTAssertEqual(recent.last?.incident, "local-51", "the loopback client's oldest went")
   }
 }

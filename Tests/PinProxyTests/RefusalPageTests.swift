@@ -55,6 +55,9 @@ final class RefusalPageTests: XCTestCase {
     XCTAssertFalse(html.contains("<img"))
     XCTAssertFalse(html.contains("secret OS detail"), "the OS detail stays in the log")
     XCTAssertTrue(html.contains("<details>"))
+    // One certificate a line, with a real line break between them.
+    XCTAssertTrue(html.contains("sha256=BBBB]\n[CN=root"), html)
+    XCTAssertFalse(html.contains("\\u{A}"), "no escaped newline in the chain")
     XCTAssertTrue(html.contains("pinproxy pin --config FILE a.test:443"))
     XCTAssertTrue(html.contains("pinproxy evaluate --host a.test"))
   }
@@ -65,7 +68,8 @@ final class RefusalPageTests: XCTestCase {
     let page = RefusalPage(failure: failure, host: "b.test", rule: "-", time: Date())
     let html = String(decoding: failure.response(page: page), as: UTF8.self)
     for text in [plain, html] {
-      XCTAssertTrue(text.hasPrefix("HTTP/1.1 403 Forbidden\r\n"), text)
+      // The code in the reason phrase: clients that print only the status line show it.
+      XCTAssertTrue(text.hasPrefix("HTTP/1.1 403 Forbidden (pinproxy: denied-by-policy)\r\n"), text)
       XCTAssertTrue(text.contains("Pinproxy-Error: denied-by-policy\r\n"))
     }
     XCTAssertTrue(plain.contains("Content-Type: text/plain; charset=utf-8\r\n"))

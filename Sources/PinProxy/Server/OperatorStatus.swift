@@ -161,8 +161,11 @@ public struct OperatorStatus: Codable, Sendable {
   }
 
   /// `date` from the status's own time: `in 3 d 4 h`, `5 min ago`.
-  public func relative(_ date: Date) -> String {
-    let seconds = date.timeIntervalSince(time)
+  public func relative(_ date: Date) -> String { OperatorStatus.relative(date, from: time) }
+
+  /// `date` as seen from `now`.
+  static func relative(_ date: Date, from now: Date) -> String {
+    let seconds = date.timeIntervalSince(now)
     // Within a second either way, a countdown or an age says nothing.
     if abs(seconds) < 1 { return "just now" }
     let text = OperatorStatus.duration(abs(seconds))
