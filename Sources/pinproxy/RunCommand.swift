@@ -45,7 +45,6 @@ struct RunCommand: ParsableCommand {
       } catch {
         throw UsageError(error.description)
       }
-      if let missing = configuration.missingListeners { throw UsageError(missing.description) }
     } else {
       configuration = RuntimeSnapshot.defaultConfiguration
     }
@@ -56,6 +55,8 @@ struct RunCommand: ParsableCommand {
     } catch {
       throw UsageError(error.description)
     }
+    // After the file's own errors: a file that would bind nothing is one more.
+    if let missing = configuration.missingListeners { throw UsageError(missing.description) }
     let server: ProxyServer
     do {
       server = try ProxyServer(snapshot: snapshot, logger: logger)

@@ -62,6 +62,33 @@ final class ReadmeTests: XCTestCase {
     }
   }
 
+  /// A reader opens the ports a block needs before running it: the prose
+  /// right above each runnable block names every port its marker lists
+  /// (the quick start once named 3128 and 9443 but also needed 9901).
+  func testTheProseAboveEachRunnableBlockNamesEveryPortItUses() throws {
+    let lines = try String(contentsOfFile: ReadmeTests.readme, encoding: .utf8)
+      .split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    for block in try blocks().filter(\.runnable) {
+      // `line` is the first code line (1-based index of the fence + 1): walk
+      // up past the fence and the marker to the paragraph before them.
+      var index = block.line - 2
+      while index > 0 && !lines[index].hasPrefix("<!-- runnable") { index -= 1 }
+      var paragraph: [String] = []
+      index -= 1
+      while index >= 0 && lines[index].isEmpty { index -= 1 }
+      while index >= 0 && !lines[index].isEmpty {
+        paragraph.insert(lines[index], at: 0)
+        index -= 1
+      }
+      let prose = paragraph.joined(separator: " ")
+      for port in block.ports {
+        XCTAssertTrue(
+          prose.contains(String(port)),
+          "README line \(block.line): the prose does not name port \(port): \(prose)")
+      }
+    }
+  }
+
   /// Once, the block installed config/pinproxy.yaml alone, and the unit's
   /// `ExecStartPre=pinproxy check` failed on the example files it names.
   func testTheSystemdBlockInstallsEverythingItsConfigNamesAndTheUnitsCheckPasses() throws {

@@ -114,7 +114,7 @@ final class DownstreamLinkTests: XCTestCase {
     let refusal = Refusal(Self.refused, request: try requestHead())
     link.refuse(refusal, at: Date())
     let text = String(decoding: link.takeOutput(), as: UTF8.self)
-    XCTAssertTrue(text.hasPrefix("HTTP/1.1 502 Bad Gateway\r\n"), text)
+    XCTAssertTrue(text.hasPrefix("HTTP/1.1 502 Bad Gateway (pinproxy: upstream-unreachable)\r\n"), text)
     XCTAssertTrue(text.contains("Pinproxy-Error: upstream-unreachable\r\n"), text)
     XCTAssertTrue(text.contains("Pinproxy-Incident: \(refusal.incident)\r\n"), text)
     XCTAssertTrue(text.contains("Content-Type: text/plain; charset=utf-8\r\n"), text)
@@ -126,7 +126,7 @@ final class DownstreamLinkTests: XCTestCase {
 
     link.refuse(Refusal(Self.refused, request: try requestHead(Self.browser)), at: Date())
     let page = String(decoding: link.takeOutput(), as: UTF8.self)
-    XCTAssertTrue(page.hasPrefix("HTTP/1.1 502 Bad Gateway\r\n"), page)
+    XCTAssertTrue(page.hasPrefix("HTTP/1.1 502 Bad Gateway (pinproxy: upstream-unreachable)\r\n"), page)
     XCTAssertTrue(page.contains("Pinproxy-Error: upstream-unreachable\r\n"), page)
     XCTAssertTrue(page.contains("Content-Type: text/html; charset=utf-8\r\n"), page)
     XCTAssertTrue(page.contains("<html"), page)
@@ -183,7 +183,8 @@ final class DownstreamLinkTests: XCTestCase {
     var http1 = HTTP1Downstream(clientVersion: .http11, closing: false)
     http1.refuse(Refusal(challenge, request: try requestHead()), at: Date())
     let text = String(decoding: http1.takeOutput(), as: UTF8.self)
-    XCTAssertTrue(text.hasPrefix("HTTP/1.1 407 Proxy Authentication Required\r\n"), text)
+    XCTAssertTrue(
+      text.hasPrefix("HTTP/1.1 407 Proxy Authentication Required (pinproxy: proxy-auth-required)\r\n"), text)
     XCTAssertTrue(text.contains("Proxy-Authenticate: Basic realm=\"shop\"\r\n"), text)
     XCTAssertTrue(text.contains("Retry-After: 2\r\n"), text)
 

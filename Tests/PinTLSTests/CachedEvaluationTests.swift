@@ -17,13 +17,18 @@ final class CachedEvaluationTests: XCTestCase {
     let first = engine.evaluate(
       chain, host: host, policy: .default, identity: compiled.identity, verifier: counting, at: Fixtures.now)
     XCTAssertTrue(first.isTrusted)
+    // A full evaluation hands its path to the caller; the cache keeps none.
+    guard case .trusted(var acceptance) = first else { return XCTFail() }
+    XCTAssertFalse(acceptance.path.isEmpty)
+    acceptance.path = []
+    let cached = TrustDecision.trusted(acceptance)
     let afterMiss = counting.count
     XCTAssertGreaterThan(afterMiss, 0)
     for _ in 0..<10 {
       let again = engine.evaluate(
         chain, host: host, policy: .default, identity: compiled.identity, verifier: counting, at: Fixtures.now
       )
-      XCTAssertEqual(again, first)
+      XCTAssertEqual(again, cached)
     }
     XCTAssertEqual(counting.count, afterMiss, "a hit must not build or verify a chain")
     XCTAssertEqual(engine.cache.hits, 10)
