@@ -40,7 +40,7 @@ struct StatusCommand: ParsableCommand {
     let body: [UInt8]
     do {
       body = try AdminFetch.get("/status", from: admin, token: token)
-    } catch let error as AdminFetch.Failure {
+    } catch {
       printError("pinproxy: status: \(PrintableText.escaped(error.description))")
       throw ExitCode(1)
     }

@@ -18,7 +18,8 @@ final class RotationTests: ProxyTestCase {
   var scratch = ""
 
   override func setUpWithError() throws {
-    scratch = FileManager.default.temporaryDirectory.appendingPathComponent("rotation-\(UUID().uuidString)")
+    scratch =
+      FileManager.default.temporaryDirectory.appendingPathComponent("rotation-\(UUID().uuidString)")
       .path
     try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
     origin = try OpenSSLServer(
@@ -106,7 +107,8 @@ final class RotationTests: ProxyTestCase {
     XCTAssertEqual(waived.exit, 0)
     XCTAssertTrue(proxy!.log.contains(" pins-waived "), proxy!.log)
     XCTAssertTrue(
-      proxy!.log.contains("passthrough entry pay.bank.example of listener waiver waives the pins of rule pay.bank.example"),
+      proxy!.log.contains(
+        "passthrough entry pay.bank.example of listener waiver waives the pins of rule pay.bank.example"),
       proxy!.log)
     let metrics = try Curl.run(["http://\(admin)/metrics"]).text
     XCTAssertTrue(
@@ -117,7 +119,8 @@ final class RotationTests: ProxyTestCase {
     let check = try pinproxy(["check", "--config", proxy!.configFile])
     XCTAssertEqual(check.status, 0, check.stderr)
     XCTAssertTrue(check.stderr.contains("\(proxy!.configFile):"), check.stderr)
-    XCTAssertTrue(check.stderr.contains("passthrough[0]: warning: passthrough entry pay.bank.example"), check.stderr)
+    XCTAssertTrue(
+      check.stderr.contains("passthrough[0]: warning: passthrough entry pay.bank.example"), check.stderr)
   }
 
   // MARK: 2. Pin health on the path as built
@@ -127,7 +130,8 @@ final class RotationTests: ProxyTestCase {
     XCTAssertEqual(try get("http://api.bank.example/", through: port).status, 200, proxy!.log)
     let policies = try Curl.run(["http://\(admin)/policies"]).text
     let json = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(policies.utf8)) as? [String: Any])
-    let rule = try XCTUnwrap((json["domains"] as? [[String: Any]])?.first { ($0["domain"] as? String) == "api.bank.example" })
+    let rule = try XCTUnwrap(
+      (json["domains"] as? [[String: Any]])?.first { ($0["domain"] as? String) == "api.bank.example" })
     let health = try XCTUnwrap(rule["pinHealth"] as? [String: Any], policies)
     XCTAssertEqual(health["matchedSubject"] as? String, "CN=Pinproxy Test Root A,O=pinproxy tests", policies)
     XCTAssertEqual(health["backupPins"] as? [String], [], policies)
@@ -136,7 +140,8 @@ final class RotationTests: ProxyTestCase {
     XCTAssertTrue(
       metrics.contains(#"pinproxy_pinned_certificate_expiry_seconds{rule="api.bank.example"}"#), metrics)
     XCTAssertTrue(
-      metrics.contains(#"pinproxy_rule_last_verdict_timestamp_seconds{rule="api.bank.example",outcome="accepted"}"#),
+      metrics.contains(
+        #"pinproxy_rule_last_verdict_timestamp_seconds{rule="api.bank.example",outcome="accepted"}"#),
       metrics)
   }
 
@@ -153,12 +158,16 @@ final class RotationTests: ProxyTestCase {
       refused.text.contains(
         "the chain is otherwise valid: anchors national, host ok, not expired — only the pin failed"),
       refused.text)
-    let line = try XCTUnwrap(
-      String(contentsOfFile: proxy!.configFile, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false)
+    let line =
+      try XCTUnwrap(
+        String(contentsOfFile: proxy!.configFile, encoding: .utf8).split(
+          separator: "\n", omittingEmptySubsequences: false
+        )
         .firstIndex { $0.contains("pinnedPublicKeyHashes") }) + 1
     XCTAssertTrue(
       refused.text.contains(
-        "add \(Self.leafPin) to pinnedPublicKeyHashes of rule pay.bank.example (\(proxy!.configFile):\(line)), then reload"),
+        "add \(Self.leafPin) to pinnedPublicKeyHashes of rule pay.bank.example (\(proxy!.configFile):\(line)), then reload"
+      ),
       refused.text)
 
     // The status line carries the code for clients that print only it.
@@ -245,6 +254,25 @@ final class RotationTests: ProxyTestCase {
     XCTAssertEqual(try Curl.run(["http://\(admin)/reload"]).status, 405)
   }
 
+  /// With `admin.tokenFile`, a reload needs the token like every view.
+  func testAReloadNeedsTheAdminTokenWhenOneIsSet() throws {
+    let token = scratch + "/token"
+    try "5f0c1d2e3b4a59687766554433221100aabbccddeeff\n".write(
+      toFile: token, atomically: true, encoding: .utf8)
+    proxy = try ProxyProcess(
+      config: config().replacingOccurrences(
+        of: #"admin: {address: "127.0.0.1:{port:admin}"}"#,
+        with: #"admin: {address: "127.0.0.1:{port:admin}", tokenFile: "\#(token)"}"#),
+      listeners: ["forward", "admin"])
+    let refused = try pinproxy(["reload", "--admin", admin])
+    XCTAssertEqual(refused.status, 1)
+    XCTAssertTrue(refused.stderr.contains("answered 401"), refused.stderr)
+    XCTAssertFalse(proxy!.log.contains("reload-ok"), proxy!.log)
+    let reloaded = try pinproxy(["reload", "--admin", admin, "--token-file", token])
+    XCTAssertEqual(reloaded.status, 0, reloaded.stderr)
+    XCTAssertEqual(reloaded.stdout, "ok generation 2\n")
+  }
+
   func testAReloadsWarningsAreShownByStatus() throws {
     try start()
     // A moved listener takes a restart: the reload says so.
@@ -252,11 +280,14 @@ final class RotationTests: ProxyTestCase {
       config: config().replacingOccurrences(of: "name: forward,", with: "name: renamed,"))
     let reload = try pinproxy(["reload", "--admin", admin])
     XCTAssertEqual(reload.status, 0, reload.stderr)
-    XCTAssertTrue(reload.stdout.contains("warning: listener addresses and modes change only with a restart"), reload.stdout)
+    XCTAssertTrue(
+      reload.stdout.contains("warning: listener addresses and modes change only with a restart"),
+      reload.stdout)
     let status = try pinproxy(["status", "--admin", admin])
     XCTAssertTrue(status.stdout.contains("LAST RELOAD"), status.stdout)
     XCTAssertTrue(
-      status.stdout.contains("  warning: listener addresses and modes change only with a restart"), status.stdout)
+      status.stdout.contains("  warning: listener addresses and modes change only with a restart"),
+      status.stdout)
   }
 
   // MARK: 9. Small things

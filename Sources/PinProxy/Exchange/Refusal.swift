@@ -113,7 +113,9 @@ struct Refusal {
         status: failure.status, reason: failure.reason,
         chain: (failure.presented ?? []).prefix(RefusalLog.maxCertificates).map {
           PresentedCertificate($0, expected: expected)
-        } + (failure.advice?.unsentAnchor.map { [$0] } ?? []), expected: expected, advice: failure.advice))
+        }
+          + (failure.advice?.unsentAnchor.map { [PresentedCertificate(unsent: $0, expected: expected)] } ?? []),
+        expected: expected, advice: failure.advice?.sentence, adviceYAML: failure.advice?.yaml))
     metrics.rules.refused(rule: rule, code: failure.code, at: now)
   }
 

@@ -26,8 +26,10 @@ struct RecordedRefusal: Sendable, Codable {
   let chain: [PresentedCertificate]
   /// What the rule expected, as configured when the refusal happened.
   let expected: RuleExpectation?
-  /// For a pin failure on an otherwise valid chain: the pin to add, where.
-  var advice: PinRotationAdvice? = nil
+  /// For a pin failure on an otherwise valid chain: what to do, and the
+  /// key's YAML line with the new pin (`PinRotationAdvice`).
+  var advice: String? = nil
+  var adviceYAML: String? = nil
 }
 
 /// A presented certificate as the page lists it.
@@ -44,6 +46,12 @@ struct PresentedCertificate: Sendable, Codable {
   let meetsPin: Bool
   /// Not sent by the server: the anchor the path was built to.
   var unsent = false
+
+  /// The anchor a refusal's reason names, which the server did not send.
+  init(unsent certificate: Certificate, expected: RuleExpectation?) {
+    self.init(certificate, expected: expected)
+    unsent = true
+  }
 
   init(_ certificate: Certificate, expected: RuleExpectation?) {
     subject = certificate.subject

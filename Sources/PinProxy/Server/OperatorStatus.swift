@@ -198,8 +198,7 @@ extension OperatorStatus.RefusalRow {
           subject: $0.subject, issuer: $0.issuer, notBefore: $0.notBefore, notAfter: $0.notAfter, pin: $0.pin,
           certificateSHA256: $0.certificateSHA256, meetsPin: $0.meetsPin, unsent: $0.unsent ? true : nil)
       }, expectedPins: refusal.expected?.pins ?? [], anchors: refusal.expected?.anchors ?? [],
-      pinningMode: refusal.expected?.pinningMode, advice: refusal.advice?.sentence,
-      adviceYAML: refusal.advice?.yaml)
+      pinningMode: refusal.expected?.pinningMode, advice: refusal.advice, adviceYAML: refusal.adviceYAML)
   }
 }
 

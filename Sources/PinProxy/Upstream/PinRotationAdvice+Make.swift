@@ -2,35 +2,9 @@ import PinConfig
 import PinTLS
 import PinTrust
 
-/// What to do about a pin failure on a chain that passed every other check
-/// (anchors, host, dates): what separates a key rotation from an attack.
-/// Names the pin to add (the leaf's key for a leaf or any-key pin, its
-/// issuer's for a CA pin), the key and rule to add it to and where the rule
-/// is written, and the YAML line to paste. Built only when the failure is
-/// known to be the pin alone: never under `allowInvalidCertificates`
-/// (nothing else was checked) nor in certificate mode (the pinned
-/// certificates are the anchors there).
-struct PinRotationAdvice: Sendable, Codable {
-  /// The anchor set the path ended in (`system`: the operating system's store).
-  let anchors: String
-  /// `sha256/BASE64` to add.
-  let pin: String
-  /// The configuration key that takes it.
-  let key: String
-  let rule: String
-  /// `FILE:LINE` of the key (or of the rule, when the key is not written).
-  let place: String
-  /// The key's line with the new pin added, ready to paste.
-  let yaml: String
-  /// The anchor's certificate when the server did not send it (the page
-  /// shows it in the chain the reason names).
-  var unsentAnchor: PresentedCertificate?
-
-  var sentence: String {
-    "the chain is otherwise valid: anchors \(anchors), host ok, not expired — only the pin failed;"
-      + " if the server rotated its key, add \(pin) to \(key) of rule \(rule) (\(place)), then reload"
-  }
-
+extension PinRotationAdvice {
+  /// The advice for `failure` under `rule`, or nil when the pin is not known
+  /// to be all that failed.
   static func make(
     _ failure: TrustFailure, rule: CompiledRule, snapshot: RuntimeSnapshot, presented: [Certificate]
   ) -> PinRotationAdvice? {
@@ -67,9 +41,7 @@ struct PinRotationAdvice: Sendable, Codable {
       anchors: anchors, pin: candidate.spkiPin, key: key, rule: rule.name,
       place: "\(snapshot.configuration.file):\(location.line)", yaml: "\(key): [\(quoted)]")
     if path.count > 1, !presented.contains(where: { $0.fingerprint == root.fingerprint }) {
-      var anchor = PresentedCertificate(root, expected: RuleExpectation(rule))
-      anchor.unsent = true
-      advice.unsentAnchor = anchor
+      advice.unsentAnchor = root
     }
     return advice
   }
