@@ -88,11 +88,13 @@ final class UpstreamBudget: Sendable {
   /// `connection`: the client connection asking (`connectionID`).
   func chargeSocket(client: String, connection: UInt64 = 0) -> UpstreamCharge? {
     let granted = sockets.withLock { counts in
-      var mine = counts.perClient[client, default: ClientCounts()]
-      guard counts.total < socketLimit, mine.allows(connection, cap: perClientLimit) else { return false }
+      guard counts.total < socketLimit,
+        counts.perClient[client]?.allows(connection, cap: perClientLimit) ?? true
+      else { return false }
       counts.total += 1
-      mine.add(connection, 1)
-      counts.perClient[client] = mine
+      // Changed in place: a copy taken out and written back would copy the
+      // connection table on every request.
+      counts.perClient[client, default: ClientCounts()].add(connection, 1)
       return true
     }
     return granted ? UpstreamCharge(budget: self, client: client, connection: connection) : nil
@@ -102,10 +104,8 @@ final class UpstreamBudget: Sendable {
   /// the total already; false when the client is at its own limit.
   func chargeClient(_ client: String, connection: UInt64 = 0) -> Bool {
     sockets.withLock { counts in
-      var mine = counts.perClient[client, default: ClientCounts()]
-      guard mine.allows(connection, cap: perClientLimit) else { return false }
-      mine.add(connection, 1)
-      counts.perClient[client] = mine
+      guard counts.perClient[client]?.allows(connection, cap: perClientLimit) ?? true else { return false }
+      counts.perClient[client, default: ClientCounts()].add(connection, 1)
       return true
     }
   }
@@ -118,10 +118,9 @@ final class UpstreamBudget: Sendable {
   fileprivate func release(client: String?, connection: UInt64, socket: Bool) {
     sockets.withLock { counts in
       if socket { counts.total -= 1 }
-      if let client, var mine = counts.perClient[client] {
-        mine.add(connection, -1)
-        counts.perClient[client] = mine.total > 0 ? mine : nil
-      }
+      guard let client, counts.perClient[client] != nil else { return }
+      counts.perClient[client]!.add(connection, -1)
+      if counts.perClient[client]!.total <= 0 { counts.perClient[client] = nil }
     }
   }
 
