@@ -6,8 +6,20 @@
 # benchmarks (Benchmarks/smoke.sh). The last line counts them all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each phase's seconds, printed as it ends and again at the end, so a run
+# that grew shows which part did.
+phases=()
+phase_started=$SECONDS
+phase() {
+  local took=$((SECONDS - phase_started))
+  phases+=("$1 ${took}s")
+  echo "phase: $1 took ${took}s"
+  phase_started=$SECONDS
+}
 scripts/install-deps.sh
+phase "install dependencies"
 swift build --build-tests
+phase "build (debug, with tests)"
 scripts/verify-systemd-unit.sh .build/debug/pinproxy
 log=$(mktemp)
 status=0
@@ -15,6 +27,11 @@ status=0
 # would otherwise be the last word.
 swift test --skip-build --disable-swift-testing 2>&1 | tee "$log" || status=$?
 summary=$(grep -E "^[[:space:]]*Executed [0-9]+ tests?, with [0-9]+ failures?" "$log" | tail -1)
+phase "XCTest"
+# The slowest tests, and every failed one by name (repeated at the end).
+slowest=$(grep -E "^Test Case '.*' (passed|failed) \([0-9.]+ seconds\)" "$log" \
+  | sed -E "s/^Test Case '([^']*)' (passed|failed) \(([0-9.]+) seconds\)/\3 \1/" | sort -rn | head -15 || true)
+failed_tests=$(grep -E "^Test Case '.*' failed \(" "$log" | sed -E "s/^Test Case '([^']*)'.*/\1/" || true)
 rm -f "$log"
 if [ -z "$summary" ]; then echo "no XCTest summary found" >&2; exit 1; fi
 total=$(echo "$summary" | sed -E 's/.*Executed ([0-9]+) tests?.*/\1/')
@@ -22,26 +39,47 @@ failed=$(echo "$summary" | sed -E 's/.*with ([0-9]+) failures?.*/\1/')
 passed=$((total - failed))
 
 # The folders of Sources/PinProxy form layers without cycles: one more test.
-if scripts/folder-layers.py >/dev/null; then passed=$((passed + 1)); else failed=$((failed + 1)); status=1; fi
+if scripts/folder-layers.py >/dev/null; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+  status=1
+  failed_tests+=$'\nscripts/folder-layers.py (a cycle between folders of Sources/PinProxy)'
+fi
 
 # Each sanitizer check and each fuzz target counts as one more test.
 sanitizer_log=$(mktemp)
 scripts/sanitizers.sh 2>&1 | tee "$sanitizer_log" || status=1
 passed=$((passed + $(grep -cE "^sanitizers: .*(clean|no growth)" "$sanitizer_log" || true)))
 failed=$((failed + $(grep -cE "^sanitizers: .*FAILED" "$sanitizer_log" || true)))
+failed_tests+=$'\n'"$(grep -E "^sanitizers: .*FAILED" "$sanitizer_log" || true)"
 rm -f "$sanitizer_log"
+phase "sanitizers"
 # The benchmarks build and run (a few iterations each, figures not asserted):
 # each check of Benchmarks/smoke.sh counts as one more test.
 bench_log=$(mktemp)
 Benchmarks/smoke.sh 2>&1 | tee "$bench_log" || status=1
 passed=$((passed + $(grep -cE "^benchmarks: .* ok$" "$bench_log" || true)))
 failed=$((failed + $(grep -cE "^benchmarks: .* FAILED$" "$bench_log" || true)))
+failed_tests+=$'\n'"$(grep -E "^benchmarks: .* FAILED$" "$bench_log" || true)"
 rm -f "$bench_log"
+phase "benchmarks smoke"
 fuzz_log=$(mktemp)
 Fuzz/run.sh "${FUZZ_SECONDS:-15}" 2>&1 | tee "$fuzz_log" || status=1
 passed=$((passed + $(grep -c "^stat::number_of_executed_units" "$fuzz_log" || true)))
 failed=$((failed + $(grep -c "^FAILED: " "$fuzz_log" || true)))
+failed_tests+=$'\n'"$(grep "^FAILED: " "$fuzz_log" || true)"
 rm -f "$fuzz_log"
+phase "fuzz"
+echo
+echo "slowest tests (seconds):"
+echo "$slowest"
+echo "phases: ${phases[*]}"
+failed_tests=$(echo "$failed_tests" | sed '/^$/d')
+if [ -n "$failed_tests" ]; then
+  echo "failed:"
+  echo "$failed_tests"
+fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ] || status=1
 exit "$status"
