@@ -52,12 +52,12 @@ extension AdminAccessTests {
       ])
     defer { holder.stop() }
     XCTAssertTrue(holder.wait(for: "HELD"), holder.currentOutput)
+    // A probe that had to wait for a slot would meet its own 5 s limit
+    // (the slots' request timeout is 10 s): answered is answered at once.
     for probe in 1...5 {
-      let started = Date()
       let health = try Curl.run(["--max-time", "5", "http://127.0.0.1:\(adminPort)/healthz"])
       XCTAssertEqual(health.status, 200, "probe \(probe): \(health.stderr)")
       XCTAssertEqual(health.text, "ok\n")
-      XCTAssertLessThan(Date().timeIntervalSince(started), 2, "probe \(probe) waited for a slot")
     }
     let metrics = try Curl.run(["http://127.0.0.1:\(adminPort)/metrics"])
     XCTAssertEqual(metrics.status, 200, metrics.stderr)

@@ -153,12 +153,12 @@ extension ProxyAccessTests {
         "/usr/bin/curl",
         [
           "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "20", "-x", "http://127.0.0.1:\(port)",
-          "http://httpbin.org/slow/4",
+          "http://httpbin.org/slow/10",
         ])
     }
     defer { slow.forEach { $0.terminate() } }
     XCTAssertTrue(
-      try eventually(timeout: 5) {
+      try eventually(timeout: 8) {
         sample(try metrics(), "pinproxy_upstream_sockets_open") == 16
       }, "16 upstream sockets held")
     let newcomer = try get("http://httpbin.org/hello", through: port)
