@@ -10,12 +10,12 @@ import XCTest
 final class AdminSlotsTests: XCTestCase {
   let loop = EventLoop(name: "admin-slots-test")
 
-  func testANewcomerEvictsTheLongestWaitingHeadAndNeverOneBeingAnswered() {
+  func testANewcomerEvictsTheLongestWaitingHeadAndNeverOneBeingAnswered() throws {
     let slots = AdminSlots(capacity: 4)
     let evicted = Mutex<[Int]>([])
     var ids: [UInt64] = []
     for index in 0..<4 {
-      ids.append(try! XCTUnwrap(slots.admit(on: loop) { evicted.withLock { $0.append(index) } }))
+      ids.append(try XCTUnwrap(slots.admit(on: loop) { evicted.withLock { $0.append(index) } }))
       usleep(1000)
     }
     // Connection 0 sent its request (answering); 1, 2 and 3 trickle.
