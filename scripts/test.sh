@@ -32,6 +32,8 @@ phase "XCTest"
 slowest=$(grep -E "^Test Case '.*' (passed|failed) \([0-9.]+ seconds\)" "$log" \
   | sed -E "s/^Test Case '([^']*)' (passed|failed) \(([0-9.]+) seconds\)/\3 \1/" | sort -rn | head -15 || true)
 failed_tests=$(grep -E "^Test Case '.*' failed \(" "$log" | sed -E "s/^Test Case '([^']*)'.*/\1/" || true)
+# Children that took over 2 s to stop (ChildProcess.stop reports them).
+slow_teardowns=$(grep -E "teardown: .* s to stop" "$log" | sed -E 's/.*(teardown: )/\1/' | sort | uniq -c || true)
 rm -f "$log"
 if [ -z "$summary" ]; then echo "no XCTest summary found" >&2; exit 1; fi
 total=$(echo "$summary" | sed -E 's/.*Executed ([0-9]+) tests?.*/\1/')
@@ -74,6 +76,10 @@ phase "fuzz"
 echo
 echo "slowest tests (seconds):"
 echo "$slowest"
+if [ -n "$slow_teardowns" ]; then
+  echo "teardowns over 2 s:"
+  echo "$slow_teardowns"
+fi
 echo "phases: ${phases[*]}"
 failed_tests=$(echo "$failed_tests" | sed '/^$/d')
 if [ -n "$failed_tests" ]; then

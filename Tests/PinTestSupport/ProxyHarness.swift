@@ -81,13 +81,31 @@ public final class ChildProcess: @unchecked Sendable {
     return false
   }
 
+  /// SIGTERM, then SIGKILL if the process is still running after
+  /// `stopDeadline` seconds (a daemon draining a connection a test left
+  /// open would otherwise hold the run for its whole drain). A stop that
+  /// takes over 2 s is reported on standard error, naming the command, so a
+  /// slow teardown shows in the run's log.
   public func stop() {
     output.fileHandleForReading.readabilityHandler = nil
-    if process.isRunning {
-      process.terminate()
-      process.waitUntilExit()
+    guard process.isRunning else { return }
+    let started = Date()
+    process.terminate()
+    let deadline = started.addingTimeInterval(Self.stopDeadline)
+    while process.isRunning && Date() < deadline { usleep(10_000) }
+    if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    process.waitUntilExit()
+    let seconds = Date().timeIntervalSince(started)
+    if seconds > 2 {
+      let name = ([process.executableURL?.lastPathComponent ?? "?"] + (process.arguments ?? []).prefix(3))
+        .joined(separator: " ")
+      FileHandle.standardError.write(
+        Data("teardown: \(name) took \(String(format: "%.1f", seconds)) s to stop\n".utf8))
     }
   }
+
+  /// How long a stopped child may take before it is killed.
+  public static let stopDeadline = 5.0
 
   public func signal(_ number: Int32) { kill(process.processIdentifier, number) }
   public var pid: Int32 { process.processIdentifier }
