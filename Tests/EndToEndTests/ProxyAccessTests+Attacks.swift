@@ -185,4 +185,32 @@ extension ProxyAccessTests {
     let line = logLines("client-refused").first ?? ""
     XCTAssertTrue(line.contains("client=::ffff:127.0.0.1 "), line)
   }
+
+  /// Without `admin.tokenFile`, only a loopback client may reload: an
+  /// allowed client on another address reads the views but gets 403 for
+  /// `POST /reload` (a reload changes what the proxy does).
+  func testAReloadFromAnotherAddressNeedsTheToken() throws {
+    let namespace = try namespaceWithRoutedBlock()
+    let ip = "/usr/sbin/ip"
+    proxy = try ProxyProcess(
+      config: """
+        admin: {address: "198.18.255.254:{port:admin}", allowedClients: ["198.18.0.0/16"]}
+        listeners:
+          - {name: forward, address: "127.0.0.1:{port:forward}", mode: forward}
+        defaults: {action: deny}
+        domains: []
+        """, listeners: ["forward", "admin"], wrapper: [ip, "netns", "exec", namespace])
+    let url = "http://198.18.255.254:\(proxy!.ports["admin"]!)"
+    func curl(_ arguments: [String]) throws -> ProcessResult {
+      try Subprocess.run(
+        ip,
+        ["netns", "exec", namespace, "/usr/bin/curl", "-s", "--max-time", "10", "--interface", "198.18.7.7"]
+          + arguments)
+    }
+    let views = try curl(["-o", "/dev/null", "-w", "%{http_code}", url + "/healthz"])
+    XCTAssertEqual(views.stdout, "200", "an allowed client reads the views")
+    let reload = try curl(["-X", "POST", "-w", " %{http_code}", url + "/reload"])
+    XCTAssertEqual(reload.stdout, "a reload from another address needs the admin token\n 403", reload.stderr)
+    XCTAssertFalse(proxy!.log.contains("reload-ok"), proxy!.log)
+  }
 }
