@@ -18,6 +18,9 @@ public struct UpstreamRoute: Sendable {
   /// responder): an origin chose it, so even a named or mapped host may
   /// not lead to the proxy's own listeners or admin address.
   var followsCertificate = false
+  /// A passthrough route: the rule that governs the host (whose pins, if
+  /// any, a passthrough entry waived), for the log line and the metric.
+  private(set) var governing: CompiledRule?
 
   /// nil when the host is denied by policy.
   public init?(host: TrustHost, snapshot: RuntimeSnapshot) {
@@ -36,8 +39,12 @@ public struct UpstreamRoute: Sendable {
   }
 
   /// A raw TCP route: the client does its own TLS end to end (passthrough).
-  static func plain(_ host: TrustHost, namedExplicitly: Bool) -> UpstreamRoute {
-    UpstreamRoute(plainHost: host, namedExplicitly: namedExplicitly)
+  static func plain(_ host: TrustHost, namedExplicitly: Bool, governedBy rule: CompiledRule? = nil)
+    -> UpstreamRoute
+  {
+    var route = UpstreamRoute(plainHost: host, namedExplicitly: namedExplicitly)
+    route.governing = rule
+    return route
   }
 
   public var ruleName: String { compiled?.name ?? "passthrough" }

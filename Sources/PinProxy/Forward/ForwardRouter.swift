@@ -148,7 +148,9 @@ struct ForwardRouter {
       let key = UpstreamKey(
         host: host, port: port, tls: false,
         policy: PolicyIdentity(generation: snapshot.generation, rule: .passthrough))
-      return .passthrough(ForwardTarget(key: key, route: .plain(host, namedExplicitly: named), path: ""))
+      return .passthrough(
+        ForwardTarget(
+          key: key, route: .plain(host, namedExplicitly: named, governedBy: route?.compiled), path: ""))
     }
     guard route != nil, let interception = snapshot.interception[listener.name] else {
       return .refuse(

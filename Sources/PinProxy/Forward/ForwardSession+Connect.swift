@@ -19,7 +19,7 @@ extension ForwardSession {
   func openPassthrough(_ target: ForwardTarget) {
     // The router lets a pinned rule's host through only where a passthrough
     // entry names it: its pins are waived, loudly.
-    let governing = UpstreamRoute(host: target.key.host, snapshot: snapshot)?.compiled
+    let governing = target.route.governing
     let waived = governing?.pins == true
     context.logger.log(
       waived ? .warning : .info, "passthrough",

@@ -154,11 +154,9 @@ struct UpstreamTrust {
       // were checked against (as built, its anchor included: a pinned root
       // the server does not send is still what the rule met), not on what
       // the server happened to send.
-      if let rule = route.compiled, !cached {
-        let path = acceptance.path.isEmpty ? presented.map { $0.value() } : acceptance.path
+      if let rule = route.compiled {
+        let path = cached ? nil : acceptance.path.isEmpty ? presented.map { $0.value() } : acceptance.path
         metrics?.rules.accepted(rule: rule, chain: path, at: Date())
-      } else if let rule = route.compiled {
-        metrics?.rules.accepted(rule: rule, chain: nil, at: Date())
       }
       return .accept
     }
