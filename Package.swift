@@ -74,7 +74,14 @@ let package = Package(
     .testTarget(
       name: "PinProxyTests",
       dependencies: ["PinConfig", "PinHTTP", "PinHTTP2", "PinProxy", "PinTLS", "PinTrust", "PinTestSupport"]),
-    .testTarget(name: "EndToEndTests", dependencies: ["PinTLS", "PinTrust", "PinTestSupport"]),
-  ],
+  ] + endToEndTests,
   swiftLanguageModes: [.v6]
 )
+
+/// The tests that drive the real binary. The sanitizer builds
+/// (scripts/sanitizers.sh) run only the unit suites and set
+/// PINPROXY_UNIT_TESTS_ONLY, so they do not compile these.
+var endToEndTests: [Target] {
+  guard Context.environment["PINPROXY_UNIT_TESTS_ONLY"] == nil else { return [] }
+  return [.testTarget(name: "EndToEndTests", dependencies: ["PinTLS", "PinTrust", "PinTestSupport"])]
+}

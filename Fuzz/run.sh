@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (fuzzer + address sanitizers) and runs each
-# for SECONDS (default 60) on its committed corpus (Fuzz/Corpus/TARGET).
-# New inputs go to a scratch directory, not into the committed corpus; with
-# --merge they are merged (minimised) into it afterwards.
+# Builds the libFuzzer targets (fuzzer + address sanitizers) and runs each:
+# first every input of its committed corpus (Fuzz/Corpus/TARGET), then new
+# inputs for SECONDS (default 60). New inputs go to a scratch directory, not
+# into the committed corpus; with --merge they are merged (minimised) into it
+# afterwards.
 #   Fuzz/run.sh [--merge] [SECONDS] [TARGET ...]
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -35,6 +36,15 @@ for target in "${targets[@]}"; do
     echo "the failing input is kept in .build-fuzz/artifacts/ (reproduce: $bin/$target FILE)"
     ls ../.build-fuzz/artifacts/ | tail -3
   else
+    # INITED comes once every committed input has run.
+    replayed=$(grep -oE "^#[0-9]+[[:space:]]+INITED" "$work/log" | grep -oE "[0-9]+" | head -1)
+    if [ -z "$replayed" ]; then
+      status=1
+      echo "FAILED: $target (the committed corpus was not replayed)"
+      tail -5 "$work/log"
+    else
+      echo "replayed the committed corpus ($(ls "Corpus/$target" | wc -l) files, $replayed runs)"
+    fi
     grep -E "^stat::number_of_executed_units|^stat::new_units_added|^#[0-9]+.*DONE" "$work/log" || tail -3 "$work/log"
     if [ $merge = 1 ]; then
       "$bin/$target" -merge=1 "Corpus/$target" "$work" -max_len=8192 2>/dev/null || true

@@ -99,8 +99,17 @@ public final class ChildProcess: @unchecked Sendable {
     if seconds > 2 {
       let name = ([process.executableURL?.lastPathComponent ?? "?"] + (process.arguments ?? []).prefix(3))
         .joined(separator: " ")
-      FileHandle.standardError.write(
-        Data("teardown: \(name) took \(String(format: "%.1f", seconds)) s to stop\n".utf8))
+      let line = Data("teardown: \(name) took \(String(format: "%.1f", seconds)) s to stop\n".utf8)
+      FileHandle.standardError.write(line)
+      // A parallel run shows only failed tests' output: the test command
+      // names a file where every report is kept as well.
+      if let path = ProcessInfo.processInfo.environment["PINPROXY_TEARDOWN_LOG"],
+        let file = FileHandle(forWritingAtPath: path)
+      {
+        file.seekToEndOfFile()
+        file.write(line)
+        try? file.close()
+      }
     }
   }
 
