@@ -1,7 +1,7 @@
 import Foundation
 import PinTrust
 
-/// The parsed configuration file (docs/ARCHITECTURE.md, configuration): plain
+/// The parsed configuration file (docs/CONTRACTS.md, configuration): plain
 /// values with the location of anything that is checked later (files, pins),
 /// so that a later error still names file, line and key.
 public struct Configuration: Sendable {

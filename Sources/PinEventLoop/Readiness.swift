@@ -38,7 +38,7 @@ struct ReadinessToken: Equatable {
 /// handler, so one wake-up of the loop serves every socket that became
 /// ready meanwhile — instead of one Dispatch source per socket, each
 /// created, suspended, resumed and cancelled through libdispatch's manager
-/// thread (the leading cost per request before; docs/ARCHITECTURE.md §2, "Event
+/// thread (the leading cost per request before; docs/ARCHITECTURE.md, "Event
 /// loops and timers").
 ///
 /// Registrations are level-triggered: a handler may leave bytes unread (its

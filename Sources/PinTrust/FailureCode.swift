@@ -1,4 +1,4 @@
-/// The stable failure codes (docs/ARCHITECTURE.md): they appear in logs, in 502 bodies,
+/// The stable failure codes (docs/CONTRACTS.md): they appear in logs, in 502 bodies,
 /// in the `Pinproxy-Error` header and as metric labels. Never rename one.
 public enum FailureCode: String, Sendable, CaseIterable {
   case untrustedChain = "untrusted-chain"

@@ -1,7 +1,7 @@
 import Foundation
 
 /// AFSecurityPolicy's `evaluateServerTrust:forDomain:`, step for step
-/// (docs/ARCHITECTURE.md, trust evaluation), over a `ChainVerifier` for the X.509 work.
+/// (docs/TRUST.md, trust evaluation), over a `ChainVerifier` for the X.509 work.
 ///
 /// Pure: no I/O, no clock of its own (`time` is the evaluation instant).
 public enum TrustEvaluator {

@@ -3,7 +3,7 @@ import Foundation
 import PinConfig
 import PinProxy
 
-/// The `pinproxy` command. Exit codes follow docs/ARCHITECTURE.md: 0 success, 1 a
+/// The `pinproxy` command. Exit codes follow docs/CONTRACTS.md: 0 success, 1 a
 /// rejected evaluation, 2 a usage or input error (ArgumentParser's own
 /// validation code, 64, is mapped to 2).
 @main

@@ -6,7 +6,7 @@ import PinProxy
 import PinTLS
 import PinTrust
 
-/// `pinproxy pins`: dynamic pin lists (docs/ARCHITECTURE.md, dynamic
+/// `pinproxy pins`: dynamic pin lists (docs/TRUST.md, dynamic
 /// pinning): what is stored, a fetch now, and an operator's own signed
 /// lists (Wultra v1 format) without any other tool.
 struct PinsCommand: ParsableCommand {

@@ -30,7 +30,7 @@ final class ForwardMachineTests: XCTestCase {
     let snapshot = try RuntimeSnapshot.compile(configuration, generation: 1)
     var machine = Machine(
       router: ForwardRouter(snapshot: snapshot, listener: configuration.listeners[0]),
-      limits: snapshot.httpLimits)
+      limits: snapshot.httpLimits, clock: { 0 })
     machine.start()
     _ = actions(&machine)
     return machine
@@ -60,9 +60,9 @@ final class ForwardMachineTests: XCTestCase {
 
   func text(_ action: Machine.Action) -> String? {
     switch action {
-    case .writeClient(let bytes, _), .sendBody(_, let bytes):
+    case .writeClient(let bytes, _), .exchange(.sendBody(_, let bytes)):
       return String(decoding: bytes, as: UTF8.self)
-    case .sendHead(_, let request):
+    case .exchange(.sendHead(_, let request)):
       // As the HTTP/1.1 link writes it.
       let bytes = ForwardedHead.request(
         request.head, target: request.path, authority: request.authority, via: request.via)
@@ -77,20 +77,20 @@ final class ForwardMachineTests: XCTestCase {
       Array("GET http://origin.test/a?b HTTP/1.1\r\nHost: x\r\nProxy-Connection: keep-alive\r\n\r\n".utf8))
     let first = actions(&machine)
     guard
-      case .acquireUpstream(let id, let target, let poolAllowed) = first.first(where: {
-        if case .acquireUpstream = $0 { true } else { false }
-      })
+      case .exchange(.acquireUpstream(let poolAllowed)) = first.first(where: {
+        if case .exchange(.acquireUpstream) = $0 { true } else { false }
+      }), let target = machine.exchange?.exchange.target
     else {
       return XCTFail("no upstream acquired: \(first)")
     }
-    XCTAssertEqual(id, 1)
+    XCTAssertEqual(machine.exchange?.exchange.id, 1)
     XCTAssertTrue(poolAllowed)
     XCTAssertEqual(target.key.description, "origin.test:80")
     XCTAssertFalse(target.key.tls, "the rule allows insecure loads")
     let upstream = FakeUpstream()
     machine.upstreamReady(upstream, exchange: 1, pooled: false, tls: .none)
     let sent = actions(&machine).compactMap { action -> String? in
-      if case .sendHead(let to, _) = action, to === upstream { return text(action) }
+      if case .exchange(.sendHead(let to, _)) = action, to === upstream { return text(action) }
       return nil
     }
     XCTAssertEqual(sent.count, 1)
@@ -115,10 +115,16 @@ final class ForwardMachineTests: XCTestCase {
     XCTAssertTrue(written.contains("HTTP/1.1 200 OK\r\n"))
     XCTAssertTrue(written.hasSuffix("\r\n\r\nok"), written)
     XCTAssertTrue(
-      out.contains { if case .releaseUpstream(let pooled) = $0 { pooled === upstream } else { false } })
+      out.contains {
+        if case .exchange(.releaseUpstream(let pooled)) = $0 { pooled === upstream } else { false }
+      })
     XCTAssertTrue(
       out.contains {
-        if case .record(let record) = $0 { record.status == 200 && record.responseBytes == 2 } else { false }
+        if case .exchange(.record(let record)) = $0 {
+          record.status == 200 && record.responseBytes == 2
+        } else {
+          false
+        }
       })
     XCTAssertTrue(out.contains { if case .awaitRequest(idle: true) = $0 { true } else { false } })
     XCTAssertTrue(machine.isIdleBetweenRequests)
@@ -134,8 +140,9 @@ final class ForwardMachineTests: XCTestCase {
     machine.upstreamClosed(pooled, failure: nil, mayRetry: true)
     let retry = actions(&machine)
     XCTAssertTrue(
-      retry.contains { if case .acquireUpstream(1, _, poolAllowed: false) = $0 { true } else { false } },
+      retry.contains { if case .exchange(.acquireUpstream(poolAllowed: false)) = $0 { true } else { false } },
       "\(retry)")
+    XCTAssertEqual(machine.exchange?.exchange.id, 1, "the same exchange, dialled afresh")
     XCTAssertFalse(retry.contains { if case .refuse = $0 { true } else { false } })
     // The fresh connection closing too is the origin's answer: a 502.
     let fresh = FakeUpstream()
@@ -157,7 +164,7 @@ final class ForwardMachineTests: XCTestCase {
       "GET http://origin.test/1 HTTP/1.1\r\nHost: x\r\n\r\nGET http://origin.test/2 HTTP/1.1\r\nHost: x\r\n\r\n"
     machine.clientRead(Array(two.utf8))
     let first = actions(&machine)
-    XCTAssertEqual(first.filter { if case .acquireUpstream = $0 { true } else { false } }.count, 1)
+    XCTAssertEqual(first.filter { if case .exchange(.acquireUpstream) = $0 { true } else { false } }.count, 1)
     XCTAssertTrue(
       first.contains { if case .pauseClient = $0 { true } else { false } }, "reading stops: \(first)")
     let upstream = FakeUpstream()
@@ -167,9 +174,9 @@ final class ForwardMachineTests: XCTestCase {
       try responseEvents("HTTP/1.1 204 No Content\r\n\r\n"), from: upstream, draining: false)
     let next = actions(&machine)
     XCTAssertTrue(
-      next.contains {
-        if case .acquireUpstream(2, let target, _) = $0 { target.path == "/2" } else { false }
-      }, "\(next)")
+      next.contains { if case .exchange(.acquireUpstream) = $0 { true } else { false } }, "\(next)")
+    XCTAssertEqual(machine.exchange?.exchange.id, 2)
+    XCTAssertEqual(machine.exchange?.exchange.target.path, "/2")
   }
 
   func testDrainClosesAnIdleConnectionButLetsAnExchangeFinishWithClose() throws {
@@ -199,13 +206,15 @@ final class ForwardMachineTests: XCTestCase {
     machine.clientRead(Array("zz\r\n".utf8))
     let out = actions(&machine)
     XCTAssertTrue(
-      out.contains { if case .closeUpstream(let closed) = $0 { closed === upstream } else { false } })
+      out.contains {
+        if case .exchange(.closeUpstream(let closed)) = $0 { closed === upstream } else { false }
+      })
     XCTAssertTrue(
       out.contains { if case .refuse(let refusal) = $0 { refusal.failure.status == 400 } else { false } })
     XCTAssertFalse(
       out.contains {
         switch $0 {
-        case .sendHead, .sendBody, .endBody: true
+        case .exchange(.sendHead), .exchange(.sendBody), .exchange(.endBody): true
         default: false
         }
       }, "nothing more goes upstream")
@@ -222,7 +231,7 @@ final class ForwardMachineTests: XCTestCase {
     machine.upstreamReady(stale, exchange: 7, pooled: false, tls: .none)
     let out = actions(&machine)
     XCTAssertTrue(
-      out.contains { if case .closeUpstream(let closed) = $0 { closed === stale } else { false } })
+      out.contains { if case .exchange(.closeUpstream(let closed)) = $0 { closed === stale } else { false } })
   }
 
   func testAPartialHeadWhenTheTimerFiresIsA408() throws {
@@ -250,7 +259,85 @@ final class ForwardMachineTests: XCTestCase {
         return false
       }, "\(out)")
     XCTAssertFalse(
-      out.contains { if case .releaseUpstream = $0 { true } else { false } }, "the response is not over")
+      out.contains { if case .exchange(.releaseUpstream) = $0 { true } else { false } },
+      "the response is not over")
+  }
+
+  /// Head and response timers over keep-alive and pipelined requests: no
+  /// turn arms a timer that the same turn cancels, and the response timer
+  /// is cancelled once per exchange (at the head).
+  func testNoTurnArmsATimerItCancelsAndTheResponseTimerIsCancelledOnce() throws {
+    var machine = try makeMachine()
+    var turns: [[Machine.Action]] = []
+    func turn(_ event: (inout Machine) -> Void) -> [Machine.Action] {
+      event(&machine)
+      let out = actions(&machine)
+      turns.append(out)
+      return out
+    }
+    let ok = try responseEvents("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+    for id in 1...3 {
+      // A whole head in one read, as a keep-alive client sends it.
+      _ = turn { $0.clientRead(Array("GET http://origin.test/\(id) HTTP/1.1\r\nHost: x\r\n\r\n".utf8)) }
+      let upstream = FakeUpstream()
+      _ = turn { $0.upstreamReady(upstream, exchange: id, pooled: id > 1, tls: .none) }
+      let response = turn { $0.upstreamEvents(ok, from: upstream, draining: false) }
+      XCTAssertEqual(
+        response.filter { if case .exchange(.cancelResponseTimer) = $0 { true } else { false } }.count, 1,
+        "\(response)")
+      XCTAssertTrue(response.contains { if case .awaitRequest(idle: true) = $0 { true } else { false } })
+    }
+    // Two pipelined requests: the second begins in the turn the first ends.
+    _ = turn {
+      $0.clientRead(
+        Array(
+          "GET http://origin.test/4 HTTP/1.1\r\nHost: x\r\n\r\nGET http://origin.test/5 HTTP/1.1\r\nHost: x\r\n\r\n"
+            .utf8))
+    }
+    let fourth = FakeUpstream()
+    _ = turn { $0.upstreamReady(fourth, exchange: 4, pooled: true, tls: .none) }
+    let handOver = turn { $0.upstreamEvents(ok, from: fourth, draining: false) }
+    XCTAssertTrue(handOver.contains { if case .exchange(.acquireUpstream) = $0 { true } else { false } })
+    XCTAssertFalse(
+      handOver.contains {
+        switch $0 {
+        case .awaitRequest, .armHeaderTimer, .cancelHeadTimer: true
+        default: false
+        }
+      }, "a request already here needs no head timer: \(handOver)")
+    for out in turns {
+      let armsHead = out.contains {
+        switch $0 {
+        case .awaitRequest, .armHeaderTimer: true
+        default: false
+        }
+      }
+      let cancelsHead = out.contains { if case .cancelHeadTimer = $0 { true } else { false } }
+      XCTAssertFalse(armsHead && cancelsHead, "a head timer armed and cancelled in one turn: \(out)")
+      let armsResponse = out.contains { if case .exchange(.armResponseTimer) = $0 { true } else { false } }
+      let cancelsResponse = out.contains {
+        if case .exchange(.cancelResponseTimer) = $0 { true } else { false }
+      }
+      XCTAssertFalse(
+        armsResponse && cancelsResponse, "a response timer armed and cancelled in one turn: \(out)")
+    }
+  }
+
+  /// A head that arrives in parts replaces the idle timer with the header one, once.
+  func testAPartialHeadAfterAnExchangeArmsTheHeaderTimer() throws {
+    var machine = try makeMachine()
+    let upstream = startExchange(&machine, "GET http://origin.test/ HTTP/1.1\r\nHost: x\r\n\r\n")
+    machine.upstreamEvents(
+      try responseEvents("HTTP/1.1 204 No Content\r\n\r\n"), from: upstream, draining: false)
+    _ = actions(&machine)
+    machine.clientRead(Array("GET http://origin.test/ HT".utf8))
+    let partial = actions(&machine)
+    XCTAssertEqual(
+      partial.filter { if case .armHeaderTimer = $0 { true } else { false } }.count, 1, "\(partial)")
+    machine.clientRead(Array("TP/1.1\r\nHost: x\r\n\r\n".utf8))
+    let rest = actions(&machine)
+    XCTAssertTrue(rest.contains { if case .cancelHeadTimer = $0 { true } else { false } }, "\(rest)")
+    XCTAssertFalse(rest.contains { if case .armHeaderTimer = $0 { true } else { false } }, "\(rest)")
   }
 
   func testAPassthroughConnectPausesAndHandsTheBytesAfterTheHeadToTheSplice() throws {

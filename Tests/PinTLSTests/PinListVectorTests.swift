@@ -3,7 +3,7 @@ import PinTLS
 import PinTrust
 import XCTest
 
-/// The interop vectors of the Wultra libraries (docs/ARCHITECTURE.md,
+/// The interop vectors of the Wultra libraries (docs/TRUST.md,
 /// dynamic pinning), checked with the real OpenSSL verifier. Their entries
 /// expired long ago, so the clock is fixed before them.
 final class PinListVectorTests: XCTestCase {

@@ -4,7 +4,7 @@ import PinTestSupport
 import PinTrust
 import XCTest
 
-/// The strict certificate profile's cases (docs/ARCHITECTURE.md §3, "Certificate profile") through PinTrust's evaluator and the real OpenSSL
+/// The strict certificate profile's cases (docs/TRUST.md, "Certificate profile") through PinTrust's evaluator and the real OpenSSL
 /// verifier: each chain against its own anchor set, mode none, the host it
 /// was made for (Tests/Fixtures/make-strict-pki.py).
 final class StrictProfileTests: XCTestCase {

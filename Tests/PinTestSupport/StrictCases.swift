@@ -14,7 +14,7 @@ public enum StrictCases {
 
   public struct Case: Sendable {
     public let name: String
-    /// The numbered row of the certificate profile table (docs/ARCHITECTURE.md §3) the case belongs to (0: the baseline).
+    /// The numbered row of the certificate profile table (docs/TRUST.md) the case belongs to (0: the baseline).
     public let item: Int
     public let verdict: Verdict
   }

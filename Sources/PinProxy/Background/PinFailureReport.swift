@@ -2,7 +2,7 @@ import Foundation
 import PinTLS
 import PinTrust
 
-/// A pin-failure report in TrustKit's JSON format (docs/ARCHITECTURE.md,
+/// A pin-failure report in TrustKit's JSON format (docs/TRUST.md,
 /// pin-failure reports), so an existing TrustKit report collector accepts
 /// it. Fields pinproxy adds start with `pinproxy-`.
 struct PinFailureReport: Sendable {

@@ -1,4 +1,3 @@
-import Dispatch
 import PinHTTP
 import PinTrust
 
@@ -13,7 +12,9 @@ struct Exchange {
   let target: ForwardTarget
   /// What the client spoke: this hop's `Via` and the access line say it.
   let clientProtocol: WireProtocol
-  let started = DispatchTime.now().uptimeNanoseconds
+  /// When the request began (monotonic nanoseconds, read by the I/O side):
+  /// the access line's duration.
+  let started: UInt64
   var requestComplete = false
   var requestBodyBytes = 0
   /// Trailers that ended the request before its upstream was ready.
@@ -25,8 +26,11 @@ struct Exchange {
   var upstreamTLS = UpstreamTLS.none
   var upstreamProtocol = WireProtocol.http1
 
-  init(id: Int, request: HTTPRequestHead, target: ForwardTarget, clientProtocol: WireProtocol) {
+  init(
+    id: Int, request: HTTPRequestHead, target: ForwardTarget, clientProtocol: WireProtocol, started: UInt64
+  ) {
     self.id = id
+    self.started = started
     self.request = request
     self.target = target
     self.clientProtocol = clientProtocol

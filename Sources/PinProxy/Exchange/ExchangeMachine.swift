@@ -192,9 +192,9 @@ struct ExchangeMachine<Upstream: SameUpstream> {
   /// The response was relayed to its end: the upstream serves another
   /// exchange (a pooled HTTP/1.1 connection, a freed h2 slot) only when the
   /// request was complete too and the origin keeps the connection alive.
+  /// (The response timer was cancelled at the head.)
   private mutating func finish(_ stream: ResponseStream, _ upstream: Upstream, _ out: inout Actions) {
     phase = .done
-    out.append(.cancelResponseTimer)
     if exchange.requestComplete && stream.upstreamKeepsAlive {
       out.append(.releaseUpstream(upstream))
     } else {
@@ -213,11 +213,11 @@ struct ExchangeMachine<Upstream: SameUpstream> {
     _ upstream: Upstream, failure: ProxyFailure?, mayRetry: Bool, _ out: inout Actions
   ) {
     guard isServed(by: upstream) else { return }
-    out.append(.cancelResponseTimer)
     if exchange.responseStarted {
       phase = .done
       return out.append(.cutShort)
     }
+    out.append(.cancelResponseTimer)
     // One fresh attempt, when nothing of a request body was sent.
     if mayRetry && !exchange.retried && exchange.requestBodyBytes == 0 {
       exchange.retried = true
@@ -256,7 +256,8 @@ struct ExchangeMachine<Upstream: SameUpstream> {
   /// use is closed (an HTTP/1.1 connection) or reset (an h2 stream).
   mutating func abandon(_ out: inout Actions) {
     if case .exchanging(let upstream) = phase {
-      out.append(.cancelResponseTimer)
+      // Once the head came the timer was cancelled with it.
+      if !exchange.responseStarted { out.append(.cancelResponseTimer) }
       out.append(.closeUpstream(upstream))
     }
     phase = .done

@@ -6,9 +6,6 @@ import PinEventLoop
 /// stream's timer enforces), and response bytes held for a slow reader are
 /// bounded per stream, per connection and in all (`UpstreamBudget.bufferedBytes`).
 extension DownstreamHTTP2Session {
-  /// Streams acquiring or holding an upstream.
-  var upstreamExchanges: Int { streams.values.reduce(0) { $0 + ($1.usesUpstreamSlot ? 1 : 0) } }
-
   func startOrQueue(_ stream: DownstreamHTTP2Stream) {
     if upstreamExchanges >= Self.maxUpstreamExchanges {
       stream.hold = .queue

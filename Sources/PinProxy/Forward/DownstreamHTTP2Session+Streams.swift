@@ -88,8 +88,10 @@ extension DownstreamHTTP2Session {
     }
     switch router.route(head, inside: tunnel) {
     case .forward(let target):
-      let exchange = Exchange(id: nextExchangeID(), request: head, target: target, clientProtocol: .http2)
-      let stream = DownstreamHTTP2Stream(id: id, exchange: exchange, session: self)
+      let exchange = Exchange(
+        id: nextExchangeID(), request: head, target: target, clientProtocol: .http2,
+        started: DispatchTime.now().uptimeNanoseconds)
+      let stream = DownstreamHTTP2Stream(id: id, exchange: exchange, host: self)
       streams[id] = stream
       context.metrics.http2StreamsInFlight.add(1)
       if endsStream { stream.requestEnd(HTTPHeaders()) }

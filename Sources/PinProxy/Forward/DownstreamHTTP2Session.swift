@@ -31,7 +31,7 @@ import PinHTTP2
 ///
 /// Confined to its loop: every entry point is a channel delegate call, a
 /// stream's call, an acquisition completion or a timer on `loop.queue`.
-final class DownstreamHTTP2Session: ChannelDelegate, DrainableSession, @unchecked Sendable {
+final class DownstreamHTTP2Session: ChannelDelegate, DrainableSession, HTTP2StreamHost, @unchecked Sendable {
   enum State {
     case serving
     /// GOAWAY sent (shutdown, a flood): no new streams; close when the last one ends.
@@ -80,6 +80,11 @@ final class DownstreamHTTP2Session: ChannelDelegate, DrainableSession, @unchecke
   static let slowConnectionFloor = 64 * 1024
   /// What this connection last added to the process-wide buffered count.
   var bufferedReported = 0
+  /// Streams whose upstream is paused for their buffered response: a flush
+  /// looks for ones to resume only when there are some.
+  private var pausedStreams = 0
+  /// Streams acquiring or holding an upstream (each stream reports its own changes).
+  private(set) var upstreamExchanges = 0
   /// Declared request bodies up to this size are held until complete.
   static let heldBodyLimit = 64 * 1024
 
@@ -125,7 +130,7 @@ final class DownstreamHTTP2Session: ChannelDelegate, DrainableSession, @unchecke
       context: context, snapshot: snapshot, loop: loop, client: clientKey, connection: budgetConnection)
   }
 
-  var upstreamRelease: UpstreamRelease { UpstreamRelease(pool: pool, snapshot: snapshot) }
+  func release(_ link: any UpstreamLink) { link.release(to: UpstreamRelease(pool: pool, snapshot: snapshot)) }
 
   /// The verified proxy user, where `proxyAuth.logUser` lets it be logged.
   var loggedUser: String? { router.authenticator?.loggedUser(credential) }
@@ -133,6 +138,26 @@ final class DownstreamHTTP2Session: ChannelDelegate, DrainableSession, @unchecke
   func nextExchangeID() -> Int {
     nextExchange += 1
     return nextExchange
+  }
+
+  // MARK: HTTP2StreamHost
+
+  var codec: HTTP2Session { session }
+  func acknowledge(_ stream: Int32, _ count: Int) { session.consume(stream: stream, count) }
+  var responseTimeout: Double { snapshot.timeouts.upstreamResponse }
+  func holds(_ stream: DownstreamHTTP2Stream) -> Bool { streams[stream.id] === stream }
+  func upstreamPaused(_ paused: Bool) { pausedStreams += paused ? 1 : -1 }
+  func upstreamSlot(taken: Bool) { upstreamExchanges += taken ? 1 : -1 }
+
+  func report(_ record: ExchangeRecord) {
+    record.report(
+      to: context.logger, context.metrics, client: client.peer, listener: listener.name, loop: loop.index,
+      user: loggedUser)
+  }
+
+  func refuse(_ stream: DownstreamHTTP2Stream, _ failure: ProxyFailure) {
+    let exchange = stream.machine.exchange
+    refuse(stream.id, exchange.request, failure, target: exchange.target, started: exchange.started)
   }
 
   // MARK: ChannelDelegate
@@ -271,9 +296,8 @@ final class DownstreamHTTP2Session: ChannelDelegate, DrainableSession, @unchecke
     reportBuffered(session.bufferedBodyBytesTotal)
     startQueued()
     // Streams whose buffered response went below the bounds read their upstream again.
-    for stream in streams.values where stream.upstreamPaused && !pausesUpstream(of: stream) {
-      stream.upstreamPaused = false
-      stream.machine.upstream?.link.resumeReading()
+    if pausedStreams > 0 {
+      for stream in streams.values { stream.resumeUpstreamIfAllowed() }
     }
     if !session.isActive && !isClosed {
       if isServing {

@@ -4,16 +4,51 @@ import PinEventLoop
 import PinHTTP
 import PinHTTP2
 
+/// What a stream needs of its connection, and nothing more: the codec its
+/// response is framed on and its window acknowledged through, the loop its
+/// timer runs on, and the connection-wide decisions (upstream slots and
+/// buffered bytes, the refusal's log line, the flush). A test stands in for
+/// the connection with a real codec and no socket.
+protocol HTTP2StreamHost: AnyObject {
+  var loop: EventLoop { get }
+  /// nghttp2 for this connection: the response is framed and the stream reset on it.
+  var codec: HTTP2Session { get }
+  /// Request DATA of `stream` was taken: its flow-control window reopens.
+  func acknowledge(_ stream: Int32, _ count: Int)
+  /// `timeouts.upstreamResponse` of the snapshot in force.
+  var responseTimeout: Double { get }
+  /// Hands a cleanly finished upstream back (`UpstreamLink.release`).
+  func release(_ link: any UpstreamLink)
+  /// The stream is still this connection's (not closed, not replaced).
+  func holds(_ stream: DownstreamHTTP2Stream) -> Bool
+  /// Takes an upstream for the stream's exchange; the answer goes to its machine.
+  func acquire(for stream: DownstreamHTTP2Stream, poolAllowed: Bool)
+  /// Whether the stream's upstream must stay paused (its buffered response).
+  func pausesUpstream(of stream: DownstreamHTTP2Stream) -> Bool
+  /// The stream's upstream was paused, or read again: the connection
+  /// resumes paused ones as its buffers drain.
+  func upstreamPaused(_ paused: Bool)
+  /// The stream started or stopped acquiring or holding an upstream
+  /// (`maxUpstreamExchanges` counts these).
+  func upstreamSlot(taken: Bool)
+  func report(_ record: ExchangeRecord)
+  /// Answers `failure` on the stream (logged, counted, framed as a response).
+  func refuse(_ stream: DownstreamHTTP2Stream, _ failure: ProxyFailure)
+  /// Writes what the codec has queued.
+  func flush()
+}
+
 /// One stream of an HTTP/2 client (an intercepted CONNECT whose client chose
 /// `h2`): one exchange, decided by the same `ExchangeMachine` an HTTP/1.1
 /// request uses and answered through `HTTP2Downstream`. It carries out the
-/// machine's actions and is the delegate of the upstream link it gets; the
-/// session (`DownstreamHTTP2Session`) owns the streams, the window and the
-/// connection.
+/// machine's actions (the upstream side through `ExchangeHost`, the one
+/// executor both client protocols use) and is the delegate of the upstream
+/// link it gets; its connection (`HTTP2StreamHost`, the
+/// `DownstreamHTTP2Session`) owns the streams, the window and the socket.
 ///
-/// Confined to the session's loop: every entry point is a session call, an
+/// Confined to the host's loop: every entry point is a host call, an
 /// upstream delegate call, an acquisition completion or a timer on it.
-final class DownstreamHTTP2Stream: UpstreamDelegate, @unchecked Sendable {
+final class DownstreamHTTP2Stream: ExchangeHost, @unchecked Sendable {
   /// Why a routed stream is not acquiring its upstream yet.
   enum Hold {
     case none
@@ -24,7 +59,7 @@ final class DownstreamHTTP2Stream: UpstreamDelegate, @unchecked Sendable {
   }
 
   let id: Int32
-  unowned let session: DownstreamHTTP2Session
+  unowned let host: any HTTP2StreamHost
   private(set) var machine: ExchangeMachine<UpstreamRef>
   private var downstream: HTTP2Downstream
   private var actions = ExchangeMachine<UpstreamRef>.Actions(capacity: 8)
@@ -36,47 +71,59 @@ final class DownstreamHTTP2Stream: UpstreamDelegate, @unchecked Sendable {
   /// reopened) when it drains.
   private var unconsumed = 0
   /// The upstream is paused because the client side of this stream is backed up.
-  var upstreamPaused = false
+  private(set) var upstreamPaused = false
+  /// What the host's count of upstream slots in use has of this stream.
+  private var countedSlot = false
   /// Before the origin: the body or the turn must come within
   /// `upstreamResponse`; after it, the response head.
   private var timer: LoopTimer?
 
-  init(id: Int32, exchange: Exchange, session: DownstreamHTTP2Session) {
+  init(id: Int32, exchange: Exchange, host: any HTTP2StreamHost) {
     self.id = id
-    self.session = session
+    self.host = host
     machine = ExchangeMachine(exchange)
-    downstream = HTTP2Downstream(session: session.session, stream: id)
+    downstream = HTTP2Downstream(session: host.codec, stream: id)
   }
 
   var target: ForwardTarget { machine.exchange.target }
-
-  /// Holds an upstream, or is acquiring one.
-  var usesUpstreamSlot: Bool { machine.usesUpstream }
 
   /// Hands one event to the machine and carries out what it asks, in order.
   /// An action that answers at once (a pooled upstream) feeds the machine
   /// again; its actions join the same queue.
   func run(_ event: (inout ExchangeMachine<UpstreamRef>, inout ExchangeMachine<UpstreamRef>.Actions) -> Void)
   {
-    session.loop.preconditionInLoop()
+    host.loop.preconditionInLoop()
     event(&machine, &actions)
+    // Counted as the machine changes, not after the run: a flush inside
+    // this run (an acquisition answered at once) starts queued streams by
+    // this count.
+    countSlot()
     guard !running else { return }
     running = true
     defer { running = false }
-    while let action = actions.popFirst() { execute(action) }
+    while let action = actions.popFirst() {
+      if !performUpstreamSide(action) { respond(action) }
+    }
   }
 
-  // MARK: From the session
+  private func countSlot() {
+    let uses = machine.usesUpstream
+    guard uses != countedSlot else { return }
+    countedSlot = uses
+    host.upstreamSlot(taken: uses)
+  }
+
+  // MARK: From the connection
 
   /// Arms the clock for the whole exchange: answered within `upstreamResponse`.
   func armTimer() {
-    let seconds = session.snapshot.timeouts.upstreamResponse
+    let seconds = host.responseTimeout
     timer?.cancel()
-    timer = session.loop.schedule(after: seconds) { [weak self] in self?.timerFired(after: seconds) }
+    timer = host.loop.schedule(after: seconds) { [weak self] in self?.timerFired(after: seconds) }
   }
 
   private func timerFired(after seconds: Double) {
-    guard session.streams[id] === self else { return }
+    guard host.holds(self) else { return }
     switch (hold, machine.phase) {
     case (.body, .waiting):
       run {
@@ -98,13 +145,13 @@ final class DownstreamHTTP2Stream: UpstreamDelegate, @unchecked Sendable {
     default:
       return
     }
-    session.flush()
+    host.flush()
   }
 
   func requestBody(_ bytes: [UInt8]) {
     if machine.isDone {
       // Answered already: its DATA is dropped, its window kept open.
-      return session.session.consume(stream: id, bytes.count)
+      return host.acknowledge(id, bytes.count)
     }
     run { $0.requestBody(bytes, &$1) }
   }
@@ -116,6 +163,19 @@ final class DownstreamHTTP2Stream: UpstreamDelegate, @unchecked Sendable {
   func abandon() {
     timer?.cancel()
     run { $0.abandon(&$1) }
+    if upstreamPaused { setUpstreamPaused(false) }
+  }
+
+  /// Reads the upstream again once the connection's buffers allow it.
+  func resumeUpstreamIfAllowed() {
+    guard upstreamPaused, !host.pausesUpstream(of: self) else { return }
+    setUpstreamPaused(false)
+    machine.upstream?.link.resumeReading()
+  }
+
+  private func setUpstreamPaused(_ paused: Bool) {
+    upstreamPaused = paused
+    host.upstreamPaused(paused)
   }
 
   // MARK: UpstreamDelegate
@@ -126,25 +186,44 @@ final class DownstreamHTTP2Stream: UpstreamDelegate, @unchecked Sendable {
     // events come from reads, which never happen inside a run).
     precondition(!running, "upstream events during a stream's run")
     run { $0.upstreamEvents(events, from: UpstreamRef(link: upstream), &$1) }
-    session.flush()
+    host.flush()
   }
 
   func upstreamDidDrain(_ upstream: any UpstreamLink) {
     guard machine.isServed(by: UpstreamRef(link: upstream)), unconsumed > 0 else { return }
-    session.session.consume(stream: id, unconsumed)
+    host.acknowledge(id, unconsumed)
     unconsumed = 0
-    session.flush()
+    host.flush()
   }
 
   func upstreamDidClose(_ upstream: any UpstreamLink, failure: ProxyFailure?) {
     let mayRetry = upstream.mayRetryAfterClose
     run { $0.upstreamClosed(UpstreamRef(link: upstream), failure: failure, mayRetry: mayRetry, &$1) }
-    session.flush()
+    host.flush()
   }
 
-  // MARK: Actions
+  // MARK: ExchangeHost
 
-  private func execute(_ action: ExchangeAction<UpstreamRef>) {
+  func acquireUpstream(poolAllowed: Bool) { host.acquire(for: self, poolAllowed: poolAllowed) }
+  func armResponseTimer() { armTimer() }
+  func cancelResponseTimer() { timer?.cancel() }
+
+  /// Flow control is the back-pressure: what the upstream has not taken is
+  /// not acknowledged, so the client's window for this stream closes.
+  func requestBodySent(_ count: Int, backedUp: Bool) {
+    if backedUp {
+      unconsumed += count
+    } else {
+      host.acknowledge(id, count)
+    }
+  }
+
+  func releaseUpstream(_ link: any UpstreamLink) { host.release(link) }
+  func report(_ record: ExchangeRecord) { host.report(record) }
+
+  // MARK: The response side
+
+  private func respond(_ action: ExchangeAction<UpstreamRef>) {
     switch action {
     case .respondInterim(let head):
       downstream.sendInterim(head)
@@ -155,47 +234,21 @@ final class DownstreamHTTP2Stream: UpstreamDelegate, @unchecked Sendable {
     case .respondBody(let bytes, let upstream):
       downstream.sendBody(bytes)
       // Back-pressure: a stream whose client does not keep up stops its upstream.
-      if !upstreamPaused && session.pausesUpstream(of: self) {
-        upstreamPaused = true
+      if !upstreamPaused && host.pausesUpstream(of: self) {
+        setUpstreamPaused(true)
         upstream.link.pauseReading()
       }
     case .respondEnd(let trailers, _):
       downstream.end(trailers: trailers)
-    case .acquireUpstream(let poolAllowed):
-      session.acquire(for: self, poolAllowed: poolAllowed)
-    case .sendHead(let upstream, let request):
-      upstream.link.delegate = self
-      upstream.link.sendHead(request)
-    case .sendBody(let upstream, let bytes):
-      upstream.link.sendBody(bytes)
-      // Flow control is the back-pressure: what the upstream has not taken
-      // is not acknowledged, so the client's window for this stream closes.
-      if upstream.link.isAboveHighWatermark {
-        unconsumed += bytes.count
-      } else {
-        session.session.consume(stream: id, bytes.count)
-      }
-    case .endBody(let upstream, let trailers):
-      upstream.link.endBody(trailers: trailers)
-    case .armResponseTimer:
-      armTimer()
-    case .cancelResponseTimer:
-      timer?.cancel()
-    case .releaseUpstream(let upstream):
-      upstream.link.release(to: session.upstreamRelease)
-    case .closeUpstream(let upstream):
-      upstream.link.close()
-    case .record(let record):
-      record.report(
-        to: session.context.logger, session.context.metrics, client: session.client.peer,
-        listener: session.listener.name, loop: session.loop.index, user: session.loggedUser)
     case .refuse(let failure):
-      session.refuse(id, machine.exchange.request, failure, target: target, started: machine.exchange.started)
+      host.refuse(self, failure)
     case .cutShort:
       // Part of the response went out: only a reset tells the client it is cut short.
-      try? session.session.submitReset(stream: id, errorCode: HTTP2ErrorCode.internalError)
+      try? host.codec.submitReset(stream: id, errorCode: HTTP2ErrorCode.internalError)
     case .finished:
       break
+    default:
+      preconditionFailure("an upstream-side action reached the response side")
     }
   }
 
@@ -205,8 +258,9 @@ final class DownstreamHTTP2Stream: UpstreamDelegate, @unchecked Sendable {
     actions.removeAll()
     var ignored = ExchangeMachine<UpstreamRef>.Actions(capacity: 1)
     machine.abandon(&ignored)
+    countSlot()
     timer?.cancel()
     upstream.link.close()
-    try? session.session.submitReset(stream: id, errorCode: HTTP2ErrorCode.internalError)
+    try? host.codec.submitReset(stream: id, errorCode: HTTP2ErrorCode.internalError)
   }
 }

@@ -1,9 +1,10 @@
 import PinHTTP
 
 /// The exchange half of the HTTP/1.1 connection machine: upstream events go
-/// to the current `ExchangeMachine`, and what it asks becomes this
-/// connection's actions — its response framed by `HTTP1Downstream`, its
-/// outcome deciding whether the connection serves another request.
+/// to the current `ExchangeMachine`. Its upstream-side actions pass through
+/// unchanged for the session to carry out (`ExchangeHost`); its response
+/// side is this connection's — framed by `HTTP1Downstream`, its outcome
+/// deciding whether the connection serves another request.
 extension ForwardMachine {
   /// A connection for exchange `id`: `pooled` when taken from the pool.
   mutating func upstreamReady(
@@ -11,7 +12,7 @@ extension ForwardMachine {
     protocol name: WireProtocol = .http1
   ) {
     guard case .exchanging = state, exchange?.exchange.id == id else {
-      return actions.append(.closeUpstream(upstream))
+      return actions.append(.exchange(.closeUpstream(upstream)))
     }
     exchange!.upstreamReady(upstream, pooled: pooled, tls: tls, protocol: name, &exchangeActions)
     runExchangeActions()
@@ -40,7 +41,9 @@ extension ForwardMachine {
   /// Response events from `upstream`; `draining` says the proxy is shutting down.
   mutating func upstreamEvents(_ events: [HTTP1Parser.BorrowedEvent], from upstream: Upstream, draining: Bool)
   {
-    guard case .exchanging = state, exchange != nil else { return actions.append(.closeUpstream(upstream)) }
+    guard case .exchanging = state, exchange != nil else {
+      return actions.append(.exchange(.closeUpstream(upstream)))
+    }
     self.draining = self.draining || draining
     exchange!.upstreamEvents(events, from: upstream, &exchangeActions)
     runExchangeActions()
@@ -59,25 +62,24 @@ extension ForwardMachine {
     runExchangeActions()
   }
 
-  /// Turns what the current exchange asked into this connection's actions.
+  /// Hands on what the current exchange asked: the upstream side as it is,
+  /// the response side framed for this client.
   mutating func runExchangeActions() {
     while let action = exchangeActions.popFirst() {
-      guard case .exchanging = state, exchange != nil else {
-        // Refused or cut short: what remains are its upstream's clean-up actions.
-        relay(action)
-        continue
+      switch action {
+      case .respondInterim, .respondHead, .respondBody, .respondEnd, .refuse, .cutShort, .finished:
+        // Refused or cut short already: nothing more of it reaches the client.
+        guard case .exchanging = state, exchange != nil else { continue }
+        respond(action)
+      default:
+        actions.append(.exchange(action))
       }
-      translate(action)
     }
   }
 
-  private mutating func translate(_ action: ExchangeAction<Upstream>) {
+  /// The response side of an exchange action, on this connection.
+  private mutating func respond(_ action: ExchangeAction<Upstream>) {
     switch action {
-    case .acquireUpstream(let poolAllowed):
-      let current = exchange!.exchange
-      actions.append(.acquireUpstream(exchange: current.id, current.target, poolAllowed: poolAllowed))
-    case .armResponseTimer:
-      actions.append(.armResponseTimer(exchange: exchange!.exchange.id))
     case .respondInterim(let head):
       response.sendInterim(head)
       writeResponse(pausing: nil)
@@ -109,26 +111,9 @@ extension ForwardMachine {
         state = .closing
         return actions.append(.closeAfterFlush)
       }
-      awaitRequest()
       parseNextRequest()
     default:
-      relay(action)
-    }
-  }
-
-  /// The actions that are the same for every exchange outcome: upstream I/O and timers.
-  mutating func relay(_ action: ExchangeAction<Upstream>) {
-    switch action {
-    case .sendHead(let upstream, let request):
-      actions.append(.adoptUpstream(upstream))
-      actions.append(.sendHead(upstream, request))
-    case .sendBody(let upstream, let bytes): actions.append(.sendBody(upstream, bytes))
-    case .endBody(let upstream, let trailers): actions.append(.endBody(upstream, trailers))
-    case .cancelResponseTimer: actions.append(.cancelResponseTimer)
-    case .releaseUpstream(let upstream): actions.append(.releaseUpstream(upstream))
-    case .closeUpstream(let upstream): actions.append(.closeUpstream(upstream))
-    case .record(let record): actions.append(.record(record))
-    default: break
+      break
     }
   }
 

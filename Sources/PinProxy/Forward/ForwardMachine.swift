@@ -31,6 +31,11 @@ struct ForwardMachine<Upstream: SameUpstream> {
 
   typealias Refusal = PinProxy.Refusal
 
+  /// What the connection asks of its session. The current exchange's own
+  /// actions pass through unchanged (`exchange`), for `ExchangeHost` to
+  /// carry out as an HTTP/2 stream's are; the rest belong to the
+  /// connection: reading the client, its head timers, writing the framed
+  /// response, CONNECT, refusals and the close.
   enum Action {
     /// Start reading the client, unless `Upstream` is backed up; or stop.
     case resumeClient(unlessBackedUp: Upstream?)
@@ -40,25 +45,12 @@ struct ForwardMachine<Upstream: SameUpstream> {
     /// Part of a head arrived: the header timer replaces the idle one.
     case armHeaderTimer
     case cancelHeadTimer
-    /// Take a pooled connection or dial one; answer `upstreamReady` or `dialFailed`.
-    case acquireUpstream(exchange: Int, ForwardTarget, poolAllowed: Bool)
-    /// Make the session the upstream's delegate.
-    case adoptUpstream(Upstream)
-    /// Send the request head (the link frames it for its protocol).
-    case sendHead(Upstream, ForwardedRequest)
-    /// Send body bytes; stop reading the client while the upstream is backed up.
-    case sendBody(Upstream, [UInt8])
-    /// The request body ended, with these trailers (chunked or HTTP/2 only).
-    case endBody(Upstream, HTTPHeaders)
+    /// The upstream side of the current exchange (acquire, send, timer,
+    /// release or close, record): `ExchangeHost.performUpstreamSide`.
+    case exchange(ExchangeAction<Upstream>)
     /// Write to the client; stop reading the upstream while the client is backed up.
     case writeClient([UInt8], pausing: Upstream?)
     case resumeUpstream(Upstream)
-    case armResponseTimer(exchange: Int)
-    case cancelResponseTimer
-    /// The exchange is done: keep the link's connection for reuse (if clean).
-    case releaseUpstream(Upstream)
-    case closeUpstream(Upstream)
-    case record(ExchangeRecord)
     // Indirect: rare or large payloads stay out of every action's inline size.
     /// Answer with the failure, log it and close after flushing.
     indirect case refuse(Refusal)
@@ -77,6 +69,11 @@ struct ForwardMachine<Upstream: SameUpstream> {
   var parser: HTTP1Parser
   let limits: HTTPLimits
   var router: ForwardRouter
+  /// The client's admission key: proxy authentication's failure buckets are per client.
+  let client: String
+  /// The monotonic clock in nanoseconds, read when a request begins (its
+  /// duration); injected, so that the machine itself reads no clock.
+  let clock: @Sendable () -> UInt64
   /// Parsed but not yet handled (body while connecting, pipelined requests).
   var pending = RingBuffer<HTTP1Parser.Event>()
   /// What one read parsed, before it joins `pending` (reused per read).
@@ -103,15 +100,21 @@ struct ForwardMachine<Upstream: SameUpstream> {
   /// check that the file in force still has that user with that hash).
   private var verifiedField: [UInt8]?
   private var headTimerIsIdle = false
+  /// A head timer (idle or header) runs: only then is there one to cancel.
+  private var headTimerArmed = false
   var servedRequests = 0
   var clientFinishedSending = false
   /// The proxy is shutting down: the exchange in flight is the last.
   var draining = false
   private var nextExchange = 0
 
-  init(router: ForwardRouter, limits: HTTPLimits) {
+  init(
+    router: ForwardRouter, limits: HTTPLimits, client: String = "-", clock: @escaping @Sendable () -> UInt64
+  ) {
     self.router = router
     self.limits = limits
+    self.client = client
+    self.clock = clock
     parser = HTTP1Parser(role: .request, limits: limits, pausesBetweenMessages: true)
   }
 
@@ -139,8 +142,11 @@ struct ForwardMachine<Upstream: SameUpstream> {
     } catch {
       return refuseMalformed(error)
     }
-    if case .awaitingRequest = state, headTimerIsIdle, !parser.isIdle || !pending.isEmpty { armHeaderTimer() }
     process()
+    // Part of a head waits: the header timer replaces the idle one. After
+    // `process`, so that a whole head (the usual keep-alive read) arms
+    // nothing it would cancel in the same turn.
+    if case .awaitingRequest = state, headTimerIsIdle, !parser.isIdle || !pending.isEmpty { armHeaderTimer() }
   }
 
   /// One parser call into a reused list, then into the queue: no list of
@@ -184,6 +190,7 @@ struct ForwardMachine<Upstream: SameUpstream> {
 
   /// The idle or header timer fired after `seconds`.
   mutating func headTimerFired(after seconds: Double) {
+    headTimerArmed = false
     guard case .awaitingRequest = state else { return }
     if parser.isIdle && pending.isEmpty { return closeNow() }
     fail(
@@ -200,7 +207,7 @@ struct ForwardMachine<Upstream: SameUpstream> {
   mutating func closeNow() {
     abandonExchange()
     state = .closing
-    actions.append(.cancelHeadTimer)
+    cancelHeadTimer()
     actions.append(.close)
   }
 
@@ -253,7 +260,7 @@ struct ForwardMachine<Upstream: SameUpstream> {
   }
 
   private mutating func begin(_ head: HTTPRequestHead) {
-    actions.append(.cancelHeadTimer)
+    cancelHeadTimer()
     if let refusal = router.refusal { return fail(refusal, request: head) }
     if let authenticator = router.authenticator {
       guard authorize(head, authenticator) else { return }
@@ -280,7 +287,7 @@ struct ForwardMachine<Upstream: SameUpstream> {
       return true
     }
     verifiedField = nil
-    switch authenticator.check(field.map { String(decoding: $0, as: UTF8.self) }, client: router.client) {
+    switch authenticator.check(field.map { String(decoding: $0, as: UTF8.self) }, client: client) {
     case .allowed(let verified):
       credential = verified
       verifiedField = field
@@ -331,7 +338,7 @@ struct ForwardMachine<Upstream: SameUpstream> {
         clientVersion: head.version, closing: !head.keepAlive || clientFinishedSending)
       state = .exchanging
       exchange = ExchangeMachine(
-        Exchange(id: nextExchange, request: head, target: target, clientProtocol: .http1))
+        Exchange(id: nextExchange, request: head, target: target, clientProtocol: .http1, started: clock()))
       exchange!.start(&exchangeActions)
       runExchangeActions()
     case .passthrough(let target):
@@ -346,8 +353,10 @@ struct ForwardMachine<Upstream: SameUpstream> {
     }
   }
 
-  /// The exchange is over: parse what has arrived of the next request.
+  /// The exchange is over: parse what has arrived of the next request and
+  /// handle it; a connection still waiting gets the timer that fits.
   mutating func parseNextRequest() {
+    state = .awaitingRequest
     do {
       try parse { (parser, events) throws(HTTPParseError) in try parser.resume(into: &events) }
     } catch {
@@ -355,20 +364,30 @@ struct ForwardMachine<Upstream: SameUpstream> {
       if error.kind == .truncated { return closeNow() }
       return refuseMalformed(error)
     }
-    // Part of the next head is already here: it gets the header timer, not the idle one.
-    if case .awaitingRequest = state, !parser.isIdle || !pending.isEmpty { armHeaderTimer() }
     process()
+    if case .awaitingRequest = state { awaitRequest() }
   }
 
+  /// Arms the timer of a connection waiting for a request: the idle one
+  /// between requests, the header one before the first or once part of a
+  /// head is here.
   mutating func awaitRequest() {
     state = .awaitingRequest
-    headTimerIsIdle = servedRequests > 0
+    headTimerIsIdle = servedRequests > 0 && parser.isIdle && pending.isEmpty
+    headTimerArmed = true
     actions.append(.awaitRequest(idle: headTimerIsIdle))
   }
 
   mutating func armHeaderTimer() {
     headTimerIsIdle = false
+    headTimerArmed = true
     actions.append(.armHeaderTimer)
+  }
+
+  private mutating func cancelHeadTimer() {
+    guard headTimerArmed else { return }
+    headTimerArmed = false
+    actions.append(.cancelHeadTimer)
   }
 
   // MARK: Endings
@@ -387,9 +406,9 @@ struct ForwardMachine<Upstream: SameUpstream> {
   /// Answers with the failure, logs it, and closes after flushing.
   mutating func fail(_ failure: ProxyFailure, request: HTTPRequestHead? = nil, target: ForwardTarget? = nil) {
     var refusal = Refusal(failure, request: request, target: target, tunnel: tunnel)
-    if let started = exchange?.exchange.started { refusal.started = started }
+    refusal.started = exchange?.exchange.started ?? clock()
     abandonExchange()
-    actions.append(.cancelHeadTimer)
+    cancelHeadTimer()
     actions.append(.refuse(refusal))
     state = .closing
   }
@@ -401,7 +420,7 @@ struct ForwardMachine<Upstream: SameUpstream> {
     guard case .exchanging = state, exchange != nil else { return }
     exchange!.abandon(&exchangeActions)
     exchange = nil
-    // Only upstream actions come of it: no exchange outcome to translate.
-    while let action = exchangeActions.popFirst() { relay(action) }
+    // Only upstream actions come of it: no response to frame.
+    while let action = exchangeActions.popFirst() { actions.append(.exchange(action)) }
   }
 }

@@ -20,8 +20,6 @@ enum RoutingDecision {
 struct ForwardRouter {
   let snapshot: RuntimeSnapshot
   let listener: ListenerConfig
-  /// The client's admission key: proxy authentication's failure buckets are per client.
-  let client: String
   /// The last forward decision, by what it was decided from. A keep-alive
   /// client names the same host request after request; host parsing and the
   /// rule lookup are then done once per connection, not once per request.
@@ -38,10 +36,9 @@ struct ForwardRouter {
 
   /// - Parameter peer: the client's address (4 or 16 bytes), checked again
   ///   against `allowedClients` whenever a reload brings a new snapshot.
-  init(snapshot: RuntimeSnapshot, listener: ListenerConfig, client: String = "-", peer: [UInt8]? = nil) {
+  init(snapshot: RuntimeSnapshot, listener: ListenerConfig, peer: [UInt8]? = nil) {
     self.snapshot = snapshot
     self.listener = listener
-    self.client = client
     let access = snapshot.access(for: listener)
     authenticator = access.authenticator
     refusal = access.denial(of: listener, to: peer).map {

@@ -7,8 +7,11 @@ extension ForwardSession {
       context: context, snapshot: snapshot, loop: loop, client: clientKey, connection: budgetConnection)
   }
 
-  func acquireUpstream(exchange id: Int, _ target: ForwardTarget, poolAllowed: Bool) {
-    let bodyFollows = machine.exchange?.exchange.hasBody ?? true
+  /// For the request the machine is serving; its answer is recognised by
+  /// the exchange's id (a later exchange ignores it).
+  func acquireUpstream(poolAllowed: Bool) {
+    guard let exchange = machine.exchange?.exchange else { return }
+    let (id, target, bodyFollows) = (exchange.id, exchange.target, exchange.hasBody)
     let acquirer = self.acquirer
     // A pooled connection is taken at once, with no closure to allocate.
     if poolAllowed, let taken = acquirer.takePooled(target, bodyFollows: bodyFollows) {

@@ -17,7 +17,7 @@ import PinTrust
 /// Confined to its loop (`loop.queue`): every entry point is a channel or
 /// upstream delegate call, a timer or a dial completion on that queue, and
 /// says so with `dispatchPrecondition` (through `run`).
-final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession, @unchecked Sendable {
+final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @unchecked Sendable {
   /// The client socket; `client` is what requests are read from and
   /// answered on (the socket, or TLS over it after an intercepted CONNECT).
   let connection: Connection
@@ -83,9 +83,8 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
     snapshot = context.snapshot
     clientKey = ClientKey.of(connection.peer)
     machine = ForwardMachine(
-      router: ForwardRouter(
-        snapshot: snapshot, listener: listener, client: clientKey, peer: peerAddressBytes(connection.peer)),
-      limits: snapshot.httpLimits)
+      router: ForwardRouter(snapshot: snapshot, listener: listener, peer: peerAddressBytes(connection.peer)),
+      limits: snapshot.httpLimits, client: clientKey, clock: { DispatchTime.now().uptimeNanoseconds })
     connection.delegate = self
   }
 
@@ -133,7 +132,7 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
   private func adoptCurrentSnapshot() {
     snapshot = context.snapshot
     machine.router = ForwardRouter(
-      snapshot: snapshot, listener: listener, client: clientKey, peer: peerAddressBytes(connection.peer))
+      snapshot: snapshot, listener: listener, peer: peerAddressBytes(connection.peer))
   }
 
   // MARK: Client channel
@@ -205,37 +204,14 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
       armHeadTimer(seconds: snapshot.timeouts.clientHeader)
     case .cancelHeadTimer:
       headTimer.cancel()
-    case .acquireUpstream(let id, let target, let poolAllowed):
-      acquireUpstream(exchange: id, target, poolAllowed: poolAllowed)
-    case .adoptUpstream(let upstream):
-      upstream.link.delegate = self
-    case .sendHead(let upstream, let request):
-      upstream.link.sendHead(request)
-    case .sendBody(let upstream, let bytes):
-      upstream.link.sendBody(bytes)
-      // Back-pressure: stop reading the client while the upstream is backed up.
-      if upstream.link.isAboveHighWatermark { client.pauseReading() }
-    case .endBody(let upstream, let trailers):
-      upstream.link.endBody(trailers: trailers)
+    case .exchange(let action):
+      _ = performUpstreamSide(action)
     case .writeClient(let bytes, let upstream):
       client.write(bytes)
       // Back-pressure: a slow client stops the upstream being read.
       if let upstream, client.isAboveHighWatermark { upstream.link.pauseReading() }
     case .resumeUpstream(let upstream):
       upstream.link.resumeReading()
-    case .armResponseTimer(let id):
-      responseTimerExchange = id
-      responseTimer.schedule(after: snapshot.timeouts.upstreamResponse)
-    case .cancelResponseTimer:
-      responseTimer.cancel()
-    case .releaseUpstream(let upstream):
-      upstream.link.release(to: UpstreamRelease(pool: pool, snapshot: snapshot))
-    case .closeUpstream(let upstream):
-      upstream.link.close()
-    case .record(let record):
-      record.report(
-        to: context.logger, context.metrics, client: client.peer, listener: listener.name, loop: loop.index,
-        user: loggedUser)
     case .refuse(let refusal):
       refuse(refusal)
     case .openPassthrough(let target):
@@ -254,6 +230,30 @@ final class ForwardSession: ChannelDelegate, UpstreamDelegate, DrainableSession,
     case .close:
       if case .spliced(let splice) = mode { splice.close() } else { client.close() }
     }
+  }
+
+  // MARK: ExchangeHost (the current request's exchange)
+
+  func armResponseTimer() {
+    responseTimerExchange = machine.exchange?.exchange.id ?? 0
+    responseTimer.schedule(after: snapshot.timeouts.upstreamResponse)
+  }
+
+  func cancelResponseTimer() { responseTimer.cancel() }
+
+  /// Back-pressure: the client stops being read while the upstream is backed up.
+  func requestBodySent(_ count: Int, backedUp: Bool) {
+    if backedUp { client.pauseReading() }
+  }
+
+  func releaseUpstream(_ link: any UpstreamLink) {
+    link.release(to: UpstreamRelease(pool: pool, snapshot: snapshot))
+  }
+
+  func report(_ record: ExchangeRecord) {
+    record.report(
+      to: context.logger, context.metrics, client: client.peer, listener: listener.name, loop: loop.index,
+      user: loggedUser)
   }
 
   /// The verified proxy user, where `proxyAuth.logUser` lets it be logged.

@@ -2,7 +2,7 @@ import Foundation
 
 /// One entry of a dynamic pin list (WultraSSLPinning format): the SHA-256 of
 /// a whole DER certificate, the subject common name it belongs to, and when
-/// it stops counting. docs/ARCHITECTURE.md, dynamic pinning.
+/// it stops counting. docs/TRUST.md, dynamic pinning.
 public struct PinListEntry: Sendable, Hashable {
   /// The certificate's subject CN, compared as an exact string.
   public var name: String

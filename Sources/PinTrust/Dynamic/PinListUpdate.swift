@@ -1,6 +1,6 @@
 import Foundation
 
-/// The update rules of a dynamic pin list (docs/ARCHITECTURE.md, dynamic
+/// The update rules of a dynamic pin list (docs/TRUST.md, dynamic
 /// pinning), applied to a parsed document. Pure: the signature check is a
 /// parameter and `time` is the instant of the update.
 ///

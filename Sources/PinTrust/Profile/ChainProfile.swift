@@ -9,7 +9,7 @@ import Foundation
 /// `chain` is a path as built, leaf first, whose last certificate is the
 /// trust anchor it verified to (an anchor-set member, a system root or a
 /// pinned certificate). What applies to that anchor is decided per rule and
-/// written beside each rule (docs/ARCHITECTURE.md, "Certificate profile").
+/// written beside each rule (docs/TRUST.md, "Certificate profile").
 public enum ChainProfile {
   /// The first violation, checked in this order: dates, profile, name
   /// constraints, strength. nil when the path passes.

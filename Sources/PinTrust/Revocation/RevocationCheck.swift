@@ -11,7 +11,7 @@ public enum RevocationVerdict: Sendable, Equatable {
   case needs([RevocationFetch])
 }
 
-/// The revocation step of a rule's decision (docs/ARCHITECTURE.md,
+/// The revocation step of a rule's decision (docs/TRUST.md,
 /// "Revocation"), composed after the chain, pin and identity checks: it can
 /// only refuse what they accepted.
 ///

@@ -1,0 +1,60 @@
+/// Whoever carries out an exchange's actions: the HTTP/1.1 session for the
+/// request it is serving, an HTTP/2 stream for its own. What differs
+/// between them — how an upstream is acquired and answered, where the
+/// response timer lives, how request-body back-pressure is applied, what an
+/// access line says of the client — is asked of the host; what is the same
+/// (the upstream I/O, release or close, the record) is `performUpstreamSide`,
+/// the one executor of the upstream side of an exchange.
+///
+/// Confined to the host's loop: every requirement is called on it.
+protocol ExchangeHost: UpstreamDelegate {
+  /// Take a pooled connection or dial one for the current exchange; the
+  /// answer goes to its machine (`upstreamReady` or `dialFailed`).
+  func acquireUpstream(poolAllowed: Bool)
+  /// The response head must come within `timeouts.upstreamResponse`.
+  func armResponseTimer()
+  func cancelResponseTimer()
+  /// `count` request-body bytes went upstream; `backedUp` when the link
+  /// holds more than its high watermark (the host stops taking more: an
+  /// HTTP/1.1 client stops being read, an h2 stream's window stays closed).
+  func requestBodySent(_ count: Int, backedUp: Bool)
+  /// The exchange completed cleanly: the link keeps what can serve another
+  /// (`UpstreamLink.release`), under the snapshot in force.
+  func releaseUpstream(_ link: any UpstreamLink)
+  /// The access line and metrics of a finished exchange.
+  func report(_ record: ExchangeRecord)
+}
+
+extension ExchangeHost {
+  /// Carries out an upstream-side action and returns true; returns false
+  /// for the response-side ones (`respond…`, `refuse`, `cutShort`,
+  /// `finished`), which the client's protocol frames.
+  @inline(__always)
+  func performUpstreamSide(_ action: ExchangeAction<UpstreamRef>) -> Bool {
+    switch action {
+    case .acquireUpstream(let poolAllowed):
+      acquireUpstream(poolAllowed: poolAllowed)
+    case .sendHead(let upstream, let request):
+      upstream.link.delegate = self
+      upstream.link.sendHead(request)
+    case .sendBody(let upstream, let bytes):
+      upstream.link.sendBody(bytes)
+      requestBodySent(bytes.count, backedUp: upstream.link.isAboveHighWatermark)
+    case .endBody(let upstream, let trailers):
+      upstream.link.endBody(trailers: trailers)
+    case .armResponseTimer:
+      armResponseTimer()
+    case .cancelResponseTimer:
+      cancelResponseTimer()
+    case .releaseUpstream(let upstream):
+      releaseUpstream(upstream.link)
+    case .closeUpstream(let upstream):
+      upstream.link.close()
+    case .record(let record):
+      report(record)
+    case .respondInterim, .respondHead, .respondBody, .respondEnd, .refuse, .cutShort, .finished:
+      return false
+    }
+    return true
+  }
+}
