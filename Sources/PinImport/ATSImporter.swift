@@ -11,14 +11,6 @@ public enum ATSImporter {
     public init(transparencyLogList: String? = nil) { self.transparencyLogList = transparencyLogList }
   }
 
-  static let exceptionKeys: Set = [
-    "NSIncludesSubdomains", "NSExceptionAllowsInsecureHTTPLoads",
-    "NSThirdPartyExceptionAllowsInsecureHTTPLoads",
-    "NSExceptionMinimumTLSVersion", "NSThirdPartyExceptionMinimumTLSVersion",
-    "NSExceptionRequiresForwardSecrecy",
-    "NSThirdPartyExceptionRequiresForwardSecrecy", "NSRequiresCertificateTransparency",
-  ]
-
   public static func translate(_ root: [String: Any], input: String, options: Options = Options())
     throws(ImportError)
     -> ImportedConfig

@@ -13,10 +13,8 @@ import PinTrust
 /// re-armed to the earliest due store (at most a minute ahead, so stores
 /// added by a reload are seen).
 final class DynamicPinUpdater: @unchecked Sendable {
-  private let queue = DispatchQueue(label: "pinproxy.dynamic-pins")
-  /// Created and resumed together in `start` (a Dispatch source released
-  /// while suspended crashes), cancelled in `deinit`.
-  private var timer: DispatchSourceTimer?
+  private let timer = BackgroundTimer(label: "pinproxy.dynamic-pins")
+  private var queue: DispatchQueue { timer.queue }
   private let loop: EventLoop
   private let logger: ProxyLogger
   private let metrics: ProxyMetrics
@@ -39,19 +37,9 @@ final class DynamicPinUpdater: @unchecked Sendable {
     self.listChanged = listChanged
   }
 
-  deinit { timer?.cancel() }
-
-  /// Arms the timer; called once, by the server once it listens. The source
-  /// is resumed here and never suspended.
+  /// Arms the timer; called once, by the server once it listens.
   func start() {
-    queue.sync {
-      guard timer == nil else { return }
-      let source = DispatchSource.makeTimerSource(queue: queue)
-      source.setEventHandler { [weak self] in self?.tick() }
-      source.schedule(deadline: .now())
-      source.resume()
-      timer = source
-    }
+    timer.start(after: 0) { [weak self] in self?.tick() }
   }
 
   /// After a reload (SIGHUP): picks up lists another process stored
@@ -92,7 +80,7 @@ final class DynamicPinUpdater: @unchecked Sendable {
         earliest = min(earliest, due)
       }
     }
-    timer?.schedule(deadline: .now() + max(0.05, earliest.timeIntervalSince(now)))
+    timer.schedule(after: max(0.05, earliest.timeIntervalSince(now)))
   }
 
   private func fetch(_ store: DynamicPinStore) {

@@ -13,9 +13,7 @@ final class RevocationRefresher: @unchecked Sendable {
   static let interval: TimeInterval = 60
   static let lead: TimeInterval = 300
 
-  private let queue = DispatchQueue(label: "pinproxy.revocation-refresh")
-  /// Created and resumed together in `start`, cancelled in `deinit`.
-  private var timer: DispatchSourceTimer?
+  private let timer = BackgroundTimer(label: "pinproxy.revocation-refresh")
   private let loop: EventLoop
   private let makeDialer: @Sendable () -> UpstreamDialer
 
@@ -24,21 +22,12 @@ final class RevocationRefresher: @unchecked Sendable {
     self.makeDialer = makeDialer
   }
 
-  deinit { timer?.cancel() }
-
   func start() {
-    queue.sync {
-      guard timer == nil else { return }
-      let source = DispatchSource.makeTimerSource(queue: queue)
-      source.setEventHandler { [weak self] in self?.tick() }
-      source.schedule(deadline: .now() + Self.interval, repeating: Self.interval)
-      source.resume()
-      timer = source
-    }
+    timer.start(after: Self.interval, repeating: Self.interval) { [weak self] in self?.tick() }
   }
 
   private func tick() {
-    dispatchPrecondition(condition: .onQueue(queue))
+    dispatchPrecondition(condition: .onQueue(timer.queue))
     let dialer = makeDialer()
     let state = dialer.snapshot.revocation
     let due = state.fetched.due(at: Date(), lead: Self.lead)

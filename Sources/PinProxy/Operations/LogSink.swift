@@ -18,7 +18,7 @@ public final class LogSink: Sendable {
 
   /// How long the writer waits after the first queued line so that one
   /// `write` takes the lines of many requests.
-  static let batchDelay = DispatchTimeInterval.milliseconds(20)
+  static let batchDelay = 0.020
 
   private struct Pending {
     var bytes: [UInt8] = []
@@ -87,7 +87,7 @@ public final class LogSink: Sendable {
     let thread = Thread { [self] in
       while true {
         wake.wait()
-        Thread.sleep(forTimeInterval: 0.020)
+        Thread.sleep(forTimeInterval: Self.batchDelay)
         flush()
       }
     }
