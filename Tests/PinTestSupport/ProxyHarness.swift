@@ -211,24 +211,34 @@ public final class ProxyProcess {
     directory = FileManager.default.temporaryDirectory.appendingPathComponent(
       "pinproxy-e2e-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    var text = config
-    var ports: [String: Int] = [:]
-    for name in listeners {
-      let port = try OpenSSLServer.freePort()
-      ports[name] = port
-      text = text.replacingOccurrences(of: "{port:\(name)}", with: String(port))
-    }
-    self.ports = ports
-    if !text.contains("stateDirectory:") { text = "stateDirectory: \"\(directory.path)/state\"\n" + text }
     let file = directory.appendingPathComponent("pinproxy.yaml").path
     configFile = file
-    try Data(text.utf8).write(to: URL(fileURLWithPath: file))
-    let command =
-      wrapper + [Subprocess.pinproxyPath, "run", "--config", file] + (verbose ? ["--verbose"] : [])
-    child = try ChildProcess(
-      command[0], Array(command.dropFirst()), captureStandardError: true, environment: environment)
-    for name in listeners where !child.waitForListener(name) {
-      throw HarnessError("pinproxy did not start listener \(name): \(child.currentOutput)")
+    // A port found free can be taken before the daemon binds it (by a
+    // client's ephemeral port of a test running beside this one): then the
+    // daemon is started again on other ports, at most three times.
+    var attempt = 0
+    while true {
+      attempt += 1
+      var text = config
+      var ports: [String: Int] = [:]
+      for name in listeners {
+        let port = try OpenSSLServer.freePort()
+        ports[name] = port
+        text = text.replacingOccurrences(of: "{port:\(name)}", with: String(port))
+      }
+      try Data(Self.withTestDefaults(text, directory: directory).utf8).write(to: URL(fileURLWithPath: file))
+      let command =
+        wrapper + [Subprocess.pinproxyPath, "run", "--config", file] + (verbose ? ["--verbose"] : [])
+      let child = try ChildProcess(
+        command[0], Array(command.dropFirst()), captureStandardError: true, environment: environment)
+      if let missing = listeners.first(where: { !child.waitForListener($0) }) {
+        child.stop()
+        if attempt < 3 && child.currentOutput.contains("Address already in use") { continue }
+        throw HarnessError("pinproxy did not start listener \(missing): \(child.currentOutput)")
+      }
+      self.ports = ports
+      self.child = child
+      return
     }
   }
 
@@ -245,8 +255,22 @@ public final class ProxyProcess {
   public func rewrite(config: String) throws {
     var text = config
     for (name, port) in ports { text = text.replacingOccurrences(of: "{port:\(name)}", with: String(port)) }
+    try Data(Self.withTestDefaults(text, directory: directory).utf8).write(
+      to: URL(fileURLWithPath: configFile))
+  }
+
+  /// A state directory of the test's own and, unless the test sets its
+  /// `timeouts` (a test about draining does), a 2 s drain: stopping a
+  /// daemon that still holds a connection then takes 2 s, not 30.
+  static func withTestDefaults(_ config: String, directory: URL) -> String {
+    var text = config
     if !text.contains("stateDirectory:") { text = "stateDirectory: \"\(directory.path)/state\"\n" + text }
-    try Data(text.utf8).write(to: URL(fileURLWithPath: configFile))
+    let setsTimeouts = text.split(separator: "\n").contains {
+      $0.trimmingCharacters(in: .whitespaces).hasPrefix("timeouts:")
+    }
+    // Last, so that the line numbers of the test's own text stay as written.
+    if !setsTimeouts { text += (text.hasSuffix("\n") ? "" : "\n") + "timeouts: {drain: 2s}\n" }
+    return text
   }
 
   public func stop() {
