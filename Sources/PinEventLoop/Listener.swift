@@ -6,22 +6,85 @@ import Foundation
   import Glibc
 #endif
 
-/// A listening socket whose accepts are spread over the loops of a group.
-/// Its fd sits in the first loop's epoll set (`Readiness`); that loop
-/// accepts in batches and hands each connection to the next loop in turn,
-/// calling `onAccept` directly when that is itself.
+/// A listening address served by every loop of a group, each accepting its
+/// own connections: one listening socket per loop, bound with
+/// `SO_REUSEPORT`, so the kernel spreads new connections over the loops and
+/// a connection is served where it was accepted — no hand-off from one loop
+/// to another per connection (nginx's `reuseport`).
 ///
-/// Its state is confined to the first loop: the public entry points
-/// (`close`, `pause`, `resume`) hop onto it, and accepting runs on it.
-public final class Listener: ReadinessHandler, @unchecked Sendable {
+/// Before the per-loop sockets are bound, a probe socket without
+/// `SO_REUSEPORT` is bound to the address and closed: a port another process
+/// holds is reported in use, as a plain bind would, rather than shared with
+/// it. (Sharing needs the same user; the probe keeps a second pinproxy from
+/// silently taking half of the first one's connections.)
+///
+/// Each loop's socket is confined to that loop (`ListenerSocket`); the
+/// public entry points hop onto every loop.
+public final class Listener: @unchecked Sendable {
   public let address: SocketAddress
+  private let sockets: [ListenerSocket]
+
+  public init(
+    address: SocketAddress, group: EventLoopGroup,
+    onExhausted: @escaping @Sendable (String) -> Void = { _ in },
+    admits: @escaping @Sendable (SocketAddress) -> Bool = { _ in true },
+    onAccept: @escaping @Sendable (Int32, String, EventLoop) -> Void
+  ) throws(SocketError) {
+    // Port 0 asks the kernel for one port; the other loops' sockets join it.
+    let probe = try Socket.listen(on: address, reusePort: false)
+    let bound = Socket.localAddress(probe) ?? address
+    _ = Glibc.close(probe)
+    self.address = bound
+    var sockets: [ListenerSocket] = []
+    do throws(SocketError) {
+      for loop in group.loops {
+        let fd = try Socket.listen(on: bound, reusePort: true)
+        let socket = ListenerSocket(
+          fd: fd, loop: loop, onExhausted: onExhausted, admits: admits, onAccept: onAccept)
+        sockets.append(socket)
+        let failure: SocketError? = loop.runAndWait {
+          do throws(SocketError) {
+            try socket.open()
+            return nil
+          } catch {
+            return error
+          }
+        }
+        if let failure { throw failure }
+      }
+    } catch {
+      for socket in sockets { socket.loop.runAndWait { socket.close() } }
+      throw error
+    }
+    self.sockets = sockets
+  }
+
+  /// Stops accepting and closes every loop's socket (idempotent).
+  public func close() {
+    for socket in sockets { socket.loop.runAndWait { socket.close() } }
+  }
+
+  /// Stops accepting for a while (e.g. at the connection limit) without
+  /// closing: new connections wait in the kernel's backlog.
+  public func pause() {
+    for socket in sockets { socket.loop.execute { socket.pause() } }
+  }
+
+  public func resume() {
+    for socket in sockets { socket.loop.execute { socket.resume() } }
+  }
+}
+
+/// One loop's listening socket: in the loop's epoll set exactly while
+/// listening and not backing off; its accepts are served on that loop.
+/// Confined to `loop`.
+final class ListenerSocket: ReadinessHandler, @unchecked Sendable {
+  let loop: EventLoop
   private let fd: Int32
-  private let loop: EventLoop
-  private let group: EventLoopGroup
   private let onAccept: @Sendable (Int32, String, EventLoop) -> Void
   private let onExhausted: @Sendable (String) -> Void
-  /// Decides, before anything is read or handed to a loop, whether a
-  /// client address may connect at all; a refused socket is closed at once.
+  /// Decides, before anything is read, whether a client address may
+  /// connect at all; a refused socket is closed at once.
   private let admits: @Sendable (SocketAddress) -> Bool
   private var state = State.listening
   private var token: ReadinessToken?
@@ -31,71 +94,49 @@ public final class Listener: ReadinessHandler, @unchecked Sendable {
 
   enum State { case listening, paused, closed }
 
-  /// How long accepting rests after EMFILE/ENFILE before trying again. The
-  /// pending connections wait in the kernel's backlog meanwhile; retrying at
-  /// once would spin the accept loop at full CPU.
-  public static let exhaustionBackoff = DispatchTimeInterval.milliseconds(100)
-  /// Accepts per readiness batch; the listener stays ready (level-triggered)
-  /// and takes the rest in the next batch, after the sockets already open
-  /// had their turn.
-  static let acceptsPerBatch = 64
-
-  public init(
-    address: SocketAddress, group: EventLoopGroup,
-    onExhausted: @escaping @Sendable (String) -> Void = { _ in },
-    admits: @escaping @Sendable (SocketAddress) -> Bool = { _ in true },
+  init(
+    fd: Int32, loop: EventLoop, onExhausted: @escaping @Sendable (String) -> Void,
+    admits: @escaping @Sendable (SocketAddress) -> Bool,
     onAccept: @escaping @Sendable (Int32, String, EventLoop) -> Void
-  ) throws(SocketError) {
-    self.admits = admits
-    fd = try Socket.listen(on: address)
-    self.address = Socket.localAddress(fd) ?? address
-    self.group = group
-    self.onAccept = onAccept
+  ) {
+    self.fd = fd
+    self.loop = loop
     self.onExhausted = onExhausted
-    loop = group.loops[0]
-    let failure: SocketError? = loop.runAndWait {
-      do throws(SocketError) {
-        try watch(true)
-        return nil
-      } catch {
-        return error
-      }
-    }
-    if let error = failure {
+    self.admits = admits
+    self.onAccept = onAccept
+  }
+
+  func open() throws(SocketError) {
+    do throws(SocketError) {
+      try watch(true)
+    } catch {
+      state = .closed
       _ = Glibc.close(fd)
       throw error
     }
   }
 
-  /// Stops accepting and closes the socket (idempotent).
-  public func close() {
-    loop.runAndWait {
-      guard state != .closed else { return }
-      state = .closed
-      backingOff = false
-      try? watch(false)
-      _ = Glibc.close(fd)
-    }
+  func close() {
+    loop.preconditionInLoop()
+    guard state != .closed else { return }
+    state = .closed
+    backingOff = false
+    try? watch(false)
+    _ = Glibc.close(fd)
   }
 
-  /// Stops accepting for a while (e.g. at the connection limit) without closing.
-  public func pause() {
-    loop.execute { [self] in
-      guard state == .listening else { return }
-      state = .paused
-      try? watch(false)
-    }
+  func pause() {
+    guard state == .listening else { return }
+    state = .paused
+    try? watch(false)
   }
 
-  public func resume() {
-    loop.execute { [self] in
-      guard state == .paused else { return }
-      state = .listening
-      if !backingOff { try? watch(true) }
-    }
+  func resume() {
+    guard state == .paused else { return }
+    state = .listening
+    if !backingOff { try? watch(true) }
   }
 
-  /// In the epoll set exactly while listening and not backing off.
   private func watch(_ on: Bool) throws(SocketError) {
     loop.preconditionInLoop()
     if on, token == nil {
@@ -144,15 +185,20 @@ public final class Listener: ReadinessHandler, @unchecked Sendable {
         continue
       }
       Socket.setNoDelay(client)
-      let peer = address.description
-      let target = group.next()
-      if target === loop {
-        onAccept(client, peer, target)
-      } else {
-        target.execute { [onAccept] in onAccept(client, peer, target) }
-      }
+      onAccept(client, address.description, loop)
     }
   }
+}
+
+extension Listener {
+  /// How long accepting rests after EMFILE/ENFILE before trying again. The
+  /// pending connections wait in the kernel's backlog meanwhile; retrying at
+  /// once would spin the accept loop at full CPU.
+  public static let exhaustionBackoff = DispatchTimeInterval.milliseconds(100)
+  /// Accepts per readiness batch; the socket stays ready (level-triggered)
+  /// and the rest come in the next batch, after the sockets already open
+  /// had their turn.
+  static let acceptsPerBatch = 64
 }
 
 /// Opens an outbound TCP connection without blocking the loop: tries each

@@ -18,11 +18,18 @@ enum Socket {
     _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
   }
 
-  static func listen(on address: SocketAddress, backlog: Int32 = 1024) throws(SocketError) -> Int32 {
+  /// - Parameter reusePort: `SO_REUSEPORT`: other sockets of this user may
+  ///   bind the same address, and the kernel spreads connections over them.
+  static func listen(on address: SocketAddress, reusePort: Bool, backlog: Int32 = 1024) throws(SocketError)
+    -> Int32
+  {
     let fd = socket(address.family, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw SocketError(operation: "socket", code: errno) }
     var one: Int32 = 1
     _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+    if reusePort {
+      _ = setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, socklen_t(MemoryLayout<Int32>.size))
+    }
     let bound = address.withSockaddr { bind(fd, $0, $1) }
     guard bound == 0 else {
       let code = errno
