@@ -106,6 +106,23 @@ final class DownstreamHTTP2StreamTests: XCTestCase {
     return DownstreamHTTP2Stream(id: id, exchange: exchange, host: host)
   }
 
+  /// A whole request, started and given `link` as its upstream (on the loop).
+  func connect(_ stream: DownstreamHTTP2Stream, to link: RecordingLink) {
+    stream.requestEnd(HTTPHeaders())
+    stream.run { $0.start(&$1) }
+    stream.run { $0.upstreamReady(UpstreamRef(link: link), pooled: false, tls: .none, protocol: .http1, &$1) }
+  }
+
+  /// Response bytes from the upstream, parsed as its link would and handed to the stream.
+  func respond(
+    _ text: String, from link: RecordingLink, to stream: DownstreamHTTP2Stream, parser: inout HTTP1Parser
+  )
+    throws
+  {
+    let events = try parser.feed(Array(text.utf8))
+    lending(events) { stream.upstream(link, didReceive: $0) }
+  }
+
   struct StreamTestError: Error {
     let reason: String
     init(_ reason: String) { self.reason = reason }
@@ -164,16 +181,12 @@ final class DownstreamHTTP2StreamTests: XCTestCase {
     let stream = try makeStream(host)
     let link = RecordingLink(key: stream.target.key)
     try loop.runAndWait {
-      stream.requestEnd(HTTPHeaders())
-      stream.run { $0.start(&$1) }
-      stream.run {
-        $0.upstreamReady(UpstreamRef(link: link), pooled: false, tls: .none, protocol: .http1, &$1)
-      }
+      connect(stream, to: link)
       host.pausesUpstreams = true
       var parser = HTTP1Parser(role: .response, limits: HTTPLimits(), pausesBetweenMessages: true)
       parser.expectResponse(to: "GET")
-      let events = try parser.feed(Array("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhello".utf8))
-      lending(events) { stream.upstream(link, didReceive: $0) }
+      try respond(
+        "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhello", from: link, to: stream, parser: &parser)
       XCTAssertTrue(link.paused)
       XCTAssertEqual(host.pausedStreams, 1)
       host.pausesUpstreams = false
@@ -181,7 +194,7 @@ final class DownstreamHTTP2StreamTests: XCTestCase {
       XCTAssertFalse(link.paused)
       XCTAssertEqual(host.pausedStreams, 0)
       host.pausesUpstreams = true
-      lending(try parser.feed(Array("wor".utf8))) { stream.upstream(link, didReceive: $0) }
+      try respond("wor", from: link, to: stream, parser: &parser)
       XCTAssertEqual(host.pausedStreams, 1)
       stream.abandon()
     }
