@@ -33,11 +33,10 @@ units_run() {
     --parallel --num-workers 3 --xunit-output "$scratch/unit.xml" "$@" >"$scratch/unit.log" 2>&1 || return 1
   eval "$(scripts/xunit-summary.py "$scratch/unit.xml")" && [ "$xunit_failed" -eq 0 ] && [ "$xunit_total" -gt 0 ]
 }
-units_count() { eval "$(scripts/xunit-summary.py "$1/unit.xml")" && echo "$xunit_total tests, 0 failures"; }
 
 swift build --build-tests --sanitize=address --scratch-path .build-asan
 if ASAN_OPTIONS=detect_leaks=0 units_run .build-asan --sanitize=address; then
-  report "address: unit tests clean ($(units_count .build-asan))"
+  report "address: unit tests clean ($xunit_total tests, 0 failures)"
 else
   failed=1
   report "address: unit tests FAILED"; grep -E "ERROR: AddressSanitizer|error:" -A20 .build-asan/unit.log | head -60

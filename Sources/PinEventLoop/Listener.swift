@@ -126,12 +126,14 @@ final class ListenerSocket: ReadinessHandler, @unchecked Sendable {
   }
 
   func pause() {
+    loop.preconditionInLoop()
     guard state == .listening else { return }
     state = .paused
     try? watch(false)
   }
 
   func resume() {
+    loop.preconditionInLoop()
     guard state == .paused else { return }
     state = .listening
     if !backingOff { try? watch(true) }
