@@ -2,11 +2,12 @@
 # Keeps the benchmarks from rotting unseen: builds every target of the
 # Benchmarks package, runs each package-benchmark target for a few iterations
 # (BENCHMARK_SMOKE=1; figures are printed, never asserted), checks that the
-# load generator starts, and runs Benchmarks/compare once, briefly, against
-# nginx with the debug pinproxy the test run built.
+# load generator starts, runs Benchmarks/compare once, briefly, against nginx,
+# and runs the allocation guard (Benchmarks/allocations.sh), both with the
+# release pinproxy the test run built (PINPROXY_RELEASE).
 #
-# A debug build: the point is that the code builds and runs, and a debug build
-# of this package takes a fraction of a release one. Prints one line per check,
+# The benchmark package is a debug build: the point is that its code builds
+# and runs, and a debug build of it takes a fraction of a release one. Prints one line per check,
 # "benchmarks: NAME ok" or "benchmarks: NAME FAILED"; exits 1 if any failed.
 set -uo pipefail
 cd "$(dirname "$0")"
@@ -46,12 +47,22 @@ done
 
 if "$bin/pinproxy-load" --help >/dev/null 2>&1; then say pinproxy-load ok; else say pinproxy-load FAILED; fi
 
-pinproxy="$(cd .. && pwd)/.build/debug/pinproxy"
+# The release pinproxy scripts/test.sh built (PINPROXY_RELEASE), else the
+# debug one: compare runs either; the allocation guard needs the release one.
+pinproxy=${PINPROXY_RELEASE:-"$(cd .. && pwd)/.build/debug/pinproxy"}
 [ -x "$pinproxy" ] || { say compare FAILED; echo "  $pinproxy not built" >&2; exit 1; }
 if timeout 600 ./compare --duration 1 --runs 1 --loads keep-alive --only nginx,smoke-forward \
   --pinproxy "smoke=$pinproxy"; then
   say compare ok
 else
   say compare FAILED
+fi
+if [ -z "${PINPROXY_RELEASE:-}" ]; then
+  say allocations FAILED
+  echo "  the allocation guard counts a release build: set PINPROXY_RELEASE" >&2
+elif timeout 120 ./allocations.sh "$pinproxy"; then
+  say allocations ok
+else
+  say allocations FAILED
 fi
 exit "$status"

@@ -127,15 +127,14 @@ enum HTTP1Grammar {
       throw HTTPParseError(.badRequest, "malformed request target")
     }
     let version = try httpVersion(startLine[(second + 1)...])
-    let rawTarget = String(decoding: targetBytes, as: UTF8.self)
-    guard let target = RequestTarget.parse(rawTarget, method: method) else {
-      throw HTTPParseError(
-        .badRequest, "request target \"\(rawTarget.prefix(200))\" is not valid for \(method)")
+    guard let target = RequestTarget.parse(targetBytes, method: method) else {
+      let shown = String(decoding: targetBytes.prefix(200), as: UTF8.self)
+      throw HTTPParseError(.badRequest, "request target \"\(shown)\" is not valid for \(method)")
     }
     let headers = try fields(fieldBytes, in: head, table: consume table, limits: limits)
     try checkHost(headers, version: version, method: method)
     return HTTPRequestHead(
-      method: method, target: target, rawTarget: rawTarget, version: version, headers: headers)
+      method: method, target: target, rawTargetBytes: targetBytes, version: version, headers: headers)
   }
 
   /// RFC 9112 §3.2: an HTTP/1.1 request carries exactly one Host, and no
@@ -153,8 +152,8 @@ enum HTTP1Grammar {
     guard headers.index(named: "Host", from: first + 1) == nil else {
       throw HTTPParseError(.badRequest, "more than one Host header field")
     }
-    let host = headers[first].value
-    guard host.isEmpty || RequestTarget.splitAuthority(Substring(host)) != nil else {
+    let host = headers[first].valueSlice
+    guard host.isEmpty || RequestTarget.authorityParts(host) != nil else {
       throw HTTPParseError(.badRequest, "the Host header field is not a valid authority")
     }
   }

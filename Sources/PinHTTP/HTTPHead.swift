@@ -18,15 +18,21 @@ public enum RequestTarget: Sendable, Equatable {
   /// absolute URL is refused (RFC 9110 §4.2.4: a sender must not generate it,
   /// and it is a classic way to disguise the real host).
   public static func parse(_ text: String, method: String) -> RequestTarget? {
+    parse(Array(text.utf8)[...], method: method)
+  }
+
+  /// The same over the request line's own bytes: the parts are found in
+  /// place and only the host and path become Strings (short ones stay
+  /// inline in the String, allocating nothing).
+  static func parse(_ target: ArraySlice<UInt8>, method: String) -> RequestTarget? {
     if method == "CONNECT" {
-      guard let (host, port) = splitAuthority(Substring(text)), let port else { return nil }
-      return .authority(host: host, port: port)
+      guard let (host, port) = authorityParts(target), let port else { return nil }
+      return .authority(host: String(decoding: target[host], as: UTF8.self), port: port)
     }
-    if text == "*" { return method == "OPTIONS" ? .asterisk : nil }
+    if target.count == 1 && target.first == UInt8(ascii: "*") { return method == "OPTIONS" ? .asterisk : nil }
     // A fragment is the client's business (RFC 9110 §4.2.5): it is never sent on.
-    let text = text.utf8.firstIndex(of: UInt8(ascii: "#")).map { String(text[..<$0]) } ?? text
-    let bytes = text.utf8
-    if bytes.first == UInt8(ascii: "/") { return .origin(text) }
+    let bytes = target[..<(target.firstIndex(of: UInt8(ascii: "#")) ?? target.endIndex)]
+    if bytes.first == UInt8(ascii: "/") { return .origin(String(decoding: bytes, as: UTF8.self)) }
     // `scheme://`: a scheme holds no colon, so the first one must start "://".
     guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")),
       bytes[colon...].starts(with: "://".utf8)
@@ -39,16 +45,24 @@ public enum RequestTarget: Sendable, Equatable {
     } else {
       return nil
     }
-    let rest = text[bytes.index(colon, offsetBy: 3)...]
+    let rest = bytes[(colon + 3)...]
     let pathStart =
-      rest.utf8.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") } ?? rest.endIndex
+      rest.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") } ?? rest.endIndex
     let authority = rest[..<pathStart]
-    guard !authority.utf8.contains(UInt8(ascii: "@")), let (host, port) = splitAuthority(authority) else {
+    guard !authority.contains(UInt8(ascii: "@")), let (host, port) = authorityParts(authority) else {
       return nil
     }
-    var path = String(rest[pathStart...])
-    if path.isEmpty { path = "/" } else if path.utf8.first == UInt8(ascii: "?") { path = "/" + path }
-    return .absolute(scheme: scheme, host: host, port: port, path: path)
+    let pathBytes = rest[pathStart...]
+    let path: String
+    if pathBytes.isEmpty {
+      path = "/"
+    } else if pathBytes.first == UInt8(ascii: "?") {
+      path = "/" + String(decoding: pathBytes, as: UTF8.self)
+    } else {
+      path = String(decoding: pathBytes, as: UTF8.self)
+    }
+    return .absolute(
+      scheme: scheme, host: String(decoding: authority[host], as: UTF8.self), port: port, path: path)
   }
 
   private static let httpScheme = Array("http".utf8)
@@ -58,30 +72,40 @@ public enum RequestTarget: Sendable, Equatable {
   /// written as plain digits (`+443` is not a port). A host with a colon must
   /// be bracketed: `::1:443` would be ambiguous.
   static func splitAuthority(_ text: Substring) -> (String, Int?)? {
-    guard !text.isEmpty else { return nil }
-    var host: Substring
-    var portText: Substring?
-    if text.hasPrefix("[") {
-      guard let close = text.firstIndex(of: "]") else { return nil }
-      host = text[...close]
-      let after = text[text.index(after: close)...]
-      if !after.isEmpty {
-        guard after.hasPrefix(":") else { return nil }
-        portText = after.dropFirst()
+    let bytes = Array(text.utf8)[...]
+    guard let (host, port) = authorityParts(bytes) else { return nil }
+    return (String(decoding: bytes[host], as: UTF8.self), port)
+  }
+
+  /// `splitAuthority` in place: where the host lies in `bytes` (brackets
+  /// included) and the port; nil when malformed.
+  static func authorityParts(_ bytes: ArraySlice<UInt8>) -> (host: Range<Int>, port: Int?)? {
+    guard !bytes.isEmpty else { return nil }
+    let hostEnd: Int
+    var portStart: Int?
+    if bytes.first == UInt8(ascii: "[") {
+      guard let close = bytes.firstIndex(of: UInt8(ascii: "]")) else { return nil }
+      hostEnd = close + 1
+      if hostEnd < bytes.endIndex {
+        guard bytes[hostEnd] == UInt8(ascii: ":") else { return nil }
+        portStart = hostEnd + 1
       }
-    } else if let colon = text.firstIndex(of: ":") {
-      host = text[..<colon]
-      portText = text[text.index(after: colon)...]
+    } else if let colon = bytes.firstIndex(of: UInt8(ascii: ":")) {
+      hostEnd = colon
+      portStart = colon + 1
     } else {
-      host = text
+      hostEnd = bytes.endIndex
     }
-    guard !host.isEmpty, host.utf8.allSatisfy(isAuthorityHostByte) else { return nil }
-    guard let portText else { return (String(host), nil) }
-    guard !portText.isEmpty, portText.count <= 5, portText.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
-      let port = Int(portText),
-      (1...65535).contains(port)
-    else { return nil }
-    return (String(host), port)
+    let host = bytes.startIndex..<hostEnd
+    guard !host.isEmpty, bytes[host].allSatisfy(isAuthorityHostByte) else { return nil }
+    guard let portStart else { return (host, nil) }
+    let digits = bytes[portStart...]
+    guard !digits.isEmpty, digits.count <= 5, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+      return nil
+    }
+    let port = digits.reduce(0) { $0 * 10 + Int($1 - 0x30) }
+    guard (1...65535).contains(port) else { return nil }
+    return (host, port)
   }
 }
 
@@ -112,8 +136,13 @@ func isAuthorityHostByte(_ byte: UInt8) -> Bool {
 public struct HTTPRequestHead: Sendable, Equatable {
   public var method: String
   public var target: RequestTarget
-  /// The target exactly as sent, for logs.
-  public var rawTarget: String
+  /// The target exactly as sent, for logs: the request line's own bytes
+  /// (a slice of the head's storage), made a String only when read.
+  public var rawTargetBytes: ArraySlice<UInt8>
+  public var rawTarget: String {
+    get { String(decoding: rawTargetBytes, as: UTF8.self) }
+    set { rawTargetBytes = Array(newValue.utf8)[...] }
+  }
   public var version: HTTPVersion
   public var headers: HTTPHeaders
   /// The parser's framing decision (`.none` until a parser sets it).
@@ -125,10 +154,23 @@ public struct HTTPRequestHead: Sendable, Equatable {
   ) {
     self.method = method
     self.target = target
-    self.rawTarget = rawTarget
+    self.rawTargetBytes = Array(rawTarget.utf8)[...]
     self.version = version
     self.headers = headers
     self.framing = framing
+  }
+
+  /// A parsed head: the target's bytes lie in the head's storage.
+  init(
+    method: String, target: RequestTarget, rawTargetBytes: ArraySlice<UInt8>, version: HTTPVersion,
+    headers: HTTPHeaders
+  ) {
+    self.method = method
+    self.target = target
+    self.rawTargetBytes = rawTargetBytes
+    self.version = version
+    self.headers = headers
+    self.framing = .none
   }
 
   /// Whether the connection may carry another request after this exchange.

@@ -36,9 +36,28 @@ final class ForwardMachineTests: XCTestCase {
     return machine
   }
 
+  /// What the machine held when its actions named it, read as the session
+  /// reads it: the bytes of each `writeClient` (by range: the test never
+  /// empties the buffer, so ranges stay distinct), each exchange's sent
+  /// request (by id), the last finished record.
+  var written: [Range<Int>: [UInt8]] = [:]
+  var sentRequests: [Int: ForwardedRequest] = [:]
+  var finished: ExchangeRecord?
+
   func actions(_ machine: inout Machine) -> [Machine.Action] {
     var all: [Machine.Action] = []
-    while let action = machine.nextAction() { all.append(action) }
+    while let action = machine.nextAction() {
+      switch action {
+      case .writeClient(let range, _): written[range] = Array(machine.clientOutput[range])
+      case .exchange(.sendHead(_, let id)):
+        if let exchange = machine.exchange, exchange.exchange.id == id {
+          sentRequests[id] = exchange.forwardedRequest
+        }
+      case .exchange(.record): finished = machine.takeFinishedRecord()
+      default: break
+      }
+      all.append(action)
+    }
     return all
   }
 
@@ -60,9 +79,12 @@ final class ForwardMachineTests: XCTestCase {
 
   func text(_ action: Machine.Action) -> String? {
     switch action {
-    case .writeClient(let bytes, _), .exchange(.sendBody(_, let bytes)):
+    case .writeClient(let range, _):
+      return written[range].map { String(decoding: $0, as: UTF8.self) }
+    case .exchange(.sendBody(_, let bytes)):
       return String(decoding: bytes, as: UTF8.self)
-    case .exchange(.sendHead(_, let request)):
+    case .exchange(.sendHead(_, let id)):
+      guard let request = sentRequests[id] else { return nil }
       // As the HTTP/1.1 link writes it.
       let bytes = ForwardedHead.request(
         request.head, target: request.path, authority: request.authority, via: request.via)
@@ -120,7 +142,7 @@ final class ForwardMachineTests: XCTestCase {
       })
     XCTAssertTrue(
       out.contains {
-        if case .exchange(.record(let record)) = $0 {
+        if case .exchange(.record) = $0, let record = finished {
           record.status == 200 && record.responseBytes == 2
         } else {
           false
@@ -253,8 +275,8 @@ final class ForwardMachineTests: XCTestCase {
     let out = actions(&machine)
     XCTAssertTrue(
       out.contains { action in
-        if case .writeClient(let bytes, let pausing?) = action {
-          return pausing === upstream && bytes == Array("hello".utf8)
+        if case .writeClient(let range, let pausing?) = action {
+          return pausing === upstream && written[range] == Array("hello".utf8)
         }
         return false
       }, "\(out)")

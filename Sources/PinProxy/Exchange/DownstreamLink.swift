@@ -24,24 +24,60 @@ protocol DownstreamLink {
 /// (`ForwardedHead.response`): what it produces waits in `output` for the
 /// connection machine to write. Pure: no socket, no clock.
 struct HTTP1Downstream: DownstreamLink {
-  let clientVersion: HTTPVersion
+  private(set) var clientVersion: HTTPVersion
   /// The connection closes after this response (the client asked, or the proxy drains).
   var closing: Bool
   /// Re-framed as chunked towards the client.
   private(set) var chunked = false
   /// The response can only end with the connection (no length, an HTTP/1.0 client).
   private(set) var endsWithConnection = false
-  private var output: [UInt8] = []
+  /// What was framed and not yet written: one buffer for the connection's
+  /// life, emptied (its storage kept, up to `keptOutputCapacity`) once
+  /// written, so a keep-alive connection frames every response in place.
+  private(set) var output: [UInt8] = []
+  /// Bytes of `output` before this index were handed out (`takeOutputRange`).
+  private var handedOut = 0
+  /// A buffer grown past this (a large chunked body) is let go once written.
+  static let keptOutputCapacity = 16 * 1024
 
   init(clientVersion: HTTPVersion, closing: Bool) {
     self.clientVersion = clientVersion
     self.closing = closing
   }
 
-  /// What was framed since the last call; the buffer moves out, uncopied.
+  /// The next response on the same connection: what is framed but not yet
+  /// written stays (an action still names it).
+  mutating func reset(clientVersion: HTTPVersion, closing: Bool) {
+    self.clientVersion = clientVersion
+    self.closing = closing
+    chunked = false
+    endsWithConnection = false
+  }
+
+  /// The bytes framed since the last call, as a range of `output`; nil when none.
+  mutating func takeOutputRange() -> Range<Int>? {
+    guard output.count > handedOut else { return nil }
+    defer { handedOut = output.count }
+    return handedOut..<output.count
+  }
+
+  /// Every range handed out was written: the buffer is empty again.
+  mutating func outputWritten() {
+    guard !output.isEmpty else { return }
+    if output.capacity <= Self.keptOutputCapacity {
+      output.removeAll(keepingCapacity: true)
+    } else {
+      output = []
+    }
+    handedOut = 0
+  }
+
+  /// What was framed since the last call; the buffer moves out, uncopied
+  /// (a refusal, written once; a connection's responses use `takeOutputRange`).
   mutating func takeOutput() -> [UInt8] {
     var taken: [UInt8] = []
     swap(&taken, &output)
+    handedOut = 0
     return taken
   }
 

@@ -6,13 +6,12 @@ import PinHTTP
 enum ExchangeAction<Upstream: SameUpstream> {
   /// Take a pooled connection or dial one; answer `upstreamReady` or `dialFailed`.
   case acquireUpstream(poolAllowed: Bool)
-  /// Become the upstream's delegate and send the request head (the link
-  /// frames it for its protocol).
-  /// The request and the record (`record`) are objects, made once and
-  /// carried by reference; the response head is boxed (`indirect`): inline,
-  /// every action would carry a head's size through each move, which
-  /// measured dearer than the allocation.
-  case sendHead(Upstream, ForwardedRequest)
+  /// Become the upstream's delegate and send exchange `exchange`'s request
+  /// head (the link frames it for its protocol). The action names the
+  /// exchange; the request is read from the machine (`forwardedRequest`),
+  /// so no action carries a head: an action stays a few words, and nothing
+  /// is allocated to box one.
+  case sendHead(Upstream, exchange: Int)
   case sendBody(Upstream, [UInt8])
   /// The request body ended, with these trailers (chunked or HTTP/2 only).
   case endBody(Upstream, HTTPHeaders)
@@ -23,14 +22,17 @@ enum ExchangeAction<Upstream: SameUpstream> {
   case closeUpstream(Upstream)
   /// A 1xx response, relayed where the client's protocol carries it.
   indirect case respondInterim(HTTPResponseHead)
-  /// The final response head; `Upstream` is read again once the client drains.
-  indirect case respondHead(HTTPResponseHead, Upstream)
+  /// The final response head, kept in the machine (`responseHead`);
+  /// `Upstream` is read again once the client drains.
+  case respondHead(Upstream)
   /// Body bytes lent from the upstream's read: whoever runs this action
   /// copies them on before the event that produced it returns (both
   /// runners empty their queue inside the upstream's delegate call).
   case respondBody(UnsafeRawBufferPointer, Upstream)
   case respondEnd(HTTPHeaders, Upstream)
-  case record(ExchangeRecord)
+  /// The exchange's access line and metrics: its record is the machine's
+  /// (`record`), read by whoever reports it.
+  case record
   /// Answer the failure: nothing of the response went out.
   indirect case refuse(ProxyFailure)
   /// Part of the response went out and the rest never will: the client
@@ -64,6 +66,9 @@ struct ExchangeMachine<Upstream: SameUpstream> {
 
   private(set) var exchange: Exchange
   private(set) var phase = Phase.waiting
+  /// The final response head, from its arrival until the client's link
+  /// takes it to frame (`takeResponseHead`): `respondHead` names it.
+  private(set) var responseHead: HTTPResponseHead?
   /// Request body that arrived before the upstream was ready (HTTP/2 only:
   /// an HTTP/1.1 connection stops reading instead). The client's stream
   /// window bounds it: nothing here is acknowledged until forwarded.
@@ -84,6 +89,29 @@ struct ExchangeMachine<Upstream: SameUpstream> {
     }
   }
   var hasUpstream: Bool { if case .exchanging = phase { true } else { false } }
+
+  /// The request as the upstream link sends it: the client's head, the
+  /// origin-form target, the authority and this hop's `Via`. A value made
+  /// where it is sent, from the exchange, never stored.
+  var forwardedRequest: ForwardedRequest {
+    ForwardedRequest(
+      head: exchange.request, path: exchange.target.path, authority: exchange.target.authority,
+      via: ForwardedRequest.via(exchange.clientProtocol))
+  }
+
+  /// The head `respondHead` named, handed over once: held no longer, so
+  /// the upstream parser's storage it lies in is free for the next response.
+  mutating func takeResponseHead() -> HTTPResponseHead? {
+    defer { responseHead = nil }
+    return responseHead
+  }
+
+  /// What the exchange was, once its response has started (for the access
+  /// line and metrics, after `record`).
+  var record: ExchangeRecord? {
+    guard case .streaming(let stream) = exchange.response else { return nil }
+    return ExchangeRecord(exchange: exchange, status: stream.status, responseBytes: stream.bodyBytes)
+  }
 
   /// Whether `upstream` is the one serving this exchange.
   func isServed(by upstream: Upstream) -> Bool { self.upstream?.isSame(as: upstream) ?? false }
@@ -107,12 +135,7 @@ struct ExchangeMachine<Upstream: SameUpstream> {
     exchange.upstreamTLS = tls
     exchange.upstreamProtocol = name
     phase = .exchanging(upstream)
-    out.append(
-      .sendHead(
-        upstream,
-        ForwardedRequest(
-          head: exchange.request, path: exchange.target.path, authority: exchange.target.authority,
-          via: ForwardedRequest.via(exchange.clientProtocol))))
+    out.append(.sendHead(upstream, exchange: exchange.id))
     let held = heldBody
     heldBody = []
     for bytes in held { send(bytes, upstream, &out) }
@@ -168,7 +191,8 @@ struct ExchangeMachine<Upstream: SameUpstream> {
         out.append(.cancelResponseTimer)
         exchange.response = .streaming(
           ResponseStream(status: head.status, upstreamKeepsAlive: head.keepAlive))
-        out.append(.respondHead(head, upstream))
+        responseHead = head
+        out.append(.respondHead(upstream))
       case .body(let bytes):
         guard case .streaming(var stream) = exchange.response else { continue }
         stream.bodyBytes += bytes.count
@@ -200,8 +224,7 @@ struct ExchangeMachine<Upstream: SameUpstream> {
     } else {
       out.append(.closeUpstream(upstream))
     }
-    out.append(
-      .record(ExchangeRecord(exchange: exchange, status: stream.status, responseBytes: stream.bodyBytes)))
+    out.append(.record)
     out.append(.finished)
   }
 

@@ -1,9 +1,9 @@
 import Dispatch
 
-/// What an exchange was, for the access log and metrics: built once, by the
-/// exchange machine, whichever protocol the client spoke. A class, as
-/// `ForwardedRequest` is: one allocation, carried by two actions.
-final class ExchangeRecord {
+/// What an exchange was, for the access log and metrics: read from the
+/// exchange machine (`ExchangeMachine.record`) whichever protocol the client
+/// spoke. A value made where it is reported: no action carries it.
+struct ExchangeRecord {
   let exchange: Exchange
   let status: Int
   let responseBytes: Int

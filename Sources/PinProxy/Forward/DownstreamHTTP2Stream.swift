@@ -219,7 +219,12 @@ final class DownstreamHTTP2Stream: ExchangeHost, @unchecked Sendable {
   }
 
   func releaseUpstream(_ link: any UpstreamLink) { host.release(link) }
-  func report(_ record: ExchangeRecord) { host.report(record) }
+  func forwardedRequest(exchange id: Int) -> ForwardedRequest? {
+    machine.exchange.id == id ? machine.forwardedRequest : nil
+  }
+  func reportFinishedExchange() {
+    if let record = machine.record { host.report(record) }
+  }
 
   // MARK: The response side
 
@@ -227,7 +232,8 @@ final class DownstreamHTTP2Stream: ExchangeHost, @unchecked Sendable {
     switch action {
     case .respondInterim(let head):
       downstream.sendInterim(head)
-    case .respondHead(let head, let upstream):
+    case .respondHead(let upstream):
+      guard let head = machine.takeResponseHead() else { break }
       if !downstream.sendHead(head, upstreamProtocol: machine.exchange.upstreamProtocol) {
         responseCannotStart(upstream)
       }

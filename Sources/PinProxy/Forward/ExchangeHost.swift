@@ -21,8 +21,13 @@ protocol ExchangeHost: UpstreamDelegate {
   /// The exchange completed cleanly: the link keeps what can serve another
   /// (`UpstreamLink.release`), under the snapshot in force.
   func releaseUpstream(_ link: any UpstreamLink)
-  /// The access line and metrics of a finished exchange.
-  func report(_ record: ExchangeRecord)
+  /// The request of exchange `id` as its upstream link sends it; nil when
+  /// that exchange is no longer the host's current one (its upstream is
+  /// being closed by a later action).
+  func forwardedRequest(exchange id: Int) -> ForwardedRequest?
+  /// The access line and metrics of the exchange that just finished (its
+  /// machine's `record`).
+  func reportFinishedExchange()
 }
 
 extension ExchangeHost {
@@ -34,7 +39,8 @@ extension ExchangeHost {
     switch action {
     case .acquireUpstream(let poolAllowed):
       acquireUpstream(poolAllowed: poolAllowed)
-    case .sendHead(let upstream, let request):
+    case .sendHead(let upstream, let id):
+      guard let request = forwardedRequest(exchange: id) else { break }
       upstream.link.delegate = self
       upstream.link.sendHead(request)
     case .sendBody(let upstream, let bytes):
@@ -50,8 +56,8 @@ extension ExchangeHost {
       releaseUpstream(upstream.link)
     case .closeUpstream(let upstream):
       upstream.link.close()
-    case .record(let record):
-      report(record)
+    case .record:
+      reportFinishedExchange()
     case .respondInterim, .respondHead, .respondBody, .respondEnd, .refuse, .cutShort, .finished:
       return false
     }

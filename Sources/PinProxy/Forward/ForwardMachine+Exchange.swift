@@ -71,6 +71,11 @@ extension ForwardMachine {
         // Refused or cut short already: nothing more of it reaches the client.
         guard case .exchanging = state, exchange != nil else { continue }
         respond(action)
+      case .record:
+        // Kept here: by the time the session reports it, `.finished` may
+        // have let the exchange go and the next request begun.
+        finishedRecord = exchange?.record
+        actions.append(.exchange(action))
       default:
         actions.append(.exchange(action))
       }
@@ -83,7 +88,8 @@ extension ForwardMachine {
     case .respondInterim(let head):
       response.sendInterim(head)
       writeResponse(pausing: nil)
-    case .respondHead(let head, _):
+    case .respondHead:
+      guard let head = exchange!.takeResponseHead() else { break }
       if draining { response.closing = true }
       _ = response.sendHead(head, upstreamProtocol: exchange!.exchange.upstreamProtocol)
       writeResponse(pausing: nil)
@@ -118,7 +124,6 @@ extension ForwardMachine {
   }
 
   private mutating func writeResponse(pausing upstream: Upstream?) {
-    let bytes = response.takeOutput()
-    if !bytes.isEmpty { actions.append(.writeClient(bytes, pausing: upstream)) }
+    if let range = response.takeOutputRange() { actions.append(.writeClient(range, pausing: upstream)) }
   }
 }

@@ -48,8 +48,11 @@ struct ForwardMachine<Upstream: SameUpstream> {
     /// The upstream side of the current exchange (acquire, send, timer,
     /// release or close, record): `ExchangeHost.performUpstreamSide`.
     case exchange(ExchangeAction<Upstream>)
-    /// Write to the client; stop reading the upstream while the client is backed up.
-    case writeClient([UInt8], pausing: Upstream?)
+    /// Write bytes `range` of the framed response (`clientOutput`) to the
+    /// client; stop reading the upstream while the client is backed up. The
+    /// bytes stay in the machine's one output buffer until the run that
+    /// carried the action out says they went (`clientOutputWritten`).
+    case writeClient(Range<Int>, pausing: Upstream?)
     case resumeUpstream(Upstream)
     // Indirect: rare or large payloads stay out of every action's inline size.
     /// Answer with the failure, log it and close after flushing.
@@ -83,6 +86,10 @@ struct ForwardMachine<Upstream: SameUpstream> {
   /// the state, not in it, so that it is changed in place, never copied out
   /// and back.
   var exchange: ExchangeMachine<Upstream>?
+  /// The record of the exchange that finished last, until its `.record`
+  /// action is carried out (`takeFinishedRecord`): it holds the request's
+  /// head, whose storage the next request's head reuses once let go.
+  var finishedRecord: ExchangeRecord?
   /// What the current exchange asked, before it becomes `actions`.
   var exchangeActions = ExchangeMachine<Upstream>.Actions(capacity: 16)
   /// The current response, framed for this client.
@@ -119,6 +126,19 @@ struct ForwardMachine<Upstream: SameUpstream> {
   }
 
   mutating func nextAction() -> Action? { actions.popFirst() }
+
+  /// The response bytes `writeClient` actions name (read with a range of theirs).
+  var clientOutput: [UInt8] { response.output }
+
+  /// Every action taken so far was carried out, its writes included: the
+  /// output buffer is emptied for the next response (its storage kept).
+  mutating func clientOutputWritten() { response.outputWritten() }
+
+  /// The finished exchange's record, for its access line; held no longer.
+  mutating func takeFinishedRecord() -> ExchangeRecord? {
+    defer { finishedRecord = nil }
+    return finishedRecord
+  }
 
   /// Idle keep-alive: served a request, nothing of the next one yet.
   var isIdleBetweenRequests: Bool {
@@ -334,8 +354,7 @@ struct ForwardMachine<Upstream: SameUpstream> {
       fail(failure, request: head)
     case .forward(let target):
       nextExchange += 1
-      response = HTTP1Downstream(
-        clientVersion: head.version, closing: !head.keepAlive || clientFinishedSending)
+      response.reset(clientVersion: head.version, closing: !head.keepAlive || clientFinishedSending)
       state = .exchanging
       exchange = ExchangeMachine(
         Exchange(id: nextExchange, request: head, target: target, clientProtocol: .http1, started: clock()))

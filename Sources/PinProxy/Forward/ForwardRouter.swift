@@ -26,6 +26,10 @@ struct ForwardRouter {
   /// Sound because the snapshot is fixed for the router's lifetime and the
   /// decision depends on nothing else.
   private var last: (from: RouteInput, key: UpstreamKey, route: UpstreamRoute)?
+  /// The target last handed out: a client asking for the same path again
+  /// (a poll, a health check, a benchmark) gets the same immutable object,
+  /// not a new one.
+  private var lastTarget: ForwardTarget?
 
   private struct RouteInput: Equatable {
     var scheme: String
@@ -82,7 +86,11 @@ struct ForwardRouter {
     // A rule's pin list may change under a fixed snapshot: the memo holds
     // only while the key names the list version in force.
     if let last, last.from == input, last.key.policy.pinList == (last.route.pinStore?.version ?? 0) {
-      return .forward(ForwardTarget(key: last.key, route: last.route, path: path))
+      // `lastTarget` is always made from `last` (the two are set together).
+      if let lastTarget, lastTarget.path == path { return .forward(lastTarget) }
+      let target = ForwardTarget(key: last.key, route: last.route, path: path)
+      lastTarget = target
+      return .forward(target)
     }
     guard let host = TrustHost(rawHost) else {
       return .refuse(.badRequest("\"\(rawHost)\" is not a valid host"))
@@ -95,7 +103,9 @@ struct ForwardRouter {
     if tunnel == nil, let refusal = portRefusal(port) { return .refuse(refusal) }
     let key = UpstreamKey(host: host, port: port, tls: tls, policy: route.identity)
     last = (input, key, route)
-    return .forward(ForwardTarget(key: key, route: route, path: path))
+    let target = ForwardTarget(key: key, route: route, path: path)
+    lastTarget = target
+    return .forward(target)
   }
 
   private func pinsNotEnforceable(_ host: TrustHost, rule: String, listed: Bool) -> ProxyFailure {

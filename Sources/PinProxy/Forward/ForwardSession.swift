@@ -113,6 +113,7 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
       connection.uncork()
     }
     while let action = machine.nextAction() { execute(action) }
+    machine.clientOutputWritten()
     // After every action of this run (a trailing pauseClient among them),
     // so that nothing the machine queued stops the lingering reads.
     if lingerAfterRun {
@@ -206,8 +207,11 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
       headTimer.cancel()
     case .exchange(let action):
       _ = performUpstreamSide(action)
-    case .writeClient(let bytes, let upstream):
-      client.write(bytes)
+    case .writeClient(let range, let upstream):
+      // A reference to the machine's buffer, not an access to the machine,
+      // is held while writing: a delegate call the write makes may run it.
+      let output = machine.clientOutput
+      output.withUnsafeBytes { client.write(UnsafeRawBufferPointer(rebasing: $0[range])) }
       // Back-pressure: a slow client stops the upstream being read.
       if let upstream, client.isAboveHighWatermark { upstream.link.pauseReading() }
     case .resumeUpstream(let upstream):
@@ -250,7 +254,13 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
     link.release(to: UpstreamRelease(pool: pool, snapshot: snapshot))
   }
 
-  func report(_ record: ExchangeRecord) {
+  func forwardedRequest(exchange id: Int) -> ForwardedRequest? {
+    guard let exchange = machine.exchange, exchange.exchange.id == id else { return nil }
+    return exchange.forwardedRequest
+  }
+
+  func reportFinishedExchange() {
+    guard let record = machine.takeFinishedRecord() else { return }
     record.report(
       to: context.logger, context.metrics, client: client.peer, listener: listener.name, loop: loop.index,
       user: loggedUser)

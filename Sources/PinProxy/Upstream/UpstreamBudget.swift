@@ -44,6 +44,27 @@ final class UpstreamBudget: Sendable {
   private struct Counts {
     var total = 0
     var perClient: [String: ClientCounts] = [:]
+    /// The connection table of the last client whose count fell to 0,
+    /// emptied with its storage kept: the next new client's entry takes it,
+    /// so a client that charges and releases one socket per request (one
+    /// keep-alive connection) allocates no table each time.
+    var spareTable: [UInt64: Int] = [:]
+
+    /// Adds `delta` for `connection` of `client`, changed in place (a copy
+    /// taken out and written back would copy the table on every request).
+    mutating func add(_ client: String, _ connection: UInt64, _ delta: Int) {
+      if perClient[client] == nil {
+        guard delta > 0 else { return }
+        var table: [UInt64: Int] = [:]
+        swap(&table, &spareTable)
+        perClient[client] = ClientCounts(byConnection: table)
+      }
+      perClient[client]!.add(connection, delta)
+      if perClient[client]!.total <= 0, let gone = perClient.removeValue(forKey: client) {
+        spareTable = gone.byConnection
+        spareTable.removeAll(keepingCapacity: spareTable.capacity <= 64)
+      }
+    }
   }
 
   /// One address's sockets, and which of its connections hold them.
@@ -92,9 +113,7 @@ final class UpstreamBudget: Sendable {
         counts.perClient[client]?.allows(connection, cap: perClientLimit) ?? true
       else { return false }
       counts.total += 1
-      // Changed in place: a copy taken out and written back would copy the
-      // connection table on every request.
-      counts.perClient[client, default: ClientCounts()].add(connection, 1)
+      counts.add(client, connection, 1)
       return true
     }
     return granted ? UpstreamCharge(budget: self, client: client, connection: connection) : nil
@@ -105,7 +124,7 @@ final class UpstreamBudget: Sendable {
   func chargeClient(_ client: String, connection: UInt64 = 0) -> Bool {
     sockets.withLock { counts in
       guard counts.perClient[client]?.allows(connection, cap: perClientLimit) ?? true else { return false }
-      counts.perClient[client, default: ClientCounts()].add(connection, 1)
+      counts.add(client, connection, 1)
       return true
     }
   }
@@ -118,9 +137,8 @@ final class UpstreamBudget: Sendable {
   fileprivate func release(client: String?, connection: UInt64, socket: Bool) {
     sockets.withLock { counts in
       if socket { counts.total -= 1 }
-      guard let client, counts.perClient[client] != nil else { return }
-      counts.perClient[client]!.add(connection, -1)
-      if counts.perClient[client]!.total <= 0 { counts.perClient[client] = nil }
+      guard let client else { return }
+      counts.add(client, connection, -1)
     }
   }
 

@@ -3,10 +3,10 @@ import PinHTTP
 /// The request an upstream link sends: the client's head, the origin-form
 /// target and the authority (Host or `:authority`).
 ///
-/// A class, immutable: made once per exchange and carried by the exchange's
-/// action and the connection's in turn, one allocation instead of a box for
-/// each action that carries it.
-final class ForwardedRequest {
+/// A value made where the head is sent (`ExchangeMachine.forwardedRequest`)
+/// and lent to the link for that call: no action carries it, and making it
+/// allocates nothing.
+struct ForwardedRequest {
   let head: HTTPRequestHead
   let path: String
   let authority: String
