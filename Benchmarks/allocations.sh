@@ -80,8 +80,9 @@ total, openssl = after[0] - before[0], after[1] - before[1]
 ours = total - openssl
 print(f"allocations: {requests} keep-alive requests in {elapsed:.1f} s: {ours} allocations outside OpenSSL"
       f" ({ours / requests:.4f} per request), {openssl / requests:.2f} per request in OpenSSL")
-# Work on a clock (a timer, a metrics cell) may allocate now and then
-# whatever the load: a handful is allowed; one per request is 5000.
-if ours > 10:
+# Work that is not a request's (the loop's threads, a timer) allocates now
+# and then whatever the load, 1 to 20 times in such a run here: fewer than
+# one in a hundred requests is allowed; one per request would be 5000.
+if ours * 100 >= requests:
     sys.exit("allocations: the keep-alive request path allocates outside OpenSSL")
 PY

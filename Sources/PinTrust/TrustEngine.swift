@@ -79,9 +79,9 @@ public struct TrustEngine: Sendable {
     let key = FingerprintCache.Key(
       policy: identity, host: host, chain: chain, staple: revocation?.staple ?? [],
       revocation: revocationGeneration)
-    if let acceptance = cache.lookup(key, at: time) {
+    if let decision = cache.decision(for: key, at: time) {
       cached = true
-      return .trusted(acceptance)
+      return decision
     }
     cached = false
     let decision = RuleEvaluator.evaluate(

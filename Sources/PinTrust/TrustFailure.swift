@@ -213,7 +213,13 @@ public struct Acceptance: Sendable, Equatable {
 }
 
 /// The outcome of evaluating a chain for a host under a policy.
-public enum TrustDecision: Sendable, Equatable {
+///
+/// Indirect: an acceptance or a failure is a large value, and a decision is
+/// one reference to it. The fingerprint cache stores the decision itself,
+/// so a hit hands out that reference (one retain) instead of copying an
+/// acceptance field by field; a full evaluation pays one box, next to its
+/// chain building and signature checks.
+public indirect enum TrustDecision: Sendable, Equatable {
   case trusted(Acceptance)
   case rejected(TrustFailure)
 
