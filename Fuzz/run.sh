@@ -22,12 +22,22 @@ bin=$(swift build -c release --scratch-path "$scratch" --show-bin-path -Xswiftc 
 status=0
 # Swift's crash backtracer can hang under ASan; libFuzzer prints the stack.
 export SWIFT_BACKTRACE=enable=no
-for target in "${targets[@]}"; do
-  mkdir -p "Corpus/$target"
-  work=$(mktemp -d)
-  echo "== $target: ${seconds}s"
-  if ! "$bin/$target" "$work" "Corpus/$target" -max_total_time="$seconds" -max_len=8192 -timeout=10 \
+# Two targets at a time (each fuzzer is one thread and this box has two
+# cores): every target still fuzzes for SECONDS after replaying its corpus.
+# Their reports are printed in order once both have ended.
+run_target() {
+  local target=$1 work=$2
+  if "$bin/$target" "$work" "Corpus/$target" -max_total_time="$seconds" -max_len=8192 -timeout=10 \
     -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$work/" 2>"$work/log"; then
+    echo 0 >"$work/status"
+  else
+    echo $? >"$work/status"
+  fi
+}
+report_target() {
+  local target=$1 work=$2
+  echo "== $target: ${seconds}s"
+  if [ "$(cat "$work/status")" != 0 ]; then
     status=1
     echo "FAILED: $target"
     grep -E "ERROR:|SUMMARY:|Fatal error|precondition|#[0-9]+ 0x.* in .*(Pin|Fuzz|main)" "$work/log" | head -40
@@ -51,5 +61,17 @@ for target in "${targets[@]}"; do
     fi
   fi
   rm -rf "$work"
+}
+for ((index = 0; index < ${#targets[@]}; index += 2)); do
+  pair=("${targets[@]:index:2}")
+  works=()
+  for target in "${pair[@]}"; do
+    mkdir -p "Corpus/$target"
+    work=$(mktemp -d)
+    works+=("$work")
+    run_target "$target" "$work" &
+  done
+  wait
+  for position in "${!pair[@]}"; do report_target "${pair[$position]}" "${works[$position]}"; done
 done
 exit $status
