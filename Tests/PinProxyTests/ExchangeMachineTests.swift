@@ -99,7 +99,7 @@ final class ExchangeMachineTests: XCTestCase {
       case .respondEnd(let trailers, _): return trailers.count == 0 ? "end" : "end+trailers"
       case .record:
         guard let record = recorded else { return "record:none" }
-        return "record:\(record.status)/\(record.exchange.requestBodyBytes)/\(record.responseBytes)"
+        return "record:\(record.status)/\(record.requestBodyBytes)/\(record.responseBytes)"
       case .refuse(let failure): return "refuse:\(failure.status) \(failure.code.rawValue)"
       case .cutShort: return "cutShort"
       case .finished: return "finished"

@@ -3,13 +3,30 @@ import Dispatch
 /// What an exchange was, for the access log and metrics: read from the
 /// exchange machine (`ExchangeMachine.record`) whichever protocol the client
 /// spoke. A value made where it is reported: no action carries it.
+/// It copies only what the access line says, not the exchange: the request
+/// head stays the machine's (its storage serves the next head) and making
+/// a record retains two references, not every field of a head.
 struct ExchangeRecord {
-  let exchange: Exchange
+  let method: String
+  let target: ForwardTarget
+  let started: UInt64
+  let requestBodyBytes: Int
+  let upstreamWasPooled: Bool
+  let upstreamTLS: UpstreamTLS
+  let upstreamProtocol: WireProtocol
+  let clientProtocol: WireProtocol
   let status: Int
   let responseBytes: Int
 
   init(exchange: Exchange, status: Int, responseBytes: Int) {
-    self.exchange = exchange
+    method = exchange.request.method
+    target = exchange.target
+    started = exchange.started
+    requestBodyBytes = exchange.requestBodyBytes
+    upstreamWasPooled = exchange.upstreamWasPooled
+    upstreamTLS = exchange.upstreamTLS
+    upstreamProtocol = exchange.upstreamProtocol
+    clientProtocol = exchange.clientProtocol
     self.status = status
     self.responseBytes = responseBytes
   }
@@ -22,18 +39,18 @@ struct ExchangeRecord {
     to logger: ProxyLogger, _ metrics: ProxyMetrics, client: String, listener: String, loop: Int,
     user: String? = nil
   ) {
-    let elapsed = DispatchTime.nanoseconds(since: exchange.started)
+    let elapsed = DispatchTime.nanoseconds(since: started)
     metrics.request(listener: listener, status: status, nanoseconds: elapsed, loop: loop)
     if let user { metrics.userRequests.increment([listener, user]) }
     guard logger.access else { return }
-    let path = logger.shownPath(exchange.target.path[...])
+    let path = logger.shownPath(target.path[...])
     logger.access(
       AccessLine(
-        client: client, method: exchange.request.method, host: exchange.target.key.description,
-        path: path.prefix(200), status: status, sent: exchange.requestBodyBytes,
+        client: client, method: method, host: target.key.description,
+        path: path.prefix(200), status: status, sent: requestBodyBytes,
         received: responseBytes, upstreamMilliseconds: Int(elapsed / 1_000_000),
-        upstreamConnection: exchange.upstreamWasPooled ? "pooled" : "new",
-        upstreamTLS: exchange.upstreamTLS.rawValue, upstreamProtocol: exchange.upstreamProtocol.rawValue,
-        clientProtocol: exchange.clientProtocol.rawValue, user: user))
+        upstreamConnection: upstreamWasPooled ? "pooled" : "new",
+        upstreamTLS: upstreamTLS.rawValue, upstreamProtocol: upstreamProtocol.rawValue,
+        clientProtocol: clientProtocol.rawValue, user: user))
   }
 }

@@ -134,6 +134,13 @@ struct ForwardMachine<Upstream: SameUpstream> {
   /// output buffer is emptied for the next response (its storage kept).
   mutating func clientOutputWritten() { response.outputWritten() }
 
+  /// The request of exchange `id` as its upstream link sends it, while it is
+  /// the current one. Read in place: binding the optional exchange would copy
+  /// the whole exchange machine.
+  func forwardedRequest(exchange id: Int) -> ForwardedRequest? {
+    exchange?.exchange.id == id ? exchange?.forwardedRequest : nil
+  }
+
   /// The finished exchange's record, for its access line; held no longer.
   mutating func takeFinishedRecord() -> ExchangeRecord? {
     defer { finishedRecord = nil }

@@ -254,10 +254,7 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
     link.release(to: UpstreamRelease(pool: pool, snapshot: snapshot))
   }
 
-  func forwardedRequest(exchange id: Int) -> ForwardedRequest? {
-    guard let exchange = machine.exchange, exchange.exchange.id == id else { return nil }
-    return exchange.forwardedRequest
-  }
+  func forwardedRequest(exchange id: Int) -> ForwardedRequest? { machine.forwardedRequest(exchange: id) }
 
   func reportFinishedExchange() {
     guard let record = machine.takeFinishedRecord() else { return }
