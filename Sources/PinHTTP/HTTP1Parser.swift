@@ -89,7 +89,8 @@ public struct HTTP1Parser: Sendable {
   /// How many received bytes wait unparsed.
   public var bufferedByteCount: Int { buffer.count - consumed }
 
-  /// True after a CONNECT head; `takeLeftover()` returns the bytes after it.
+  /// True after a CONNECT head, or a 2xx response to one; `takeLeftover()`
+  /// returns the bytes after it.
   public var isUpgraded: Bool { state == .upgraded }
 
   /// Responses need to know the request's method (HEAD has no body).
@@ -379,6 +380,14 @@ public struct HTTP1Parser: Sendable {
         events.append(.end(trailers: HTTPHeaders()))
         state = .head
         scanned = consumed
+        return
+      }
+      if responseToMethod == "CONNECT" && (200..<300).contains(response.status) {
+        // RFC 9110 §9.3.6: a 2xx answer to CONNECT has no content; the
+        // connection is a tunnel from the blank line on, whatever its
+        // fields say (`takeLeftover` gives what followed the head).
+        events.append(.response(response))
+        state = .upgraded
         return
       }
       response.framing = try HTTP1Framing.response(response, toMethod: responseToMethod)

@@ -56,6 +56,27 @@ final class ResponseParsingTests: XCTestCase {
     XCTAssertFalse(head.keepAlive)
   }
 
+  /// RFC 9110 §9.3.6: a 2xx answer to CONNECT has no content whatever its
+  /// fields say, and what follows the blank line is the tunnel's; any
+  /// other answer is framed as usual.
+  func testA2xxAnswerToCONNECTOpensATunnelAndOtherAnswersAreFramed() throws {
+    var parser = HTTP1Parser(role: .response)
+    parser.expectResponse(to: "CONNECT")
+    let events = try parser.feed(Array("HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n\u{16}\u{03}\u{01}".utf8))
+    guard case .response(let head)? = events.first else { return XCTFail("no head: \(events)") }
+    XCTAssertEqual(head.status, 200)
+    XCTAssertEqual(events.count, 1, "no body, no end: the connection is a tunnel")
+    XCTAssertTrue(parser.isUpgraded)
+    XCTAssertEqual(try parser.feed([0x02]), [])
+    XCTAssertEqual(parser.takeLeftover(), [0x16, 0x03, 0x01, 0x02])
+
+    var refused = HTTP1Parser(role: .response)
+    refused.expectResponse(to: "CONNECT")
+    let answer = try refused.feed(Array("HTTP/1.1 407 No\r\nContent-Length: 2\r\n\r\nno".utf8))
+    XCTAssertEqual(answer.dropFirst(), [.body(Array("no".utf8)), .end(trailers: HTTPHeaders())])
+    XCTAssertFalse(refused.isUpgraded)
+  }
+
   func testMalformedResponsesAreRefused() {
     for text in [
       "HTTP/1.1 2000 OK\r\n\r\n", "HTTP/1.1 OK\r\n\r\n",

@@ -212,8 +212,15 @@ final class ProxyAuthenticatorTests: XCTestCase {
       wait(for: [done], timeout: 30)
       return elapsed
     }
-    let unknown = (0..<3).map { _ in failedCheckSeconds("mallory") }.sorted()[1]
-    let cheapUser = (0..<3).map { _ in failedCheckSeconds("alice") }.sorted()[1]
+    // Interleaved, and the fastest of five each: a busy machine only ever
+    // makes a check slower, so the minimum is each one's own cost (a median
+    // of three once caught the unknown user's checks behind a build).
+    var unknown = Double.infinity
+    var cheapUser = Double.infinity
+    for _ in 0..<5 {
+      unknown = min(unknown, failedCheckSeconds("mallory"))
+      cheapUser = min(cheapUser, failedCheckSeconds("alice"))
+    }
     // A cost-5 hash alone takes about 1/64 of a cost-11 one.
     XCTAssertGreaterThan(
       cheapUser, unknown * 0.7,
