@@ -19,6 +19,9 @@ packages+=(apache2-utils iproute2)
 # and load (HAProxy, stunnel, wrk, socat), strace for system calls per
 # request, gcc for its malloc counter.
 packages+=(haproxy stunnel4 wrk socat strace gcc)
+# Parent proxies the tests reach origins through: Squid (with TLS, for
+# ssl-bump) and microsocks (SOCKS5).
+packages+=(squid-openssl microsocks)
 # The operator's view: promtool (Debian's prometheus package) checks a live
 # /metrics scrape and the alert rules of config/monitoring.
 packages+=(prometheus)
@@ -37,6 +40,11 @@ fi
 # promtool is wanted.
 if command -v systemctl >/dev/null && systemctl is-active --quiet prometheus 2>/dev/null; then
   systemctl disable --now prometheus >/dev/null 2>&1 || true
+fi
+# Nor the squid package's own daemon (it would hold port 3128, the embedded
+# default listener's): the tests start Squid themselves.
+if command -v systemctl >/dev/null && systemctl is-active --quiet squid 2>/dev/null; then
+  systemctl disable --now squid >/dev/null 2>&1 || true
 fi
 # The admin tests parse /metrics with Prometheus' own Python parser.
 python3 -c "import prometheus_client" 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check prometheus-client
