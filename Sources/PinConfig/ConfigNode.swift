@@ -84,6 +84,16 @@ struct ConfigNode {
     return ConfigMapping(values: values, owner: self, misspelled: misspelled)
   }
 
+  /// One key's value, looked up without judging the mapping's other keys
+  /// (they are judged, once, where the mapping itself is read).
+  func peek(_ key: String) -> ConfigNode? {
+    guard case .mapping(let mapping) = node else { return nil }
+    for (keyNode, valueNode) in mapping where keyNode.string == key {
+      return ConfigNode(node: valueNode, path: path.isEmpty ? key : "\(path).\(key)", reader: reader)
+    }
+    return nil
+  }
+
   /// The entries of a mapping whose keys are names chosen by the user (anchor sets).
   var namedEntries: [(name: String, node: ConfigNode)]? {
     guard case .mapping(let mapping) = node else {

@@ -22,6 +22,8 @@ public struct Configuration: Sendable {
   public var logging = LoggingConfig()
   /// The CT log list and SCT count for rules with `requiresCertificateTransparency`.
   public var certificateTransparency: TransparencyConfig?
+  /// Named parent proxies a rule's `parentProxy` (or `defaults.parentProxy`) chooses.
+  public var parentProxies: [ParentProxyConfig] = []
 
   public init(file: String) { self.file = file }
 }
@@ -248,6 +250,8 @@ public struct DefaultsConfig: Sendable {
   public var minimumTLSVersion: TLSVersion = .tls12
   public var requiresForwardSecrecy = true
   public var revocation = RevocationSettings.default
+  /// What rules without their own `parentProxy` use.
+  public var parentProxy = ParentChoice.direct
 }
 
 public struct DomainConfig: Sendable {
@@ -280,6 +284,8 @@ public struct DomainConfig: Sendable {
   public var pinsExpireLocation: Location?
   /// ATS `NSRequiresCertificateTransparency`.
   public var requiresCertificateTransparency = false
+  /// nil: as `defaults.parentProxy`.
+  public var parentProxy: ParentChoice?
   /// Offer `h2` (beside `http/1.1`) to this rule's origins.
   public var upstreamHTTP2 = true
   public var requiresCertificateTransparencyLocation: Location?

@@ -30,7 +30,7 @@ extension ConfigurationParser {
     var defaults = DefaultsConfig()
     guard
       let mapping = node.mapping(allowed: [
-        "action", "minimumTLSVersion", "requiresForwardSecrecy", "revocation",
+        "action", "minimumTLSVersion", "requiresForwardSecrecy", "revocation", "parentProxy",
       ])
     else {
       return defaults
@@ -39,6 +39,7 @@ extension ConfigurationParser {
     defaults.action = mapping.choice("action", default: .validate)
     defaults.minimumTLSVersion = mapping.choice("minimumTLSVersion", default: .tls12)
     defaults.requiresForwardSecrecy = mapping["requiresForwardSecrecy"]?.bool ?? true
+    defaults.parentProxy = mapping["parentProxy"].flatMap(parentChoice) ?? .direct
     return defaults
   }
 
@@ -47,6 +48,7 @@ extension ConfigurationParser {
     "validatesDomainName", "allowInvalidCertificates", "minimumTLSVersion", "requiresForwardSecrecy",
     "allowsInsecureHTTPLoads", "clientIdentity", "dynamicPins", "report", "pinnedLeafPublicKeyHashes",
     "pinnedCAPublicKeyHashes", "pinsExpire", "requiresCertificateTransparency", "upstreamHTTP2", "revocation",
+    "parentProxy",
   ]
 
   static func parseDomain(_ node: ConfigNode, file: String) -> DomainConfig? {
@@ -97,6 +99,7 @@ extension ConfigurationParser {
     domain.requiresForwardSecrecy = mapping["requiresForwardSecrecy"]?.bool ?? true
     domain.allowsInsecureHTTPLoads = mapping["allowsInsecureHTTPLoads"]?.bool ?? false
     domain.upstreamHTTP2 = mapping["upstreamHTTP2"]?.bool ?? true
+    domain.parentProxy = mapping["parentProxy"].flatMap(parentChoice)
     if let revocation = mapping["revocation"] { domain.revocation = parseRevocation(revocation) }
     if let identity = mapping["clientIdentity"]?.mapping(allowed: ["pkcs12", "passphraseFile"]),
       let pkcs12 = identity.required("pkcs12").flatMap({ configPath($0, file: file) }),

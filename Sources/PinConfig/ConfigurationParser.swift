@@ -126,7 +126,7 @@ public enum ConfigurationParser {
   static let rootKeys: Set = [
     "listeners", "admin", "stateDirectory", "connectTo", "anchorSets", "defaults", "domains", "timeouts",
     "limits",
-    "eventLoops", "localCA", "logging", "certificateTransparency",
+    "eventLoops", "localCA", "logging", "certificateTransparency", "parentProxies",
   ]
 
   static func parseRoot(_ root: ConfigNode, into configuration: inout Configuration) {
@@ -186,7 +186,20 @@ public enum ConfigurationParser {
     if let ct = mapping["certificateTransparency"] {
       configuration.certificateTransparency = parseTransparency(ct, file: file)
     }
+    if let parents = mapping["parentProxies"] {
+      configuration.parentProxies = parseParentProxies(parents, file: file)
+    }
+    var parentChoices: [(ParentChoice, ConfigNode)] = []
+    if let node = mapping["defaults"]?.peek("parentProxy"), let choice = parentChoice(node) {
+      parentChoices.append((choice, node))
+    }
+    defer { checkParentChoices(configuration, nodes: parentChoices) }
     if let domains = mapping["domains"]?.sequence {
+      for node in domains {
+        if let choiceNode = node.peek("parentProxy"), let choice = parentChoice(choiceNode) {
+          parentChoices.append((choice, choiceNode))
+        }
+      }
       configuration.domains = domains.compactMap { parseDomain($0, file: file) }
       var seen: [String: Int] = [:]
       for (node, domain) in zip(domains, configuration.domains) {

@@ -44,4 +44,12 @@ public enum FailureCode: String, Sendable, CaseIterable {
   /// check the pins, so it is refused (403) unless a `passthrough` entry
   /// names that very host, waiving them on purpose.
   case pinsNotEnforceable = "pins-not-enforceable"
+  /// The parent proxy a rule goes through (`parentProxy`) said no to the
+  /// tunnel — 407 (credentials missing or wrong), 403, 5xx, a SOCKS5
+  /// refusal: 502, the parent's name and its answer in the reason. A trust
+  /// failure inside an open tunnel keeps its own code.
+  case parentProxyRefused = "parent-proxy-refused"
+  /// The parent proxy could not be reached, or did not open the tunnel
+  /// within `timeouts.upstreamConnect`: 502.
+  case parentProxyUnreachable = "parent-proxy-unreachable"
 }

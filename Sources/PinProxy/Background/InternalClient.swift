@@ -63,7 +63,9 @@ final class InternalExchange: UpstreamDelegate, @unchecked Sendable {
       // A URL an origin's certificate chose: plain HTTP to wherever it
       // points, but internal addresses only where a domain rule names the
       // host exactly (or connectTo maps it), as for any upstream dial.
-      var plain = UpstreamRoute.plain(url.host, namedExplicitly: ruled?.namedExplicitly ?? false)
+      var plain = UpstreamRoute.plain(
+        url.host, namedExplicitly: ruled?.namedExplicitly ?? false,
+        parent: ruled?.parent ?? dialer.snapshot.defaultParent)
       plain.followsCertificate = true
       route = plain
     } else {

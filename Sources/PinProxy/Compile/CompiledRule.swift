@@ -29,12 +29,16 @@ public final class CompiledRule: Sendable {
   /// Plain `http://` may stay plain upstream only where the rule says so;
   /// `defaults` never allows it.
   public let allowsInsecureHTTPLoads: Bool
+  /// The parent proxy every upstream connection of the rule goes through
+  /// (`parentProxy`, else `defaults.parentProxy`); nil: direct.
+  let parent: ParentProxy?
 
   /// A domain rule.
   init(
     domain: DomainConfig, policy: CompiledPolicy, context: TLSClientContext, pinStore: DynamicPinStore?,
-    reportURIs: [InternalURL], logs: CTLogStore?
+    reportURIs: [InternalURL], logs: CTLogStore?, parent: ParentProxy? = nil
   ) {
+    self.parent = parent
     name = domain.domain.description
     self.domain = domain
     self.policy = policy
@@ -53,7 +57,8 @@ public final class CompiledRule: Sendable {
 
   /// `defaults`: no pins of its own beyond the policy, no reports, no CT,
   /// and `h2` offered as to any origin.
-  init(defaults policy: CompiledPolicy, context: TLSClientContext) {
+  init(defaults policy: CompiledPolicy, context: TLSClientContext, parent: ParentProxy? = nil) {
+    self.parent = parent
     name = "defaults"
     domain = nil
     self.policy = policy

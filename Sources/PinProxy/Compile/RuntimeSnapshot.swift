@@ -38,12 +38,17 @@ public final class RuntimeSnapshot: Sendable {
   let authState: ProxyAuthState
   /// Fetched revocation information and its fetches, shared across reloads.
   let revocation: RevocationState
+  /// `defaults.parentProxy`: the parent of connections no rule governs (a
+  /// passthrough host under `defaults: deny`, an internal fetch's plain URL).
+  let defaultParent: ParentProxy?
 
   init(
     configuration: Configuration, trust: TrustSnapshot, rules: [CompiledRule], defaultRule: CompiledRule?,
+    defaultParent: ParentProxy? = nil,
     interception: [String: InterceptionContext], pins: DynamicPinRegistry, access: [String: ListenerAccess],
     adminAccess: AdminAccess?, authState: ProxyAuthState, revocation: RevocationState
   ) {
+    self.defaultParent = defaultParent
     self.interception = interception
     self.pins = pins
     self.access = access
@@ -243,6 +248,20 @@ public final class RuntimeSnapshot: Sendable {
         errors.append(ConfigError(file: configuration.file, at: location, message: error.description))
       }
     }
+    var parents: [String: ParentProxy] = [:]
+    for parent in configuration.parentProxies {
+      do {
+        parents[parent.name] = try ParentProxy(parent)
+      } catch {
+        errors.append(
+          ConfigError(
+            file: configuration.file, at: parent.credentialsFile?.location ?? parent.location,
+            message: error.description))
+      }
+    }
+    func parent(_ choice: ParentChoice) -> ParentProxy? {
+      if case .parent(let name) = choice { parents[name] } else { nil }
+    }
     guard errors.isEmpty else { throw ConfigErrors(errors: errors) }
     // Only a configuration that compiled touches the stores.
     let now = Date()
@@ -251,11 +270,16 @@ public final class RuntimeSnapshot: Sendable {
       CompiledRule(
         domain: configuration.domains[index], policy: trust.domainPolicies[index], context: contexts[index],
         pinStore: specs[index].map { pins.store(for: $0, at: now, warn: warn) },
-        reportURIs: reportURIs[index] ?? [], logs: trust.transparency)
+        reportURIs: reportURIs[index] ?? [], logs: trust.transparency,
+        parent: parent(configuration.domains[index].parentProxy ?? configuration.defaults.parentProxy))
     }
+    let defaultParent = parent(configuration.defaults.parentProxy)
     return RuntimeSnapshot(
       configuration: configuration, trust: trust, rules: rules,
-      defaultRule: trust.defaultPolicy.map { CompiledRule(defaults: $0, context: defaultContext) },
+      defaultRule: trust.defaultPolicy.map {
+        CompiledRule(defaults: $0, context: defaultContext, parent: defaultParent)
+      },
+      defaultParent: defaultParent,
       interception: interception, pins: pins, access: access, adminAccess: adminAccess, authState: authState,
       revocation: revocation)
   }

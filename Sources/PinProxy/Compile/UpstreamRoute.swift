@@ -21,28 +21,34 @@ public struct UpstreamRoute: Sendable {
   /// A passthrough route: the rule that governs the host (whose pins, if
   /// any, a passthrough entry waived), for the log line and the metric.
   private(set) var governing: CompiledRule?
+  /// The parent proxy connections to the host go through; nil: direct.
+  let parent: ParentProxy?
 
   /// nil when the host is denied by policy.
   public init?(host: TrustHost, snapshot: RuntimeSnapshot) {
     guard let compiled = snapshot.rule(governing: host) else { return nil }
     self.host = host
     self.compiled = compiled
+    parent = compiled.parent
     // A rule reached through includesSubdomains names the parent, not this
     // host, whose DNS may belong to someone else; `defaults` names nothing.
     namedExplicitly = compiled.namedHost == host
   }
 
-  private init(plainHost: TrustHost, namedExplicitly: Bool) {
+  private init(plainHost: TrustHost, namedExplicitly: Bool, parent: ParentProxy?) {
     host = plainHost
     compiled = nil
     self.namedExplicitly = namedExplicitly
+    self.parent = parent
   }
 
-  /// A raw TCP route: the client does its own TLS end to end (passthrough).
-  static func plain(_ host: TrustHost, namedExplicitly: Bool, governedBy rule: CompiledRule? = nil)
-    -> UpstreamRoute
-  {
-    var route = UpstreamRoute(plainHost: host, namedExplicitly: namedExplicitly)
+  /// A raw TCP route: the client does its own TLS end to end (passthrough),
+  /// or a plain fetch; through `parent` when the governing rule (else
+  /// `defaults`) names one.
+  static func plain(
+    _ host: TrustHost, namedExplicitly: Bool, governedBy rule: CompiledRule? = nil, parent: ParentProxy?
+  ) -> UpstreamRoute {
+    var route = UpstreamRoute(plainHost: host, namedExplicitly: namedExplicitly, parent: parent)
     route.governing = rule
     return route
   }

@@ -65,6 +65,8 @@ struct RefusalPage {
     case .revoked: return "This site's certificate has been revoked by its issuer"
     case .revocationUnknown: return "This site's certificate could not be checked for revocation"
     case .pinsNotEnforceable: return "This site is pinned, and this proxy listener cannot check its pins"
+    case .parentProxyRefused: return "The network's proxy refused the connection to this site"
+    case .parentProxyUnreachable: return "The network's proxy could not be reached"
     }
   }
 
@@ -73,6 +75,8 @@ struct RefusalPage {
     switch failure.code {
     case .upstreamTimeout: return "The proxy gave up waiting for the site's answer."
     case .upstreamUnreachable: return "The proxy could not connect to the site."
+    case .parentProxyRefused, .parentProxyUnreachable:
+      return "The proxy goes through another proxy on this network, which did not connect it to the site."
     case .badRequest: return "The proxy could not forward this request as it was sent."
     case .overCapacity: return "The proxy has no room for this request now; try again shortly."
     case .proxyAuthRequired:
@@ -106,6 +110,11 @@ struct RefusalPage {
       return ("The proxy's log line (event \"refused\") names the listener setting to change.", [])
     case .upstreamUnreachable, .upstreamTimeout, .badRequest:
       return ("The proxy's log line for this request (event \"refused\") has the details.", [])
+    case .parentProxyRefused, .parentProxyUnreachable:
+      return (
+        "The reason above names the parent proxy and its answer: check its address and the credentials"
+          + " file, then the proxy's log line (event \"refused\").", []
+      )
     default:
       return (
         "See what the site presents, then the rule's decision on it:",

@@ -157,7 +157,11 @@ struct ForwardRouter {
         policy: PolicyIdentity(generation: snapshot.generation, rule: .passthrough))
       return .passthrough(
         ForwardTarget(
-          key: key, route: .plain(host, namedExplicitly: named, governedBy: route?.compiled), path: ""))
+          key: key,
+          route: .plain(
+            host, namedExplicitly: named, governedBy: route?.compiled,
+            parent: route?.parent ?? snapshot.defaultParent),
+          path: ""))
     }
     guard route != nil, let interception = snapshot.interception[listener.name] else {
       return .refuse(

@@ -80,6 +80,12 @@ final class ProxyMetrics: Sendable {
     "pinproxy_clients_refused_total",
     "Client connections refused for their address (allowedClients) or their certificate, by listener.",
     labels: ["listener", "reason"])
+  /// Tunnels asked of parent proxies, by parent and result (`open`,
+  /// `refused`, `unreachable`): bounded by the configured parents.
+  let parentProxyConnects = LabeledCounter(
+    "pinproxy_parent_proxy_connects_total",
+    "Tunnels asked of parent proxies (parentProxies), by parent and result: open, refused, unreachable.",
+    labels: ["parent", "result"])
   /// Requests per authenticated user. Only verified user names become
   /// labels, so the series are bounded by the htpasswd file.
   let userRequests = LabeledCounter(
@@ -129,7 +135,7 @@ final class ProxyMetrics: Sendable {
   private var labeled: [LabeledCounter] {
     [
       reloads, refusals, upstreamHandshakes, pinFailuresWaived, pinReports, pinListFailures,
-      upstreamConnections, http2Events, clientsRefused, userRequests, passthroughTunnels,
+      upstreamConnections, http2Events, clientsRefused, userRequests, passthroughTunnels, parentProxyConnects,
     ].sorted {
       $0.name < $1.name
     }

@@ -14,15 +14,8 @@ import PinTrust
 /// project's HTTP/1.1 parser (framing decided there) or read field by field
 /// with every length checked, and nothing beyond a bounded answer is kept.
 struct ParentTunnel {
-  enum Kind: Sendable, Equatable {
-    case http
-    case socks5
-  }
-
-  struct Credentials: Sendable, Equatable {
-    let user: [UInt8]
-    let password: [UInt8]
-  }
+  typealias Kind = ParentProxy.Kind
+  typealias Credentials = ParentProxy.Credentials
 
   enum Step: Equatable {
     /// Send these bytes to the parent (then wait for its answer).

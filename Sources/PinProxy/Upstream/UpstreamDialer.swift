@@ -49,6 +49,9 @@ struct UpstreamDialer {
       }
       original(result)
     }
+    if let parent = route.parent {
+      return openThroughParent(parent, key, route: route, on: loop, http2: http2, completion)
+    }
     Resolver.resolve(host: target.host, port: target.port, on: loop) { resolved in
       switch resolved {
       case .failure(let error):
@@ -86,18 +89,93 @@ struct UpstreamDialer {
             completion(.failure(.cannotConnect(key.description, detail: reason)))
           case .success(let fd):
             self.handshake(
-              fd: fd, peer: target.description, key: key, route: route, http2: http2, loop: loop, completion)
+              Connection(fd: fd, peer: target.description, loop: loop), key: key, route: route, http2: http2,
+              loop: loop, completion)
           }
         }
       }
     }
   }
 
-  private func handshake(
-    fd: Int32, peer: String, key: UpstreamKey, route: UpstreamRoute, http2: Bool, loop: EventLoop,
+  /// Through `route.parent`: connect to the parent, ask it for a tunnel to
+  /// the host and port as the client named them (the parent resolves the
+  /// name; `connectTo` maps direct dials only), then the same handshake and
+  /// trust decision as on a direct socket — all within
+  /// `timeouts.upstreamConnect`. A trust failure inside the tunnel keeps its
+  /// own code; only the parent's no or its absence is the parent's.
+  ///
+  /// The internal-address guard judges what pinproxy connects to, which is
+  /// the parent here: where the parent connects is its own decision, made
+  /// with its own view of the network. A target written as an IP literal
+  /// is still judged, as for a direct dial.
+  private func openThroughParent(
+    _ parent: ParentProxy, _ key: UpstreamKey, route: UpstreamRoute, on loop: EventLoop, http2: Bool,
     _ completion: @escaping (Result<DialedUpstream, ProxyFailure>) -> Void
   ) {
-    let connection = Connection(fd: fd, peer: peer, loop: loop)
+    let timeouts = snapshot.timeouts
+    if case .ip(let address) = key.host, !route.namedExplicitly,
+      let refusal = snapshot.internalAddresses.refusal(address, port: key.port)
+    {
+      return completion(
+        .failure(
+          ProxyFailure(
+            status: 403, code: .deniedByPolicy,
+            reason: "\(key) is reached only through a domain rule that names it",
+            detail: refusal)))
+    }
+    let started = DispatchTime.now().uptimeNanoseconds
+    let metrics = self.metrics
+    let target = key.description
+    nonisolated(unsafe) let completion = completion
+    nonisolated(unsafe) let fail = { (result: String, failure: ProxyFailure) in
+      metrics.parentProxyConnects.increment([parent.name, result])
+      completion(.failure(failure))
+    }
+    Resolver.resolve(host: parent.host, port: parent.port, on: loop) { resolved in
+      guard case .success(let addresses) = resolved else {
+        if case .failure(let error) = resolved {
+          fail("unreachable", .parentUnreachable(parent, target, why: error.description))
+        }
+        return
+      }
+      Connector.connect(to: addresses, on: loop, timeout: timeouts.upstreamConnect) { connected in
+        let fd: Int32
+        switch connected {
+        case .failure(.timedOut(let why)), .failure(.refused(let why)):
+          return fail("unreachable", .parentUnreachable(parent, target, why: why))
+        case .success(let connected):
+          fd = connected
+        }
+        let connection = Connection(fd: fd, peer: "\(target) via \(parent.name)", loop: loop)
+        // The parent is asked for the name as the client wrote it, without
+        // an IPv6 literal's brackets (the tunnel adds them where its syntax needs).
+        let host: String
+        switch key.host {
+        case .dns(let name): host = name
+        case .ip(let address): host = address.description
+        }
+        let tunnel = ParentTunnel(
+          kind: parent.kind, host: host, port: key.port, credentials: parent.credentials)
+        let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+        ParentDial(connection: connection, tunnel: tunnel) { outcome in
+          switch outcome {
+          case .open(let connection):
+            metrics.parentProxyConnects.increment([parent.name, "open"])
+            self.handshake(connection, key: key, route: route, http2: http2, loop: loop, completion)
+          case .refused(let answer):
+            fail("refused", .parentRefused(parent, target, answer: answer))
+          case .failed(let why):
+            fail("unreachable", .parentUnreachable(parent, target, why: why))
+          }
+        }.start(timeout: max(0.1, timeouts.upstreamConnect - elapsed))
+      }
+    }
+  }
+
+  private func handshake(
+    _ connection: Connection, key: UpstreamKey, route: UpstreamRoute, http2: Bool, loop: EventLoop,
+    _ completion: @escaping (Result<DialedUpstream, ProxyFailure>) -> Void
+  ) {
     // Plain: not read until its owner set itself as delegate and resumes it.
     guard key.tls else { return completion(.success(.plain(connection))) }
     guard let context = route.context else {

@@ -68,6 +68,20 @@ public struct ProxyFailure: Error, Sendable {
     ProxyFailure(status: 502, code: code, reason: "TLS handshake with \(target) failed", detail: detail)
   }
 
+  /// The parent proxy answered the tunnel request with a no.
+  static func parentRefused(_ parent: ParentProxy, _ target: String, answer: String) -> ProxyFailure {
+    ProxyFailure(
+      status: 502, code: .parentProxyRefused,
+      reason: "parent proxy \(parent.name) refused the tunnel to \(target): \(answer)")
+  }
+
+  /// The parent proxy could not be reached or did not open the tunnel.
+  static func parentUnreachable(_ parent: ParentProxy, _ target: String, why: String) -> ProxyFailure {
+    ProxyFailure(
+      status: 502, code: .parentProxyUnreachable,
+      reason: "no tunnel to \(target) through parent proxy \(parent.name) (\(parent.url)): \(why)")
+  }
+
   static func timeout(_ reason: String) -> ProxyFailure {
     ProxyFailure(status: 504, code: .upstreamTimeout, reason: reason)
   }
