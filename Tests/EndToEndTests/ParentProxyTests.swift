@@ -21,9 +21,20 @@ final class ParentProxyTests: ProxyTestCase {
     super.tearDown()
   }
 
+  /// The CA a company's inspecting proxy mints leaves under, as a PEM path.
+  var inspectionCA: String { squidDirectory + "/inspection-ca.pem" }
+
+  /// Squid as an inspecting parent (ssl-bump): it answers the CONNECT, then
+  /// terminates the TLS inside with a leaf it mints for the name under its
+  /// own CA, and opens its own TLS to the origin — what Zscaler or Blue Coat
+  /// do with a CA installed on every company machine.
+  func startInspectingSquid() throws -> Int {
+    try startSquid(inspecting: true)
+  }
+
   /// Squid on a free port, requiring alice / wonderland, resolving
   /// httpbin.org to 127.0.0.1 from its own hosts file.
-  func startSquid() throws -> Int {
+  func startSquid(inspecting: Bool = false) throws -> Int {
     squidDirectory = NSTemporaryDirectory() + "squid-" + UUID().uuidString
     try FileManager.default.createDirectory(atPath: squidDirectory, withIntermediateDirectories: true)
     // Squid drops to its own user: it reads its files and writes its logs here.
@@ -35,8 +46,35 @@ final class ParentProxyTests: ProxyTestCase {
     try "127.0.0.1 httpbin.org\n".write(toFile: squidDirectory + "/hosts", atomically: true, encoding: .utf8)
     chmod(passwords, 0o644)
     chmod(squidDirectory + "/hosts", 0o644)
+    var bump = ""
+    if inspecting {
+      let key = squidDirectory + "/inspection-ca.key"
+      let made = try Subprocess.run(
+        "/usr/bin/openssl",
+        [
+          "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "30",
+          "-subj", "/CN=Corp Inspection CA", "-keyout", key, "-out", inspectionCA,
+          "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+        ])
+      XCTAssertEqual(made.status, 0, made.stderr)
+      let database = squidDirectory + "/ssl_db"
+      let initialised = try Subprocess.run(
+        "/usr/lib/squid/security_file_certgen", ["-c", "-s", database, "-M", "4MB"])
+      XCTAssertEqual(initialised.status, 0, initialised.stderr)
+      _ = try Subprocess.run("/bin/chmod", ["-R", "a+rwX", squidDirectory])
+      bump = """
+         ssl-bump generate-host-certificates=on tls-cert=\(inspectionCA) tls-key=\(key)
+        sslcrtd_program /usr/lib/squid/security_file_certgen -s \(database) -M 4MB
+        sslcrtd_children 2
+        acl step1 at_step SslBump1
+        ssl_bump peek step1
+        ssl_bump bump all
+        tls_outgoing_options flags=DONT_VERIFY_PEER
+        sslproxy_cert_error allow all
+        """
+    }
     let config = """
-      http_port 127.0.0.1:\(port)
+      http_port 127.0.0.1:\(port)\(bump)
       pid_filename \(squidDirectory)/squid.pid
       cache_log \(squidDirectory)/cache.log
       access_log \(squidDirectory)/access.log
@@ -105,19 +143,115 @@ final class ParentProxyTests: ProxyTestCase {
     let parent = try startSquid()
     let port = try startProxy(
       parentPort: parent, credentialsFile: try credentials("alice:wonderland"), origin: origin)
-    let result = try get("http://httpbin.org:\(origin.port)/hello", through: port)
-    XCTAssertEqual(result.status, 200, result.text)
+    for _ in 0..<3 {
+      let result = try get("http://httpbin.org:\(origin.port)/hello", through: port)
+      XCTAssertEqual(result.status, 200, result.text)
+    }
     // Squid logs a tunnel when it ends: the pooled one ends with the proxy.
     proxy!.stop()
     for _ in 0..<100 where !squidAccessLog.contains("CONNECT httpbin.org") { usleep(50_000) }
     XCTAssertTrue(
       squidAccessLog.contains("CONNECT httpbin.org:\(origin.port)"),
       "the tunnel went through the parent: \(squidAccessLog)")
+    XCTAssertEqual(
+      squidAccessLog.components(separatedBy: "CONNECT httpbin.org").count - 1, 1,
+      "three requests, one pooled connection through one tunnel: \(squidAccessLog)")
     XCTAssertTrue(squidAccessLog.contains(" alice "), "the parent saw the credentials: \(squidAccessLog)")
     XCTAssertFalse(proxy!.log.contains("wonderland"), "the password is never logged")
     XCTAssertFalse(
       origin.requests.joined().lowercased().contains("proxy-authorization"),
       "the parent's credentials never reach the origin")
+  }
+
+  /// The point of pinning behind a corporate proxy: the parent inspects TLS
+  /// with a CA the company trusts, and a pinned rule still refuses it.
+  func testAnInspectingParentIsRefusedByThePin() throws {
+    let origin = try origin()
+    let parent = try startInspectingSquid()
+    let credentialsFile = try credentials("alice:wonderland")
+    let pin = Fixtures.certificate("int-a.pem").spkiPin
+    let process = try ProxyProcess(
+      config: """
+        listeners:
+          - {name: forward, address: "127.0.0.1:{port:forward}", mode: forward, allowedConnectPorts: [443, \(origin.port)]}
+        parentProxies:
+          corp: {url: "http://127.0.0.1:\(parent)", credentialsFile: "\(credentialsFile)"}
+        anchorSets:
+          test: {files: ["\(Fixtures.path("root-a.pem"))"]}
+          company: {files: ["\(inspectionCA)"]}
+        defaults: {action: deny, parentProxy: corp}
+        domains:
+          - {domain: httpbin.org, anchors: [test, company], pinningMode: publicKey, pinnedPublicKeyHashes: ["\(pin)"]}
+          - {domain: inspected.httpbin.org, anchors: [company]}
+        """, listeners: ["forward"])
+    proxy = process
+    let port = process.ports["forward"]!
+    try "127.0.0.1 httpbin.org inspected.httpbin.org\n".write(
+      toFile: squidDirectory + "/hosts", atomically: true, encoding: .utf8)
+    // Pinned: the company's CA is trusted, the minted leaf chains to it, and
+    // still it is not the key the rule pins.
+    let pinned = try get("http://httpbin.org:\(origin.port)/hello", through: port)
+    assertRefused(pinned, 502, "pin-mismatch")
+    XCTAssertFalse(pinned.text.contains("parent proxy"), "a trust failure is never blamed on the parent")
+    // Without a pin, trusting only the company's CA: what came through the
+    // tunnel really was the parent's minted leaf, not the origin's (Squid
+    // 5 mints it without an authorityKeyIdentifier, which the certificate
+    // profile refuses on its own: the origin's leaf has one).
+    let inspected = try get("http://inspected.httpbin.org:\(origin.port)/hello", through: port)
+    assertRefused(inspected, 502, "malformed-certificate")
+    XCTAssertTrue(inspected.text.contains("CN=inspected.httpbin.org"), inspected.text)
+    XCTAssertTrue(inspected.text.contains("authorityKeyIdentifier"), inspected.text)
+  }
+
+  /// A SOCKS5 parent (microsocks), with RFC 1929 credentials: the parent
+  /// resolves the name (`localhost`, the only one microsocks can resolve
+  /// here), pinproxy checks the origin's chain inside; the dials counted.
+  func testASocks5ParentWithCredentialsCarriesTheRequests() throws {
+    let origin = try origin()
+    let socksPort = try OpenSSLServer.freePort()
+    let socks = Process()
+    socks.executableURL = URL(fileURLWithPath: "/usr/bin/microsocks")
+    socks.arguments = ["-i", "127.0.0.1", "-p", String(socksPort), "-u", "bob", "-P", "builder"]
+    socks.standardOutput = FileHandle.nullDevice
+    socks.standardError = FileHandle.nullDevice
+    try socks.run()
+    addTeardownBlock {
+      socks.terminate()
+      socks.waitUntilExit()
+    }
+    for _ in 0..<200 where !OpenSSLServer.canConnect(port: socksPort) { usleep(25_000) }
+    let good = try credentials("bob:builder")
+    let bad = try credentials("bob:wrecker")
+    let process = try ProxyProcess(
+      config: """
+        listeners:
+          - {name: forward, address: "127.0.0.1:{port:forward}", mode: forward, allowedConnectPorts: [443, \(origin.port)]}
+        admin: {address: "127.0.0.1:{port:admin}"}
+        parentProxies:
+          socks: {url: "socks5://127.0.0.1:\(socksPort)", credentialsFile: "\(good)"}
+          wrong: {url: "socks5://127.0.0.1:\(socksPort)", credentialsFile: "\(bad)"}
+        anchorSets:
+          test: {files: ["\(Fixtures.path("root-a.pem"))"]}
+        defaults: {action: deny, parentProxy: wrong}
+        domains:
+          - {domain: localhost, anchors: [test], validatesDomainName: false, parentProxy: socks}
+          - {domain: httpbin.org, anchors: [test]}
+        """, listeners: ["forward", "admin"])
+    proxy = process
+    let port = process.ports["forward"]!
+    let served = try get("http://localhost:\(origin.port)/hello", through: port)
+    XCTAssertEqual(served.status, 200, served.text)
+    XCTAssertTrue(origin.waitForRequest("GET /hello"), "the origin got the request through the tunnel")
+    let refused = try get("http://httpbin.org:\(origin.port)/hello", through: port)
+    assertRefused(refused, 502, "parent-proxy-refused")
+    XCTAssertTrue(refused.text.contains("the username and password were refused"), refused.text)
+    let metrics = try Curl.run(["http://127.0.0.1:\(process.ports["admin"]!)/metrics"]).text
+    XCTAssertTrue(
+      metrics.contains(#"pinproxy_parent_proxy_connects_total{parent="socks",result="open"} 1"#), metrics)
+    XCTAssertTrue(
+      metrics.contains(#"pinproxy_parent_proxy_connects_total{parent="wrong",result="refused"} 1"#), metrics)
+    XCTAssertFalse(
+      process.log.contains("builder") || process.log.contains("wrecker"), "no password is logged")
   }
 
   func testWrongCredentialsAreTheParentsRefusalWithItsStatusLine() throws {
