@@ -157,6 +157,9 @@ final class ParentProxyTests: ProxyTestCase {
       squidAccessLog.components(separatedBy: "CONNECT httpbin.org").count - 1, 1,
       "three requests, one pooled connection through one tunnel: \(squidAccessLog)")
     XCTAssertTrue(squidAccessLog.contains(" alice "), "the parent saw the credentials: \(squidAccessLog)")
+    XCTAssertTrue(
+      proxy!.log.contains("client_protocol=http/1.1 parent=corp received="),
+      "the access line names the parent")
     XCTAssertFalse(proxy!.log.contains("wonderland"), "the password is never logged")
     XCTAssertFalse(
       origin.requests.joined().lowercased().contains("proxy-authorization"),
@@ -252,6 +255,14 @@ final class ParentProxyTests: ProxyTestCase {
       metrics.contains(#"pinproxy_parent_proxy_connects_total{parent="wrong",result="refused"} 1"#), metrics)
     XCTAssertFalse(
       process.log.contains("builder") || process.log.contains("wrecker"), "no password is logged")
+    // Each rule's parent on /policies and the operator's page, never its credentials.
+    let policies = try Curl.run(["http://127.0.0.1:\(process.ports["admin"]!)/policies"]).text
+    XCTAssertTrue(policies.contains(#""url" : "socks5://127.0.0.1:\#(socksPort)""#), policies)
+    XCTAssertTrue(policies.contains(#""name" : "wrong""#), policies)
+    XCTAssertFalse(policies.contains("builder"), policies)
+    let page = try Curl.run(["http://127.0.0.1:\(process.ports["admin"]!)/"]).text
+    XCTAssertTrue(page.contains("through parent proxy socks (socks5://127.0.0.1:\(socksPort))"), page)
+    XCTAssertFalse(page.contains("builder"), page)
   }
 
   func testWrongCredentialsAreTheParentsRefusalWithItsStatusLine() throws {

@@ -51,6 +51,6 @@ struct ExchangeRecord {
         received: responseBytes, upstreamMilliseconds: Int(elapsed / 1_000_000),
         upstreamConnection: upstreamWasPooled ? "pooled" : "new",
         upstreamTLS: upstreamTLS.rawValue, upstreamProtocol: upstreamProtocol.rawValue,
-        clientProtocol: clientProtocol.rawValue, user: user))
+        clientProtocol: clientProtocol.rawValue, user: user, parent: target.route.parent?.name))
   }
 }

@@ -27,6 +27,8 @@ struct AccessLine {
   var clientProtocol = "http/1.1"
   /// The authenticated proxy user, on listeners with `proxyAuth.logUser` only.
   var user: String?
+  /// The parent proxy the upstream connection went through (`parentProxies`), if any.
+  var parent: String?
 
   func formatted(_ format: LoggingConfig.Format, now: time_t = time(nil)) -> [UInt8] {
     var out: [UInt8] = []
@@ -48,6 +50,7 @@ struct AccessLine {
       field("status", .number(status))
       field("client", .text(client))
       field("client_protocol", .text(clientProtocol))
+      if let parent { field("parent", .text(parent)) }
       field("received", .number(received))
       field("sent", .number(sent))
       field("upstream_connection", .text(upstreamConnection))
@@ -61,6 +64,9 @@ struct AccessLine {
         ("time", .time(now)), ("level", .text("info")), ("event", .text("request")),
         ("host", .text(host)), ("method", .text(method)), ("path", .text(String(path))),
         ("status", .number(status)), ("client", .text(client)), ("client_protocol", .text(clientProtocol)),
+      ]
+      if let parent { all.append(("parent", .text(parent))) }
+      all += [
         ("received", .number(received)), ("sent", .number(sent)),
         ("upstream_connection", .text(upstreamConnection)),
         ("upstream_ms", .number(upstreamMilliseconds)), ("upstream_protocol", .text(upstreamProtocol)),

@@ -92,6 +92,12 @@ enum PolicyReport {
     return value
   }
 
+  /// A rule's parent proxy as its name and URL (never its credentials), or `direct`.
+  static func parentProxy(_ parent: ParentProxy?) -> Any {
+    guard let parent else { return "direct" }
+    return ["name": parent.name, "url": parent.url, "credentials": parent.credentials != nil]
+  }
+
   static func json(_ snapshot: RuntimeSnapshot, activity: RuleActivity? = nil) -> String {
     let health = Dictionary(
       snapshot.pinHealth(activity, at: Date()).map { ($0.rule, $0.health) },
@@ -139,6 +145,7 @@ enum PolicyReport {
       if let report = domain.report {
         rule["report"] = ["enforce": report.enforce, "uris": report.uris.map(\.uri)]
       }
+      rule["parentProxy"] = parentProxy(compiled.parent)
       rules.append(rule)
     }
     let defaults = snapshot.configuration.defaults
@@ -148,6 +155,7 @@ enum PolicyReport {
         "action": defaults.action.rawValue, "minimumTLSVersion": defaults.minimumTLSVersion.rawValue,
         "requiresForwardSecrecy": defaults.requiresForwardSecrecy,
         "revocation": revocation(defaults.revocation),
+        "parentProxy": parentProxy(snapshot.defaultParent),
       ],
       "crls": crls(snapshot, now: Date()),
     ]

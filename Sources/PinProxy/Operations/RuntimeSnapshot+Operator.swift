@@ -61,7 +61,8 @@ extension RuntimeSnapshot {
         guard !entry.hasPrefix("*."), let host = TrustHost(entry), let rule = rule(governing: host),
           rule.pins
         else { return nil }
-        let location = index < listener.passthroughLocations.count ? listener.passthroughLocations[index] : nil
+        let location =
+          index < listener.passthroughLocations.count ? listener.passthroughLocations[index] : nil
         return (
           location,
           "passthrough entry \(entry) of listener \(listener.name) waives the pins of rule \(rule.name):"

@@ -97,7 +97,9 @@ struct OperatorPage {
     out += "<th>refusals, last hour</th><th>pin health</th></tr>\n"
     for rule in status.rules {
       out += "<tr id=\"rule-\(e(rule.name))\"><td class=\"rule\"><code>\(e(rule.name))</code></td>"
-      out += "<td>\(e(rule.pinningMode))<br>anchors: \(e(rule.anchors.joined(separator: ", ")))</td><td>"
+      out += "<td>\(e(rule.pinningMode))<br>anchors: \(e(rule.anchors.joined(separator: ", ")))"
+      if let parent = rule.parentProxy { out += "<br>through parent proxy \(e(parent))" }
+      out += "</td><td>"
       for pin in rule.pins {
         out += "<div><code class=\"pin\">\(e(pin.pin))</code> \(copyButton(pin.pin))"
         if let subject = pin.matchedSubject {

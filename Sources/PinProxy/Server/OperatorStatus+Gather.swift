@@ -154,6 +154,7 @@ extension OperatorStatus.RuleRow {
         "crl \(revocation.crl.rawValue), ocsp \(revocation.ocsp.rawValue), stapled \(revocation.stapledOCSP.rawValue)",
       lastVerdict: entry?.lastVerdict?.outcome, lastVerdictTime: entry?.lastVerdict?.time,
       refusalsLastHour: activity.refusalsInLastHour(rule.name, at: now),
-      health: policy.pinningMode == .none && rule.pinStore == nil ? nil : OperatorStatus.HealthRow(health))
+      health: policy.pinningMode == .none && rule.pinStore == nil ? nil : OperatorStatus.HealthRow(health),
+      parentProxy: rule.parent.map { "\($0.name) (\($0.url))" })
   }
 }

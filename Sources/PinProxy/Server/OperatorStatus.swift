@@ -51,6 +51,8 @@ public struct OperatorStatus: Codable, Sendable {
     public var lastVerdictTime: Date?
     public var refusalsLastHour: Int
     public var health: HealthRow?
+    /// `NAME (URL)` of the parent proxy the rule's connections go through; nil: direct.
+    public var parentProxy: String?
   }
 
   /// A configured pin and what it matched in the last accepted chain.
