@@ -265,6 +265,86 @@ final class ParentProxyTests: ProxyTestCase {
     XCTAssertFalse(page.contains("builder"), page)
   }
 
+  /// Every kind of upstream connection of a rule goes through its parent:
+  /// an intercepted CONNECT (pinproxy's own TLS to the client and to the
+  /// origin) and a tunnel listener's.
+  func testAnInterceptedConnectAndATunnelListenerGoThroughTheParent() throws {
+    let origin = try origin()
+    let parent = try startSquid()
+    let credentialsFile = try credentials("alice:wonderland")
+    let process = try ProxyProcess(
+      config: """
+        listeners:
+          - {name: forward, address: "127.0.0.1:{port:forward}", mode: forward, allowedConnectPorts: [443, \(origin.port)]}
+          - {name: bank, address: "127.0.0.1:{port:bank}", mode: tunnel, upstream: "httpbin.org:\(origin.port)"}
+        parentProxies:
+          corp: {url: "http://127.0.0.1:\(parent)", credentialsFile: "\(credentialsFile)"}
+        anchorSets:
+          test: {files: ["\(Fixtures.path("root-a.pem"))"]}
+        defaults: {action: deny, parentProxy: corp}
+        domains:
+          - {domain: httpbin.org, anchors: [test]}
+        """, listeners: ["forward", "bank"])
+    proxy = process
+    let ca = process.directory.appendingPathComponent("state/ca.pem").path
+    let intercepted = try Curl.run([
+      "-x", "http://127.0.0.1:\(process.ports["forward"]!)", "--cacert", ca,
+      "https://httpbin.org:\(origin.port)/hello",
+    ])
+    XCTAssertEqual(intercepted.status, 200, intercepted.text)
+    let tunnelled = try Curl.run([
+      "-H", "Host: httpbin.org", "http://127.0.0.1:\(process.ports["bank"]!)/hello",
+    ])
+    XCTAssertEqual(tunnelled.status, 200, tunnelled.text)
+    process.stop()
+    for _ in 0..<100 where squidAccessLog.components(separatedBy: "CONNECT httpbin.org").count < 3 {
+      usleep(50_000)
+    }
+    XCTAssertEqual(
+      squidAccessLog.components(separatedBy: "CONNECT httpbin.org:\(origin.port)").count - 1, 2,
+      "one tunnel for the intercepted CONNECT, one for the tunnel listener: \(squidAccessLog)")
+  }
+
+  /// A reload that takes the rule off its parent drains nothing, and every
+  /// connection made after it goes direct.
+  func testAReloadThatDropsTheParentGovernsEveryNewConnection() throws {
+    let origin = try origin()
+    let parent = try startSquid()
+    let credentialsFile = try credentials("alice:wonderland")
+    func config(_ choice: String) -> String {
+      """
+      listeners:
+        - {name: forward, address: "127.0.0.1:{port:forward}", mode: forward, allowedConnectPorts: [443, \(origin.port)]}
+      connectTo: ["httpbin.org:\(origin.port):127.0.0.1:\(origin.port)"]
+      parentProxies:
+        corp: {url: "http://127.0.0.1:\(parent)", credentialsFile: "\(credentialsFile)"}
+      anchorSets:
+        test: {files: ["\(Fixtures.path("root-a.pem"))"]}
+      defaults: {action: deny}
+      domains:
+        - {domain: httpbin.org, anchors: [test], parentProxy: \(choice)}
+      """
+    }
+    let process = try ProxyProcess(config: config("corp"), listeners: ["forward"])
+    proxy = process
+    let port = process.ports["forward"]!
+    XCTAssertEqual(try get("http://httpbin.org:\(origin.port)/hello", through: port).status, 200)
+    try process.rewrite(config: config("direct"))
+    process.child.signal(SIGHUP)
+    XCTAssertTrue(process.child.wait(for: "reload-ok"), process.log)
+    XCTAssertEqual(try get("http://httpbin.org:\(origin.port)/hello", through: port).status, 200)
+    // The access log is written off the request path: wait for both lines.
+    var requests: [Substring] = []
+    for _ in 0..<200 {
+      requests = process.log.split(separator: "\n").filter { $0.contains(" info request ") }
+      if requests.count >= 2 { break }
+      usleep(50_000)
+    }
+    XCTAssertEqual(requests.count, 2, process.log)
+    XCTAssertTrue(requests.first?.contains("parent=corp") == true, "before the reload: \(requests)")
+    XCTAssertFalse(requests.last?.contains("parent=") == true, "after it, direct: \(requests)")
+  }
+
   func testWrongCredentialsAreTheParentsRefusalWithItsStatusLine() throws {
     let origin = try origin()
     let parent = try startSquid()
