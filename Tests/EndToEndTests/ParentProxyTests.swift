@@ -305,6 +305,35 @@ final class ParentProxyTests: ProxyTestCase {
       "one tunnel for the intercepted CONNECT, one for the tunnel listener: \(squidAccessLog)")
   }
 
+  /// HTTP/2 to the origin inside the tunnel: ALPN is pinproxy's, and
+  /// several requests share one h2 connection through one CONNECT.
+  func testAnHTTP2UpstreamRunsInsideTheTunnel() throws {
+    let h2 = try H2Origin()
+    defer { h2.stop() }
+    let parent = try startSquid()
+    let credentialsFile = try credentials("alice:wonderland")
+    let process = try ProxyProcess(
+      config: """
+        listeners:
+          - {name: forward, address: "127.0.0.1:{port:forward}", mode: forward, allowedConnectPorts: [443, \(h2.port)]}
+        parentProxies:
+          corp: {url: "http://127.0.0.1:\(parent)", credentialsFile: "\(credentialsFile)"}
+        anchorSets:
+          test: {files: ["\(Fixtures.path("root-a.pem"))"]}
+        defaults: {action: deny}
+        domains:
+          - {domain: httpbin.org, anchors: [test], parentProxy: corp}
+        """, listeners: ["forward"])
+    proxy = process
+    for _ in 0..<3 {
+      let result = try get("http://httpbin.org:\(h2.port)/hello", through: process.ports["forward"]!)
+      XCTAssertEqual(result.status, 200, result.text)
+    }
+    XCTAssertEqual(h2.lines.filter { $0.hasPrefix("connection") }.count, 1, "\(h2.lines)")
+    XCTAssertEqual(h2.lines.filter { $0.hasPrefix("request") }.count, 3, "\(h2.lines)")
+    XCTAssertTrue(process.child.wait(for: "upstream_protocol=h2", timeout: 10), process.log)
+  }
+
   /// A reload that takes the rule off its parent drains nothing, and every
   /// connection made after it goes direct.
   func testAReloadThatDropsTheParentGovernsEveryNewConnection() throws {
