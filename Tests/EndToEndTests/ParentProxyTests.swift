@@ -79,6 +79,7 @@ final class ParentProxyTests: ProxyTestCase {
       cache_log \(squidDirectory)/cache.log
       access_log \(squidDirectory)/access.log
       cache deny all
+      pinger_enable off
       coredump_dir \(squidDirectory)
       shutdown_lifetime 0 seconds
       hosts_file \(squidDirectory)/hosts

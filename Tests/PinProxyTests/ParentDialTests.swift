@@ -91,6 +91,7 @@ final class ParentDialTests: XCTestCase {
       cache_log \(directory)/cache.log
       access_log \(directory)/access.log
       cache deny all
+      pinger_enable off
       coredump_dir \(directory)
       shutdown_lifetime 0 seconds
       auth_param basic program /usr/lib/squid/basic_ncsa_auth \(passwords)
