@@ -8,8 +8,11 @@
 # ":access" to run it with the access log on (written to a file), or
 # ":auth" to run it with proxyAuth (a bcrypt htpasswd file; every request
 # carries Proxy-Authorization, verified once and then from the cache), so
-# the same binary can be compared with itself.
-#   Benchmarks/cpu-per-request.sh [--seconds 8] [--rounds 3] BINARY[:loops=N|:access|:auth] [BINARY ...]
+# the same binary can be compared with itself; ":parent" sends every upstream
+# connection through a Squid parent on loopback (a CONNECT tunnel per pooled
+# connection; the request names the origin's port, which Squid reaches
+# through its own hosts file), against the same binary direct.
+#   Benchmarks/cpu-per-request.sh [--seconds 8] [--rounds 3] BINARY[:loops=N|:access|:auth|:parent] [BINARY ...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=8 rounds=3
@@ -29,8 +32,23 @@ htpasswd -B -b -c "$work/users.htpasswd" bench 'bench password' 2>/dev/null
 { cat "$work/absolute.lua"
   printf 'wrk.headers["Proxy-Authorization"] = "Basic %s"\n' "$(printf 'bench:bench password' | base64)"
 } > "$work/auth.lua"
+sed 's|http://httpbin.org/small|http://httpbin.org:19444/small|' "$work/absolute.lua" > "$work/parent.lua"
 nginx -c "$work/nginx.conf"
-trap 'nginx -c "$work/nginx.conf" -s stop >/dev/null 2>&1; rm -rf "$work"' EXIT
+squid=""
+trap 'nginx -c "$work/nginx.conf" -s stop >/dev/null 2>&1; [ -z "$squid" ] || { kill $squid; wait $squid; } 2>/dev/null; rm -rf "$work"' EXIT
+# The parent for ":parent" runs, started once: Squid without authentication,
+# httpbin.org in its hosts file, CONNECT to any port.
+start_parent() {
+  [ -z "$squid" ] || return 0
+  command -v squid >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq squid-openssl; }
+  mkdir -p "$work/squid" && chmod 777 "$work/squid" && chmod 755 "$work"
+  echo "127.0.0.1 httpbin.org" > "$work/squid/hosts"
+  printf '%s\n' "http_port 127.0.0.1:13311" "pid_filename $work/squid/squid.pid" "cache_log $work/squid/cache.log" \
+    "access_log none" "cache deny all" "pinger_enable off" "shutdown_lifetime 0 seconds" \
+    "hosts_file $work/squid/hosts" "http_access allow all" > "$work/squid/squid.conf"
+  squid -N -f "$work/squid/squid.conf" & squid=$!
+  until curl -so /dev/null http://127.0.0.1:13311/; do sleep 0.1; done
+}
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 hz=$(getconf CLK_TCK)
 declare -A samples
@@ -44,6 +62,12 @@ for round in $(seq "$rounds"); do
       *:auth)
         sed -i "s|mode: forward}|mode: forward, proxyAuth: {htpasswd: \"$work/users.htpasswd\"}}|" "$work/run.yaml"
         script=auth.lua ;;
+      *:parent)
+        start_parent
+        sed -i -e 's|mode: forward}|mode: forward, allowedConnectPorts: [443, 19444]}|' \
+          -e 's|^defaults: {action: deny}|parentProxies: {corp: {url: "http://127.0.0.1:13311"}}\ndefaults: {action: deny, parentProxy: corp}|' \
+          "$work/run.yaml"
+        script=parent.lua ;;
     esac
     program=${binary%%:*}
     rm -f "$work/ready"
