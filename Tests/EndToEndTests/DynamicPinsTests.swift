@@ -295,6 +295,59 @@ final class DynamicPinsTests: ProxyTestCase {
     XCTAssertEqual(server.reports.last?["pinproxy-failure-code"] as? String, "pin-mismatch")
   }
 
+  /// Behind a parent proxy the list fetches and the pin-failure reports go
+  /// through it too (the list host's rule names the parent): a Squid that
+  /// alone resolves the names, with no direct route to either server.
+  func testTheListAndTheReportsGoThroughTheParent() throws {
+    let server = try startListServer()
+    try server.publish(try signedList([Fixtures.path("httpbin.pem")]))
+    let origin = try self.origin()
+    let parent = try SquidParent(names: ["httpbin.org", "pins.httpbin.org", "bad.httpbin.org"])
+    defer { parent.stop() }
+    let wrongPin = Fixtures.certificate("adn.pem").spkiPin
+    let process = try startProxy(
+      """
+      stateDirectory: "\(directory)/state"
+      listeners:
+        - {name: forward, address: "127.0.0.1:{port:forward}", mode: forward, allowedConnectPorts: [443, \(origin.port)]}
+      parentProxies:
+        corp: {url: "http://127.0.0.1:\(parent.port)"}
+      anchorSets:
+        test: {files: ["\(Fixtures.path("root-a.pem"))"]}
+      defaults: {action: deny, parentProxy: corp}
+      domains:
+        - {domain: pins.httpbin.org, anchors: [test]}
+        - domain: httpbin.org
+          anchors: [test]
+          dynamicPins:
+            url: "https://pins.httpbin.org:\(server.port)/list"
+            publicKey: "\(publicKey)"
+            expectedCommonNames: [httpbin.org]
+            updateInterval: 1s
+        - domain: bad.httpbin.org
+          anchors: [test]
+          pinningMode: publicKey
+          pinnedPublicKeyHashes: ["\(wrongPin)"]
+          report: {uris: ["https://pins.httpbin.org:\(server.port)/report"]}
+      """)
+    waitForUpdates(process)
+    // The list (fetched through the parent) pins the origin's leaf: served.
+    XCTAssertEqual(
+      try get("http://httpbin.org:\(origin.port)/hello", through: process.ports["forward"]!).status, 200)
+    XCTAssertTrue(process.log.contains("parent=corp"), process.log)
+    // A pin failure of another rule is reported, through the parent as well.
+    assertRefused(
+      try get("http://bad.httpbin.org:\(origin.port)/hello", through: process.ports["forward"]!), 502,
+      "pin-mismatch")
+    XCTAssertTrue(PinListServer.eventually { server.reports.count >= 1 }, process.log)
+    XCTAssertEqual(server.reports.first?["hostname"] as? String, "bad.httpbin.org")
+    process.stop()
+    XCTAssertTrue(
+      parent.waitForConnects(to: "pins.httpbin.org:\(server.port)"),
+      "the list came through the parent: \(parent.accessLog)")
+    XCTAssertTrue(server.requests.contains { $0.contains("/list") }, "\(server.requests)")
+  }
+
   func testReportOnlyStillRefusesABadChain() throws {
     let server = try startListServer()
     try server.publish(try signedList([Fixtures.path("adn.pem")]))

@@ -80,41 +80,9 @@ final class ParentDialTests: XCTestCase {
 
   /// Squid requiring Basic credentials (alice / wonderland), CONNECT to any port.
   func startSquid() throws -> Int {
-    let port = try OpenSSLServer.freePort()
-    let passwords = directory + "/passwd"
-    let hashed = try runTool("/usr/bin/htpasswd", ["-nbm", "alice", "wonderland"])
-    try hashed.write(toFile: passwords, atomically: true, encoding: .utf8)
-    chmod(passwords, 0o644)
-    let config = """
-      http_port 127.0.0.1:\(port)
-      pid_filename \(directory)/squid.pid
-      cache_log \(directory)/cache.log
-      access_log \(directory)/access.log
-      cache deny all
-      pinger_enable off
-      coredump_dir \(directory)
-      shutdown_lifetime 0 seconds
-      auth_param basic program /usr/lib/squid/basic_ncsa_auth \(passwords)
-      acl authenticated proxy_auth REQUIRED
-      http_access allow authenticated
-      http_access deny all
-      """
-    try config.write(toFile: directory + "/squid.conf", atomically: true, encoding: .utf8)
-    _ = try launch("/usr/sbin/squid", ["-N", "-f", directory + "/squid.conf"])
-    try waitForListener(port)
-    return port
-  }
-
-  func runTool(_ path: String, _ arguments: [String]) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return String(decoding: data, as: UTF8.self)
+    let squid = try SquidParent(user: "alice", password: "wonderland")
+    addTeardownBlock { squid.stop() }
+    return squid.port
   }
 
   /// Reads what comes through an open tunnel.
