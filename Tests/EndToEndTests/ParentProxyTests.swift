@@ -37,10 +37,14 @@ final class ParentProxyTests: ProxyTestCase {
   /// The proxy with one rule for httpbin.org through parent `corp`; the
   /// origin listens on `origin.port`, which the request names.
   func startProxy(parentPort: Int, credentialsFile: String, origin: Origin) throws -> Int {
+    try startProxy(parentPort: parentPort, credentialsFile: credentialsFile, originPort: origin.port)
+  }
+
+  func startProxy(parentPort: Int, credentialsFile: String, originPort: Int) throws -> Int {
     let process = try ProxyProcess(
       config: """
         listeners:
-          - {name: forward, address: "127.0.0.1:{port:forward}", mode: forward, allowedConnectPorts: [443, \(origin.port)]}
+          - {name: forward, address: "127.0.0.1:{port:forward}", mode: forward, allowedConnectPorts: [443, \(originPort)]}
         parentProxies:
           corp: {url: "http://127.0.0.1:\(parentPort)", credentialsFile: "\(credentialsFile)"}
         anchorSets:
@@ -115,15 +119,16 @@ final class ParentProxyTests: ProxyTestCase {
     XCTAssertEqual(inspected.status, 200, inspected.text)
   }
 
-  /// A SOCKS5 parent (microsocks), with RFC 1929 credentials: the parent
-  /// resolves the name (`localhost`, the only one microsocks can resolve
-  /// here), pinproxy checks the origin's chain inside; the dials counted.
-  func testASocks5ParentWithCredentialsCarriesTheRequests() throws {
-    let origin = try origin()
-    let socksPort = try OpenSSLServer.freePort()
+  /// SOCKS5 parents (microsocks), with RFC 1929 credentials and without: the
+  /// parent resolves the name (`localhost`, the only one microsocks can
+  /// resolve here) or takes an address, pinproxy checks the origin's chain
+  /// inside; the dials counted.
+  /// microsocks on a free port, with credentials or without; stopped at the test's end.
+  func startMicrosocks(_ credentials: [String] = []) throws -> Int {
+    let port = try OpenSSLServer.freePort()
     let socks = Process()
     socks.executableURL = URL(fileURLWithPath: "/usr/bin/microsocks")
-    socks.arguments = ["-i", "127.0.0.1", "-p", String(socksPort), "-u", "bob", "-P", "builder"]
+    socks.arguments = ["-i", "127.0.0.1", "-p", String(port)] + credentials
     socks.standardOutput = FileHandle.nullDevice
     socks.standardError = FileHandle.nullDevice
     try socks.run()
@@ -131,7 +136,14 @@ final class ParentProxyTests: ProxyTestCase {
       socks.terminate()
       socks.waitUntilExit()
     }
-    for _ in 0..<200 where !OpenSSLServer.canConnect(port: socksPort) { usleep(25_000) }
+    for _ in 0..<200 where !OpenSSLServer.canConnect(port: port) { usleep(25_000) }
+    return port
+  }
+
+  func testASocks5ParentWithCredentialsCarriesTheRequests() throws {
+    let origin = try origin()
+    let socksPort = try startMicrosocks(["-u", "bob", "-P", "builder"])
+    let openPort = try startMicrosocks()
     let good = try credentials("bob:builder")
     let bad = try credentials("bob:wrecker")
     let process = try ProxyProcess(
@@ -142,18 +154,23 @@ final class ParentProxyTests: ProxyTestCase {
         parentProxies:
           socks: {url: "socks5://127.0.0.1:\(socksPort)", credentialsFile: "\(good)"}
           wrong: {url: "socks5://127.0.0.1:\(socksPort)", credentialsFile: "\(bad)"}
+          open: {url: "socks5://127.0.0.1:\(openPort)"}
         anchorSets:
           test: {files: ["\(Fixtures.path("root-a.pem"))"]}
         defaults: {action: deny, parentProxy: wrong}
         domains:
           - {domain: localhost, anchors: [test], validatesDomainName: false, parentProxy: socks}
           - {domain: httpbin.org, anchors: [test]}
+          - {domain: 127.0.0.1, anchors: [test], validatesDomainName: false, parentProxy: open}
         """, listeners: ["forward", "admin"])
     proxy = process
     let port = process.ports["forward"]!
     let served = try get("http://localhost:\(origin.port)/hello", through: port)
     XCTAssertEqual(served.status, 200, served.text)
     XCTAssertTrue(origin.waitForRequest("GET /hello"), "the origin got the request through the tunnel")
+    // A parent without credentials, asked for an address (SOCKS5 address type 1).
+    let literal = try get("http://127.0.0.1:\(origin.port)/hello", through: port)
+    XCTAssertEqual(literal.status, 200, literal.text)
     let refused = try get("http://httpbin.org:\(origin.port)/hello", through: port)
     assertRefused(refused, 502, "parent-proxy-refused")
     XCTAssertTrue(refused.text.contains("the username and password were refused"), refused.text)
@@ -218,22 +235,11 @@ final class ParentProxyTests: ProxyTestCase {
     let h2 = try H2Origin()
     defer { h2.stop() }
     let parent = try startSquid()
-    let credentialsFile = try credentials("alice:wonderland")
-    let process = try ProxyProcess(
-      config: """
-        listeners:
-          - {name: forward, address: "127.0.0.1:{port:forward}", mode: forward, allowedConnectPorts: [443, \(h2.port)]}
-        parentProxies:
-          corp: {url: "http://127.0.0.1:\(parent.port)", credentialsFile: "\(credentialsFile)"}
-        anchorSets:
-          test: {files: ["\(Fixtures.path("root-a.pem"))"]}
-        defaults: {action: deny}
-        domains:
-          - {domain: httpbin.org, anchors: [test], parentProxy: corp}
-        """, listeners: ["forward"])
-    proxy = process
+    let port = try startProxy(
+      parentPort: parent.port, credentialsFile: try credentials("alice:wonderland"), originPort: h2.port)
+    let process = proxy!
     for _ in 0..<3 {
-      let result = try get("http://httpbin.org:\(h2.port)/hello", through: process.ports["forward"]!)
+      let result = try get("http://httpbin.org:\(h2.port)/hello", through: port)
       XCTAssertEqual(result.status, 200, result.text)
     }
     XCTAssertEqual(h2.lines.filter { $0.hasPrefix("connection") }.count, 1, "\(h2.lines)")
