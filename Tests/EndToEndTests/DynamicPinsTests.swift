@@ -334,7 +334,7 @@ final class DynamicPinsTests: ProxyTestCase {
     // The list (fetched through the parent) pins the origin's leaf: served.
     XCTAssertEqual(
       try get("http://httpbin.org:\(origin.port)/hello", through: process.ports["forward"]!).status, 200)
-    XCTAssertTrue(process.log.contains("parent=corp"), process.log)
+    XCTAssertTrue(process.child.wait(for: "parent=corp"), process.log)
     // A pin failure of another rule is reported, through the parent as well.
     assertRefused(
       try get("http://bad.httpbin.org:\(origin.port)/hello", through: process.ports["forward"]!), 502,

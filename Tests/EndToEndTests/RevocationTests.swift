@@ -38,13 +38,16 @@ final class RevocationTests: ProxyTestCase {
 
   /// revocation_server.py serving the fixture CRLs and OCSP for the
   /// intermediate; returns its port and its request log.
-  func revocationServer(crlDirectory: String? = nil) throws -> (port: Int, log: String) {
+  /// `port`: a fixed one (the distribution points' own, 80), else one the kernel picks.
+  func revocationServer(crlDirectory: String? = nil, port fixed: Int = 0) throws -> (port: Int, log: String) {
     let log = directory + "/revocation-\(helpers.count).log"
     let server = try ChildProcessLauncher.python(
       Fixtures.directory + "/revocation_server.py",
       [
-        "--crl-dir", crlDirectory ?? Self.pki(""), "--ocsp-index", Self.pki("index.txt"), "--ocsp-ca",
-        Self.pki("intermediate.pem"), "--ocsp-signer", Self.pki("intermediate.pem"), "--ocsp-key",
+        "--port", String(fixed), "--crl-dir", crlDirectory ?? Self.pki(""), "--ocsp-index",
+        Self.pki("index.txt"),
+        "--ocsp-ca", Self.pki("intermediate.pem"), "--ocsp-signer", Self.pki("intermediate.pem"),
+        "--ocsp-key",
         Self.pki("intermediate.key"), "--log", log,
       ])
     helpers.append(server)
@@ -191,6 +194,43 @@ final class RevocationTests: ProxyTestCase {
     let log = try String(contentsOfFile: responder.log, encoding: .utf8)
     XCTAssertEqual(log.components(separatedBy: "GET /intermediate.crl").count - 1, 1, log)
     XCTAssertEqual(log.components(separatedBy: "GET /root.crl").count - 1, 1, log)
+  }
+
+  /// Behind a parent proxy, the distribution points are fetched through it
+  /// too (`defaults.parentProxy`: their host is under no rule), the parent
+  /// resolving their names; nothing is reachable directly. The responder
+  /// listens on the points' own port, 80 (this test runs alone).
+  func testDistributionPointsAreFetchedThroughTheParent() throws {
+    let responder = try revocationServer(port: 80)
+    let good = try server("good")
+    let revoked = try server("revoked")
+    let parent = try SquidParent(names: [
+      "crl.revocation.test", "ocsp.revocation.test", "good.revocation.test", "revoked.revocation.test",
+    ])
+    defer { parent.stop() }
+    let process = try ProxyProcess(
+      config: """
+        listeners:
+          - {name: forward, address: "127.0.0.1:{port:forward}", mode: forward, allowedConnectPorts: [\(good.port), \(revoked.port)]}
+        parentProxies:
+          corp: {url: "http://127.0.0.1:\(parent.port)"}
+        anchorSets:
+          rev: {files: ["\(Self.pki("root.pem"))"]}
+        defaults: {action: deny, parentProxy: corp}
+        domains:
+          - {domain: good.revocation.test, anchors: [rev], revocation: {crl: require}}
+          - {domain: revoked.revocation.test, anchors: [rev], revocation: {crl: require}}
+        """, listeners: ["forward"])
+    proxy = process
+    let port = process.ports["forward"]!
+    XCTAssertEqual(
+      try get("http://good.revocation.test:\(good.port)/", through: port).status, 200, process.log)
+    assertRefused(try get("http://revoked.revocation.test:\(revoked.port)/", through: port), 502, "revoked")
+    let log = try String(contentsOfFile: responder.log, encoding: .utf8)
+    XCTAssertEqual(log.components(separatedBy: "GET /intermediate.crl").count - 1, 1, log)
+    process.stop()
+    XCTAssertTrue(
+      parent.waitForConnects(to: "crl.revocation.test:80"), "through the parent: \(parent.accessLog)")
   }
 
   func testADistributionPointThatIsDownSlowOrGarbage() throws {

@@ -41,12 +41,18 @@ public enum Subprocess {
     process.standardError = err
     try process.run()
     // Read both pipes concurrently so a chatty child cannot block on a full pipe.
+    // The semaphore orders the reader's write before this thread's read
+    // (polling `isFinished` does not, as ThreadSanitizer says).
     nonisolated(unsafe) var errData = Data()
-    let reader = Thread { errData = err.fileHandleForReading.readDataToEndOfFile() }
+    let read = DispatchSemaphore(value: 0)
+    let reader = Thread {
+      errData = err.fileHandleForReading.readDataToEndOfFile()
+      read.signal()
+    }
     reader.start()
     let outData = out.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
-    while !reader.isFinished { usleep(1000) }
+    read.wait()
     return ProcessResult(
       status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
       stderr: String(decoding: errData, as: UTF8.self))
