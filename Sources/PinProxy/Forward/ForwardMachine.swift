@@ -127,26 +127,6 @@ struct ForwardMachine<Upstream: SameUpstream> {
 
   mutating func nextAction() -> Action? { actions.popFirst() }
 
-  /// The response bytes `writeClient` actions name (read with a range of theirs).
-  var clientOutput: [UInt8] { response.output }
-
-  /// Every action taken so far was carried out, its writes included: the
-  /// output buffer is emptied for the next response (its storage kept).
-  mutating func clientOutputWritten() { response.outputWritten() }
-
-  /// The request of exchange `id` as its upstream link sends it, while it is
-  /// the current one. Read in place: binding the optional exchange would copy
-  /// the whole exchange machine.
-  func forwardedRequest(exchange id: Int) -> ForwardedRequest? {
-    exchange?.exchange.id == id ? exchange?.forwardedRequest : nil
-  }
-
-  /// The finished exchange's record, for its access line; held no longer.
-  mutating func takeFinishedRecord() -> ExchangeRecord? {
-    defer { finishedRecord = nil }
-    return finishedRecord
-  }
-
   /// Idle keep-alive: served a request, nothing of the next one yet.
   var isIdleBetweenRequests: Bool {
     guard case .awaitingRequest = state else { return false }
