@@ -287,6 +287,29 @@ final class ParentProxyTests: ProxyTestCase {
     XCTAssertFalse(requests.last?.contains("parent=") == true, "after it, direct: \(requests)")
   }
 
+  /// The internal-address guard holds through a parent too: a loopback
+  /// address no rule names is refused before the parent is asked.
+  func testAnInternalAddressIsRefusedBeforeTheParentIsAsked() throws {
+    let origin = try origin()
+    let parent = try SquidParent()
+    parents.append(parent)
+    let process = try ProxyProcess(
+      config: """
+        listeners:
+          - {name: forward, address: "127.0.0.1:{port:forward}", mode: forward, allowedConnectPorts: [443, \(origin.port)]}
+        parentProxies:
+          corp: {url: "http://127.0.0.1:\(parent.port)"}
+        defaults: {action: validate, parentProxy: corp}
+        """, listeners: ["forward"])
+    proxy = process
+    let result = try get("http://127.0.0.1:\(origin.port)/hello", through: process.ports["forward"]!)
+    assertRefused(result, 403, "denied-by-policy")
+    process.stop()
+    parent.stop()
+    XCTAssertEqual(parent.connects(to: "127.0.0.1"), 0, parent.accessLog)
+    XCTAssertTrue(origin.requests.isEmpty)
+  }
+
   func testWrongCredentialsAreTheParentsRefusalWithItsStatusLine() throws {
     let origin = try origin()
     let parent = try startSquid()

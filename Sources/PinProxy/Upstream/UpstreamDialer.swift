@@ -113,8 +113,14 @@ struct UpstreamDialer {
     _ completion: @escaping (Result<DialedUpstream, ProxyFailure>) -> Void
   ) {
     let timeouts = snapshot.timeouts
-    if case .ip(let address) = key.host, !route.namedExplicitly,
-      let refusal = snapshot.internalAddresses.refusal(address, port: key.port)
+    // As for a direct dial: an unnamed host never reaches an internal
+    // address, and a certificate's URL never this proxy's own listeners
+    // (a parent on this host would connect there for it).
+    let guardsInternal = !route.namedExplicitly
+    if case .ip(let address) = key.host, guardsInternal || route.followsCertificate,
+      let refusal = guardsInternal
+        ? snapshot.internalAddresses.refusal(address, port: key.port)
+        : snapshot.internalAddresses.ownListener(address, port: key.port)
     {
       return completion(
         .failure(
