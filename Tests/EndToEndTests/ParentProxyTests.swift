@@ -42,19 +42,29 @@ final class ParentProxyTests: ProxyTestCase {
 
   func startProxy(parentPort: Int, credentialsFile: String, originPort: Int) throws -> Int {
     let process = try ProxyProcess(
-      config: """
-        listeners:
-          - {name: forward, address: "127.0.0.1:{port:forward}", mode: forward, allowedConnectPorts: [443, \(originPort)]}
-        parentProxies:
-          corp: {url: "http://127.0.0.1:\(parentPort)", credentialsFile: "\(credentialsFile)"}
-        anchorSets:
-          test: {files: ["\(Fixtures.path("root-a.pem"))"]}
-        defaults: {action: deny}
-        domains:
-          - {domain: httpbin.org, anchors: [test], parentProxy: corp}
-        """, listeners: ["forward"])
+      config: parentConfig(parentPort: parentPort, credentialsFile: credentialsFile, originPort: originPort),
+      listeners: ["forward"])
     proxy = process
     return process.ports["forward"]!
+  }
+
+  /// One forward listener that may reach `originPort`, parent `corp` with
+  /// the credentials, and the rule for httpbin.org choosing `choice`.
+  func parentConfig(
+    parentPort: Int, credentialsFile: String, originPort: Int, choice: String = "corp", top: String = ""
+  ) -> String {
+    """
+    \(top)
+    listeners:
+      - {name: forward, address: "127.0.0.1:{port:forward}", mode: forward, allowedConnectPorts: [443, \(originPort)]}
+    parentProxies:
+      corp: {url: "http://127.0.0.1:\(parentPort)", credentialsFile: "\(credentialsFile)"}
+    anchorSets:
+      test: {files: ["\(Fixtures.path("root-a.pem"))"]}
+    defaults: {action: deny}
+    domains:
+      - {domain: httpbin.org, anchors: [test], parentProxy: \(choice)}
+    """
   }
 
   func testARequestIsServedThroughTheParentWithPinproxysOwnTLS() throws {
@@ -124,25 +134,15 @@ final class ParentProxyTests: ProxyTestCase {
   /// resolve here) or takes an address, pinproxy checks the origin's chain
   /// inside; the dials counted.
   /// microsocks on a free port, with credentials or without; stopped at the test's end.
-  func startMicrosocks(_ credentials: [String] = []) throws -> Int {
-    let port = try OpenSSLServer.freePort()
-    let socks = Process()
-    socks.executableURL = URL(fileURLWithPath: "/usr/bin/microsocks")
-    socks.arguments = ["-i", "127.0.0.1", "-p", String(port)] + credentials
-    socks.standardOutput = FileHandle.nullDevice
-    socks.standardError = FileHandle.nullDevice
-    try socks.run()
-    addTeardownBlock {
-      socks.terminate()
-      socks.waitUntilExit()
-    }
-    for _ in 0..<200 where !OpenSSLServer.canConnect(port: port) { usleep(25_000) }
-    return port
+  func startMicrosocks(user: String? = nil, password: String? = nil) throws -> Int {
+    let socks = try SocksParent(user: user, password: password)
+    addTeardownBlock { socks.stop() }
+    return socks.port
   }
 
   func testASocks5ParentWithCredentialsCarriesTheRequests() throws {
     let origin = try origin()
-    let socksPort = try startMicrosocks(["-u", "bob", "-P", "builder"])
+    let socksPort = try startMicrosocks(user: "bob", password: "builder")
     let openPort = try startMicrosocks()
     let good = try credentials("bob:builder")
     let bad = try credentials("bob:wrecker")
@@ -254,18 +254,9 @@ final class ParentProxyTests: ProxyTestCase {
     let parent = try startSquid()
     let credentialsFile = try credentials("alice:wonderland")
     func config(_ choice: String) -> String {
-      """
-      listeners:
-        - {name: forward, address: "127.0.0.1:{port:forward}", mode: forward, allowedConnectPorts: [443, \(origin.port)]}
-      connectTo: ["httpbin.org:\(origin.port):127.0.0.1:\(origin.port)"]
-      parentProxies:
-        corp: {url: "http://127.0.0.1:\(parent.port)", credentialsFile: "\(credentialsFile)"}
-      anchorSets:
-        test: {files: ["\(Fixtures.path("root-a.pem"))"]}
-      defaults: {action: deny}
-      domains:
-        - {domain: httpbin.org, anchors: [test], parentProxy: \(choice)}
-      """
+      parentConfig(
+        parentPort: parent.port, credentialsFile: credentialsFile, originPort: origin.port, choice: choice,
+        top: "connectTo: [\"httpbin.org:\(origin.port):127.0.0.1:\(origin.port)\"]")
     }
     let process = try ProxyProcess(config: config("corp"), listeners: ["forward"])
     proxy = process

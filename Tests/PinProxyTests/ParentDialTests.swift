@@ -70,12 +70,9 @@ final class ParentDialTests: XCTestCase {
   }
 
   func startMicrosocks(user: String? = nil, password: String? = nil) throws -> Int {
-    let port = try OpenSSLServer.freePort()
-    var arguments = ["-i", "127.0.0.1", "-p", String(port)]
-    if let user, let password { arguments += ["-u", user, "-P", password] }
-    _ = try launch("/usr/bin/microsocks", arguments)
-    try waitForListener(port)
-    return port
+    let socks = try SocksParent(user: user, password: password)
+    addTeardownBlock { socks.stop() }
+    return socks.port
   }
 
   /// Squid requiring Basic credentials (alice / wonderland), CONNECT to any port.

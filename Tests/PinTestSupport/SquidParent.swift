@@ -79,20 +79,10 @@ public final class SquidParent {
     guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/squid") else {
       throw HarnessError("squid is not installed (scripts/install-deps.sh installs squid-openssl)")
     }
-    process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/sbin/squid")
-    process.arguments = ["-N", "-f", directory + "/squid.conf"]
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    for _ in 0..<200 {
-      if OpenSSLServer.canConnect(port: port) { return }
-      usleep(25_000)
-    }
-    stop()
-    throw HarnessError(
+    let directory = directory
+    process = try launchListening("/usr/sbin/squid", ["-N", "-f", directory + "/squid.conf"], port: port) {
       "squid did not start: \((try? String(contentsOfFile: directory + "/cache.log", encoding: .utf8)) ?? "")"
-    )
+    }
   }
 
   /// How many tunnels to `host` Squid has logged (once each has ended).
@@ -121,4 +111,52 @@ public final class SquidParent {
     stop()
     try? FileManager.default.removeItem(atPath: directory)
   }
+}
+
+/// microsocks (Debian's package) on a free loopback port, as a SOCKS5
+/// parent: RFC 1929 credentials when `user` is given, names resolved by the
+/// system (here only `localhost`), addresses taken as they are.
+public final class SocksParent {
+  public let port: Int
+  let process: Process
+
+  public init(user: String? = nil, password: String? = nil) throws {
+    guard FileManager.default.isExecutableFile(atPath: "/usr/bin/microsocks") else {
+      throw HarnessError("microsocks is not installed (scripts/install-deps.sh installs it)")
+    }
+    port = try OpenSSLServer.freePort()
+    let credentials = user.flatMap { user in password.map { ["-u", user, "-P", $0] } } ?? []
+    process = try launchListening(
+      "/usr/bin/microsocks", ["-i", "127.0.0.1", "-p", String(port)] + credentials, port: port
+    ) { "microsocks did not start" }
+  }
+
+  public func stop() {
+    if process.isRunning {
+      process.terminate()
+      process.waitUntilExit()
+    }
+  }
+
+  deinit { stop() }
+}
+
+/// Starts `path` and waits until `port` takes connections; a program that
+/// never listens is stopped and `failure` says why.
+func launchListening(_ path: String, _ arguments: [String], port: Int, failure: () -> String) throws
+  -> Process
+{
+  let process = Process()
+  process.executableURL = URL(fileURLWithPath: path)
+  process.arguments = arguments
+  process.standardOutput = FileHandle.nullDevice
+  process.standardError = FileHandle.nullDevice
+  try process.run()
+  for _ in 0..<200 {
+    if OpenSSLServer.canConnect(port: port) { return process }
+    usleep(25_000)
+  }
+  process.terminate()
+  process.waitUntilExit()
+  throw HarnessError(failure())
 }
