@@ -9,7 +9,7 @@ public enum TrustKitImporter {
   ]
 
   public static func translate(_ root: [String: Any], input: String) throws(ImportError) -> ImportedConfig {
-    let configuration = root["TSKConfiguration"] as? [String: Any] ?? root
+    let configuration = spelled((root["TSKConfiguration"] as? [String: Any]) ?? root)
     guard let domains = configuration["kTSKPinnedDomains"] as? [String: Any] else {
       throw ImportError("\(input) has no kTSKPinnedDomains dictionary (in TSKConfiguration or at the top)")
     }
@@ -25,7 +25,8 @@ public enum TrustKitImporter {
     }
     for name in domains.keys.sorted() {
       let source = "kTSKPinnedDomains[\"\(name)\"]"
-      guard let host = ImportValues.host(name), let settings = domains[name] as? [String: Any] else {
+      guard let host = ImportValues.host(name), let settings = (domains[name] as? [String: Any]).map(spelled)
+      else {
         config.dropped.append("\(source): not a host name with a dictionary of settings")
         continue
       }
@@ -38,6 +39,17 @@ public enum TrustKitImporter {
       config.ignored += notes.ignored
     }
     return config
+  }
+
+  /// TrustKit's Info.plist keys are the constants' values (`TSKPinnedDomains`);
+  /// its code names them `kTSKPinnedDomains`, which configurations written as
+  /// JSON or by hand sometimes use. Both mean the same key.
+  static func spelled(_ dictionary: [String: Any]) -> [String: Any] {
+    var out: [String: Any] = [:]
+    for (key, value) in dictionary {
+      out[key.hasPrefix("TSK") && key != "TSKConfiguration" ? "k" + key : key] = value
+    }
+    return out
   }
 
   private static func translate(

@@ -18,15 +18,8 @@ struct CheckCommand: ParsableCommand {
   var config: String
 
   func run() throws {
-    nonisolated(unsafe) var compiled: RuntimeSnapshot?
-    let problems = ConfigurationParser.check(file: config) { configuration throws(ConfigErrors) in
-      compiled = try RuntimeSnapshot.compile(configuration, generation: 0)
-    }
-    guard problems.isEmpty else {
-      for line in InputFile.describe(problems) { printError(line) }
-      throw ExitCode(2)
-    }
-    let configuration = try ConfigurationParser.load(file: config)
+    let (configuration, snapshot) = try CheckedConfiguration.load(config)
+    let compiled: RuntimeSnapshot? = snapshot
     if let missing = configuration.missingListeners {
       printError(missing.description)
       throw ExitCode(2)

@@ -15,7 +15,8 @@ struct Pinproxy: ParsableCommand {
     abstract: "A pinning-aware HTTPS forwarding proxy for clients that cannot be updated.",
     subcommands: [
       RunCommand.self, CACommand.self, EvaluateCommand.self, PinCommand.self, PinsCommand.self,
-      CheckCommand.self, StatusCommand.self, ReloadCommand.self, ImportCommand.self,
+      CheckCommand.self, StatusCommand.self, ReloadCommand.self, ImportCommand.self, ExportCommand.self,
+      CTHookCommand.self,
       VersionCommand.self,
     ])
 

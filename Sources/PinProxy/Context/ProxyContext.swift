@@ -42,6 +42,8 @@ final class ProxyContext: Sendable {
   /// Keeps the rules' dynamic pin lists fresh.
   let updater: DynamicPinUpdater
   let revocationRefresher: RevocationRefresher
+  /// The unpinned issuances `pinproxy ct-hook` recorded in the state directory.
+  let issuances: IssuanceWatch
 
   init(snapshot: RuntimeSnapshot, group: EventLoopGroup, logger: ProxyLogger) {
     current = Locked(snapshot)
@@ -77,6 +79,7 @@ final class ProxyContext: Sendable {
         reporter: nil, revocationFetcher: RevocationFetcher())
     }
     self.reporter = reporter
+    issuances = IssuanceWatch { StateDirectory.resolve(current.withLock { $0 }.configuration.stateDirectory) }
     revocationRefresher = RevocationRefresher(loop: loop) {
       UpstreamDialer(
         snapshot: current.withLock { $0 }, trustEngine: engine, sessions: sessions, metrics: metrics,

@@ -98,7 +98,23 @@ enum PolicyReport {
     return ["name": parent.name, "url": parent.url, "credentials": parent.credentials != nil]
   }
 
-  static func json(_ snapshot: RuntimeSnapshot, activity: RuleActivity? = nil) -> String {
+  /// An unpinned issuance as `/policies` shows it.
+  static func issuance(_ issuance: UnpinnedIssuance) -> [String: Any] {
+    let sighting = issuance.sighting
+    var value: [String: Any] = [
+      "names": sighting.names, "spkiPin": SPKIPin.format(sighting.leafKey),
+      "certificateSHA256": sighting.certificate.lowercaseHex, "issuer": sighting.issuer,
+      "seen": sighting.seen.formatted(.iso8601), "reasons": issuance.reasons,
+    ]
+    if let notBefore = sighting.notBefore { value["notBefore"] = notBefore.formatted(.iso8601) }
+    if let notAfter = sighting.notAfter { value["notAfter"] = notAfter.formatted(.iso8601) }
+    return value
+  }
+
+  static func json(
+    _ snapshot: RuntimeSnapshot, activity: RuleActivity? = nil, sightings: [IssuanceSighting] = []
+  ) -> String {
+    let unpinned = snapshot.unpinnedIssuances(sightings, at: Date())
     let health = Dictionary(
       snapshot.pinHealth(activity, at: Date()).map { ($0.rule, $0.health) },
       uniquingKeysWith: { first, _ in first })
@@ -146,6 +162,7 @@ enum PolicyReport {
         rule["report"] = ["enforce": report.enforce, "uris": report.uris.map(\.uri)]
       }
       rule["parentProxy"] = parentProxy(compiled.parent)
+      rule["unpinnedIssuances"] = (unpinned[compiled.name] ?? []).map(issuance)
       rules.append(rule)
     }
     let defaults = snapshot.configuration.defaults

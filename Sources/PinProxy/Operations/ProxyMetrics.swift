@@ -214,6 +214,9 @@ final class ProxyMetrics: Sendable {
     /// Each pinned rule's pin health (from the last accepted chain, else
     /// from its configuration).
     var pinHealth: [(rule: String, health: PinHealth)] = []
+    /// Each pinned rule and the CT sightings of its names that its pins do
+    /// not cover.
+    var unpinnedIssuances: [(rule: String, count: Int)] = []
     var now = Date()
   }
 
@@ -267,6 +270,15 @@ final class ProxyMetrics: Sendable {
       "Access lines dropped because standard error did not keep up.", String(gauges.droppedLogLines))
     renderPinLists(gauges.pinStores, now: gauges.now, into: &out)
     renderPinHealth(gauges.pinHealth, into: &out)
+    if !gauges.unpinnedIssuances.isEmpty {
+      let name = "pinproxy_pin_unpinned_issuances"
+      out +=
+        "# HELP \(name) Certificates seen in CT logs (pinproxy ct-hook) for the rule's names with a key no pin of the rule covers.\n"
+      out += "# TYPE \(name) gauge\n"
+      for (rule, count) in gauges.unpinnedIssuances {
+        out += "\(name){rule=\"\(ProxyMetrics.escape(rule))\"} \(count)\n"
+      }
+    }
     let checks = "pinproxy_revocation_checks_total"
     out +=
       "# HELP \(checks) Revocation evidence examined by trust evaluations, by source (crl, staple, ocsp) and result.\n"

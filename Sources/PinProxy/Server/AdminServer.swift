@@ -171,12 +171,14 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
         }, revocationChecks: context.snapshot.revocation.counters.all,
         revocationHeld: (
           context.snapshot.revocation.fetched.crls.count, context.snapshot.revocation.fetched.answers.count
-        ), pinHealth: context.snapshot.pinHealth(context.metrics.rules, at: Date()))
+        ), pinHealth: context.snapshot.pinHealth(context.metrics.rules, at: Date()),
+        unpinnedIssuances: context.snapshot.unpinnedIssuanceCounts(context.issuances.sightings, at: Date()))
       respond(status: 200, type: "text/plain; version=0.0.4", body: context.metrics.render(gauges))
     case "/policies":
       respond(
         status: 200, type: "application/json",
-        body: PolicyReport.json(context.snapshot, activity: context.metrics.rules))
+        body: PolicyReport.json(
+          context.snapshot, activity: context.metrics.rules, sightings: context.issuances.sightings))
     default:
       respond(status: 404, type: "text/plain", body: "not found\n")
     }

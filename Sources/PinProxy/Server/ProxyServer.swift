@@ -61,6 +61,7 @@ public final class ProxyServer: Sendable {
     }
     context.updater.start()
     context.revocationRefresher.start()
+    context.issuances.start()
   }
 
   /// The admin listener's address, when one is configured.
