@@ -47,6 +47,13 @@ public struct PinHealth: Sendable, Equatable {
     return chainSeen && matched != nil ? !backupPins.isEmpty : configuredPins.count > 1
   }
 
+  /// A chain met a pin and every configured pin is on that chain: several
+  /// pins, but all of keys in service, none held back for the next one
+  /// (a single pin is warned about as such).
+  public var hasNoOfflineBackup: Bool {
+    chainSeen && matched != nil && backupPins.isEmpty && !hasDynamicList && configuredPins.count > 1
+  }
+
   /// Whole days until the matched certificate expires (negative: expired).
   public var daysToExpiry: Int? { secondsToExpiry.map { Int(($0 / 86_400).rounded(.down)) } }
 
@@ -64,6 +71,11 @@ public struct PinHealth: Sendable, Equatable {
       found.append("the last chain accepted met none of the configured pins (report-only)")
     }
     guard let seconds = secondsToExpiry, let matched, seconds < PinHealth.warningDays * 86_400 else {
+      if hasNoOfflineBackup {
+        found.append(
+          "every pin is on a certificate of the chain served now: no backup pin of a key not yet deployed,"
+            + " so replacing those keys (a new intermediate, a renewal with a new key) locks clients out")
+      }
       return found
     }
     let days = daysToExpiry ?? 0

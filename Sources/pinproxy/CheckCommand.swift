@@ -50,6 +50,22 @@ struct CheckCommand: ParsableCommand {
       let place = location.map { "\(config):\($0.line):\($0.column): \($0.key): " } ?? "\(config): "
       for warning in health.warnings { printError("\(place)warning: rule \(rule): \(warning)") }
     }
+    // Pin health against the chain the daemon last saw each rule accept
+    // (state directory): pins that all sit on certificates in service.
+    let served = ServedChains.read(
+      ServedChains.path(stateDirectory: StateDirectory.resolve(configuration.stateDirectory)))
+    for rule in snapshot.rules where rule.pins {
+      guard let entry = served[rule.name] else { continue }
+      let health = PinHealth.assess(
+        rule.policy.policy, chain: entry.chain, hasDynamicList: rule.pinStore != nil, at: now)
+      guard health.hasNoOfflineBackup else { continue }
+      let place =
+        rule.domain.map { "\(config):\($0.location.line):\($0.location.column): \($0.location.key): " } ?? ""
+      printError(
+        "\(place)warning: rule \(rule.name): every pin is on the chain it served at"
+          + " \(entry.seen.formatted(.iso8601)) (\(health.configuredPins.joined(separator: ", "))): no offline backup"
+          + " pin; add the pin of a key not yet deployed before those keys are replaced")
+    }
     print(
       "\(config): ok (\(configuration.listeners.count) listeners, \(configuration.domains.count) domain rules,"
         + " defaults: \(configuration.defaults.action.rawValue))")

@@ -64,6 +64,26 @@ final class PinHealthTests: XCTestCase {
     XCTAssertEqual(health.warnings.count, 1)
   }
 
+  /// Several pins, all on the chain in service (leaf and CA, far from
+  /// expiry): nothing held back for the next key, said as such.
+  func testPinsAllInServiceAreNoOfflineBackup() {
+    let leaf = certificate("leaf", key: 1, expiresInDays: 300)
+    let ca = certificate("ca", key: 2, expiresInDays: 3000)
+    let health = PinHealth.assess(
+      policy(pins: [leaf.spkiFingerprint, ca.spkiFingerprint]), chain: [leaf, ca], hasDynamicList: false,
+      at: now)
+    XCTAssertTrue(health.hasNoOfflineBackup)
+    XCTAssertEqual(health.warnings.count, 1)
+    XCTAssertTrue(health.warnings[0].hasPrefix("every pin is on a certificate of the chain served now"))
+    let spare = PinHealth.assess(
+      policy(pins: [
+        leaf.spkiFingerprint, ca.spkiFingerprint, Digest256(bytes: [UInt8](repeating: 9, count: 32))!,
+      ]),
+      chain: [leaf, ca], hasDynamicList: false, at: now)
+    XCTAssertFalse(spare.hasNoOfflineBackup)
+    XCTAssertEqual(spare.warnings, [])
+  }
+
   func testAFarExpiryAndADynamicListRaiseNothing() {
     let leaf = certificate("leaf", key: 1, expiresInDays: 200)
     let health = PinHealth.assess(

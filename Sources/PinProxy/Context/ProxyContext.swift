@@ -44,6 +44,8 @@ final class ProxyContext: Sendable {
   let revocationRefresher: RevocationRefresher
   /// The unpinned issuances `pinproxy ct-hook` recorded in the state directory.
   let issuances: IssuanceWatch
+  /// Writes the chains rules accept to the state directory, for `check`.
+  let servedChains: ServedChainRecorder
 
   init(snapshot: RuntimeSnapshot, group: EventLoopGroup, logger: ProxyLogger) {
     current = Locked(snapshot)
@@ -79,6 +81,7 @@ final class ProxyContext: Sendable {
         reporter: nil, revocationFetcher: RevocationFetcher())
     }
     self.reporter = reporter
+    servedChains = ServedChainRecorder(activity: metrics.rules) { current.withLock { $0 } }
     issuances = IssuanceWatch { StateDirectory.resolve(current.withLock { $0 }.configuration.stateDirectory) }
     revocationRefresher = RevocationRefresher(loop: loop) {
       UpstreamDialer(

@@ -23,6 +23,9 @@ final class RuleActivity: Sendable {
     /// The compiled rule `health` was judged under: a reload compiles new
     /// rules, so health of a retired one is never shown as current.
     var judgedUnder: ObjectIdentifier?
+    /// The chain `health` was judged on, and when (for `served-chains.json`).
+    var chain: [Certificate]?
+    var chainSeen: Date?
     /// Refusals per minute: (minute since the epoch, count), at most 60.
     var minutes: [(minute: Int, count: Int)] = []
     /// When each outcome (`accepted`, or a failure code) last happened:
@@ -47,6 +50,8 @@ final class RuleActivity: Sendable {
       if let health, !health.configuredPins.isEmpty {
         entries[rule.name]!.health = health
         entries[rule.name]!.judgedUnder = ObjectIdentifier(rule)
+        entries[rule.name]!.chain = chain
+        entries[rule.name]!.chainSeen = time
       }
     }
   }
@@ -83,6 +88,17 @@ final class RuleActivity: Sendable {
   }
 
   func entry(_ rule: String) -> Entry? { entries.withLock { $0[rule] } }
+
+  /// The chain each rule last accepted after a full evaluation, by rule name.
+  func servedChains() -> [String: ServedChains.Entry] {
+    entries.withLock { entries in
+      var out: [String: ServedChains.Entry] = [:]
+      for (rule, entry) in entries {
+        if let chain = entry.chain, let seen = entry.chainSeen { out[rule] = .init(chain: chain, seen: seen) }
+      }
+      return out
+    }
+  }
 
   /// `pinproxy_rule_last_verdict_timestamp_seconds{rule,outcome}`: when
   /// each rule last accepted and last refused for each code. A rule that

@@ -62,6 +62,7 @@ public final class ProxyServer: Sendable {
     context.updater.start()
     context.revocationRefresher.start()
     context.issuances.start()
+    context.servedChains.start()
   }
 
   /// The admin listener's address, when one is configured.
