@@ -48,7 +48,8 @@ public enum ATSImporter {
         config.transparencyLogList = "ct-log-list.json"
         config.dropped.append(
           "NSRequiresCertificateTransparency needs a CT log list: rerun with --ct-log-list FILE"
-            + " (the browser vendors' JSON) or edit certificateTransparency.logList")
+            + " (a copy of Apple's https://valid.apple.com/ct/log_list/current_log_list.json, the list ATS"
+            + " enforces) or edit certificateTransparency.logList")
       }
     }
     return config

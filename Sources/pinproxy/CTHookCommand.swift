@@ -21,7 +21,8 @@ struct CTHookCommand: ParsableCommand {
     abstract: "Cert Spotter hook: record certificates issued for pinned names with a key no pin covers.",
     discussion: """
       Run by certspotter (-script, or an executable in hooks.d that execs it) with the certificate in \
-      its environment. Prints one line per rule whose pins do not cover the certificate, records it in \
+      its environment. Prints the rules whose pins cover the certificate, then one line per rule whose pins \
+      do not, and records those in \
       STATE/ct/unpinned-issuances.json (at most 256, one per certificate), and exits 0; events other \
       than discovered_cert are ignored. Exit 2: the configuration or the certificate cannot be read.
       """)
@@ -43,14 +44,16 @@ struct CTHookCommand: ParsableCommand {
     let (configuration, snapshot) = try CheckedConfiguration.load(config)
     let sighting = try CertSpotterSighting.read(environment, at: Date())
     let unpinned = snapshot.unpinnedIssuances([sighting], at: sighting.seen)
-    guard !unpinned.isEmpty else {
-      let governed = Set(sighting.names.flatMap { snapshot.rules(forCertificateName: $0).map(\.name) })
+    let governed = Set(
+      sighting.names.flatMap { snapshot.rules(forCertificateName: $0).filter(\.pins).map(\.name) })
+    let covered = governed.subtracting(unpinned.keys).sorted()
+    if governed.isEmpty {
       print(
-        governed.isEmpty
-          ? "ct-hook: no rule governs \(PrintableText.escaped(sighting.names.joined(separator: ", ")))"
-          : "ct-hook: covered by the pins of \(governed.sorted().joined(separator: ", "))")
-      return
+        "ct-hook: no pinned rule governs \(PrintableText.escaped(sighting.names.joined(separator: ", ")))")
+    } else if !covered.isEmpty {
+      print("ct-hook: covered by the pins of \(covered.joined(separator: ", "))")
     }
+    guard !unpinned.isEmpty else { return }
     let path = IssuanceLog.path(stateDirectory: StateDirectory.resolve(configuration.stateDirectory))
     let added: Bool
     do {

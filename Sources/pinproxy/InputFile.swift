@@ -18,7 +18,7 @@ enum InputFile {
       + " block (what openssl s_server -serverinfo reads), or a TLS-encoded SignedCertificateTimestampList"
     static let ctLogList =
       "a CT log list in the browser vendors' JSON (schema v3: operators, each with its logs), such as"
-      + " https://www.gstatic.com/ct/log_list/v3/log_list.json"
+      + " Apple's https://valid.apple.com/ct/log_list/current_log_list.json"
     static let configuration = "a pinproxy configuration (YAML)"
     static let signingKey = "the P-256 signing key in PEM, as written by `pinproxy pins keygen`"
   }

@@ -16,6 +16,8 @@ final class DocumentNamesTests: XCTestCase {
     "AFSecurityPolicy": "AFNetworking", "TSKConfiguration": "TrustKit",
     "NSAppTransportSecurity": "Apple ATS", "NSPinnedCAIdentities": "Apple ATS",
     "NSPinnedLeafIdentities": "Apple ATS", "NSRequiresCertificateTransparency": "Apple ATS",
+    "NSPinnedDomains": "Apple ATS", "NSExceptionDomains": "Apple ATS", "TSKPinnedDomains": "TrustKit",
+    "CertificatePinner": "OkHttp",
     "SecTrustSetAnchorCertificates": "Apple Security", "DispatchQueue": "Dispatch",
     "DispatchSourceRead": "Dispatch", "Authenticator": "Java", "NotCA": "OpenSSL",
     "SignedCertificateTimestampList": "RFC 6962", "ExecStartPre": "systemd", "Linux": "the platform",

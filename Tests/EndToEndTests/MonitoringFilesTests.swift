@@ -14,7 +14,7 @@ final class MonitoringFilesTests: XCTestCase {
   static let alerts = "config/monitoring/pinproxy-alerts.yml"
   static let alertTests = "config/monitoring/pinproxy-alerts.test.yml"
   static let dashboard = "config/monitoring/pinproxy-dashboard.json"
-  static let alertCount = 10
+  static let alertCount = 11
 
   /// The series the monitoring files may name. Histograms appear as their
   /// `_bucket` series, the only one `histogram_quantile` reads.
@@ -35,6 +35,7 @@ final class MonitoringFilesTests: XCTestCase {
     "pinproxy_access_log_dropped_total",
     "pinproxy_pin_single",
     "pinproxy_pin_backup_available",
+    "pinproxy_pin_unpinned_issuances",
     "pinproxy_fingerprint_cache_hits_total",
     "pinproxy_fingerprint_cache_misses_total",
     "pinproxy_client_connections_open",

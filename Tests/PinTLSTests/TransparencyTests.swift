@@ -44,6 +44,30 @@ final class TransparencyTests: XCTestCase {
     XCTAssertEqual(logs.list.skipped, 1)  // pending
   }
 
+  /// The default list is Apple's (ATS semantics: Chrome's list may not be
+  /// used for enforcement outside Chrome). Apple's file carries fields of
+  /// its own (`$schema`, `assetVersion`, a log's `log_type`, tiled logs
+  /// with submission and monitoring URLs instead of `url`): the same logs load.
+  func testAListShapedLikeApplesLoadsTheSameLogs() throws {
+    let data = try Data(contentsOf: URL(fileURLWithPath: SCTFixtures.logList))
+    var document = try XCTUnwrap(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+    document["$schema"] = "https://valid.apple.com/ct/log_list/schema_versions/log_list_schema_v5.json"
+    document["assetVersion"] = 1234
+    var operators = try XCTUnwrap(document["operators"] as? [[String: Any]])
+    var logs = try XCTUnwrap(operators[0]["logs"] as? [[String: Any]])
+    var tiled = logs.removeFirst()
+    tiled["submission_url"] = tiled.removeValue(forKey: "url")
+    tiled["monitoring_url"] = "https://ct.invalid/a/tiles/"
+    logs = logs.map { log in log.merging(["log_type": "prod"]) { $1 } }
+    operators[0]["logs"] = logs
+    operators[0]["tiled_logs"] = [tiled]
+    document["operators"] = operators
+    let apple = try CTLogList(json: Array(try JSONSerialization.data(withJSONObject: document)))
+    XCTAssertEqual(
+      apple.entries.map(\.log.description).sorted(), self.logs.list.entries.map(\.log.description).sorted())
+    XCTAssertEqual(apple.skipped, self.logs.list.skipped)
+  }
+
   func testTwoValidSCTsFromDistinctLogsAreEnough() throws {
     XCTAssertNil(try check([SCTFixtures.sct("a"), SCTFixtures.sct("b")]))
   }
