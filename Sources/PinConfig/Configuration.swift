@@ -157,6 +157,10 @@ public struct ListenerConfig: Sendable {
   /// `allowedClients` as written; nil when the listener names none.
   public var allowedClients: ClientAddressRules?
   public var allowedClientsLocation: Location?
+  /// `allowedUsers`, names resolved to uids at load (and reload): the only
+  /// users whose programs on this host may connect; nil when not set.
+  public var allowedUsers: [UInt32]?
+  public var allowedUsersLocation: Location?
   /// Forward listeners: HTTP Basic proxy authentication.
   public var proxyAuth: ProxyAuthConfig?
   /// Tunnel listeners with `downstreamTLS`: a client certificate from this CA is required.

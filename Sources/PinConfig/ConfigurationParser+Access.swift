@@ -21,6 +21,17 @@ extension ConfigurationParser {
   static func parseListenerAccess(_ mapping: ConfigMapping, into listener: inout ListenerConfig, file: String)
   {
     if let node = mapping["allowedClients"] { listener.allowedClients = parseAddressRules(node) }
+    if let node = mapping["allowedUsers"] {
+      listener.allowedUsers = parseUsers(node)
+      listener.allowedUsersLocation = Location(line: node.line, column: node.column, key: node.path)
+      if !listener.address.isLoopback, mapping["allowedClients"] == nil, mapping["proxyAuth"] == nil,
+        mapping["downstreamClientCA"] == nil
+      {
+        node.error(
+          "listener \(listener.name) is not on loopback: peers from other hosts have no local user, so"
+            + " allowedUsers alone would not say who they may be; add allowedClients or proxyAuth")
+      }
+    }
     if let node = mapping["proxyAuth"] {
       listener.proxyAuth = parseProxyAuth(node, file: file)
       if listener.mode != .forward {
@@ -51,6 +62,25 @@ extension ConfigurationParser {
       "listener \(listener.name) on \(listener.address) would be an open proxy: a listener on an address"
         + " other than loopback must name \(ways); allowedClients: [\"0.0.0.0/0\", \"::/0\"] opens it"
         + " to everyone on purpose")
+  }
+
+  /// `allowedUsers`: user names (resolved now, so a reload picks up a
+  /// renamed user) or numeric uids.
+  static func parseUsers(_ node: ConfigNode) -> [UInt32]? {
+    guard let entries = node.sequence else { return nil }
+    if entries.isEmpty { node.error("an empty list allows no user; remove the key or name a user") }
+    var uids: [UInt32] = []
+    for entry in entries {
+      guard let text = entry.string else { continue }
+      if let uid = UInt32(text) {
+        uids.append(uid)
+      } else if let uid = LocalUsers.uid(of: text) {
+        uids.append(uid)
+      } else {
+        entry.error("no user \"\(text)\" on this host (a user name, or a numeric uid)")
+      }
+    }
+    return uids
   }
 
   static func parseProxyAuth(_ node: ConfigNode, file: String) -> ProxyAuthConfig? {
@@ -114,6 +144,14 @@ public struct AccessNotice: Sendable, Equatable {
 
   public static func notices(for configuration: Configuration) -> [AccessNotice] {
     var notices: [AccessNotice] = []
+    for listener in configuration.listeners where listener.allowedUsers != nil && !listener.address.isLoopback
+    {
+      notices.append(
+        AccessNotice(
+          location: listener.allowedUsersLocation,
+          message: "listener \(listener.name) is not on loopback: allowedUsers restricts only clients on this"
+            + " host; peers from other hosts have no local user and are governed by its other rules"))
+    }
     for listener in configuration.listeners {
       guard let rules = listener.allowedClients, !rules.openFamilies.isEmpty else { continue }
       let guarded = listener.proxyAuth != nil || listener.downstreamClientCA != nil

@@ -214,8 +214,8 @@ public enum ConfigurationParser {
 
   static let listenerKeys: Set = [
     "name", "address", "mode", "intercept", "passthrough", "downstream", "upstream", "downstreamTLS",
-    "allowedConnectPorts", "allowedClients", "proxyAuth", "downstreamClientCA", "allowedClientNames",
-    "refusalDetail",
+    "allowedConnectPorts", "allowedClients", "allowedUsers", "proxyAuth", "downstreamClientCA",
+    "allowedClientNames", "refusalDetail",
   ]
 
   static func parseListener(_ node: ConfigNode, file: String) -> ListenerConfig? {

@@ -28,7 +28,7 @@ public final class Listener: @unchecked Sendable {
     address: SocketAddress, group: EventLoopGroup,
     onExhausted: @escaping @Sendable (String) -> Void = { _ in },
     admits: @escaping @Sendable (SocketAddress) -> Bool = { _ in true },
-    onAccept: @escaping @Sendable (Int32, String, EventLoop) -> Void
+    onAccept: @escaping @Sendable (Int32, SocketAddress, EventLoop) -> Void
   ) throws(SocketError) {
     // Port 0 asks the kernel for one port; the other loops' sockets join it.
     let probe = try Socket.listen(on: address, reusePort: false)
@@ -81,7 +81,7 @@ public final class Listener: @unchecked Sendable {
 final class ListenerSocket: ReadinessHandler, @unchecked Sendable {
   let loop: EventLoop
   private let fd: Int32
-  private let onAccept: @Sendable (Int32, String, EventLoop) -> Void
+  private let onAccept: @Sendable (Int32, SocketAddress, EventLoop) -> Void
   private let onExhausted: @Sendable (String) -> Void
   /// Decides, before anything is read, whether a client address may
   /// connect at all; a refused socket is closed at once.
@@ -97,7 +97,7 @@ final class ListenerSocket: ReadinessHandler, @unchecked Sendable {
   init(
     fd: Int32, loop: EventLoop, onExhausted: @escaping @Sendable (String) -> Void,
     admits: @escaping @Sendable (SocketAddress) -> Bool,
-    onAccept: @escaping @Sendable (Int32, String, EventLoop) -> Void
+    onAccept: @escaping @Sendable (Int32, SocketAddress, EventLoop) -> Void
   ) {
     self.fd = fd
     self.loop = loop
@@ -187,7 +187,7 @@ final class ListenerSocket: ReadinessHandler, @unchecked Sendable {
         continue
       }
       Socket.setNoDelay(client)
-      onAccept(client, address.description, loop)
+      onAccept(client, address, loop)
     }
   }
 }

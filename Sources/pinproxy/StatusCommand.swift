@@ -105,6 +105,12 @@ struct StatusText {
       out += "\nPIN HEALTH WARNINGS\n"
       for warning in status.warnings { out += "  ! \(t(warning))\n" }
     }
+    if let programs = status.localPrograms, !programs.isEmpty {
+      out += "\nLOCAL PROGRAMS (last hour)\n"
+      for row in programs {
+        out += "  \(t(row.program)) user \(t(row.user)): \(row.requests) requests, \(row.refusals) refused\n"
+      }
+    }
     out += "\nRULES\n"
     for rule in status.rules {
       var line = "  \(t(rule.name)): \(t(rule.pinningMode))"
@@ -124,7 +130,9 @@ struct StatusText {
     for refusal in status.refusals.prefix(refusals) {
       out +=
         "  \(ago(refusal.time)) \(t(refusal.code)) \(t(refusal.host)) rule \(t(refusal.rule)) "
-        + "client \(t(refusal.client)) incident \(t(refusal.incident))\n    \(t(refusal.reason))\n"
+        + "client \(t(refusal.client))"
+        + (refusal.clientUser.map { " user \(t($0)) program \(t(refusal.clientProgram ?? "unknown"))" } ?? "")
+        + " incident \(t(refusal.incident))\n    \(t(refusal.reason))\n"
       for (depth, certificate) in refusal.chain.enumerated() {
         out +=
           "    [\(depth)] \(t(certificate.subject)) \(t(certificate.pin))"

@@ -84,16 +84,6 @@ final class ProxyAccessTests: ProxyTestCase {
     proxy!.completeLogLines.filter { $0.contains(" \(event) ") }
   }
 
-  /// Waits until `condition` holds (polling), false after `timeout`.
-  func eventually(timeout: Double = 10, _ condition: () throws -> Bool) rethrows -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-      if try condition() { return true }
-      usleep(50_000)
-    }
-    return try condition()
-  }
-
   // MARK: 1. allowedClients
 
   func testAllowedClientsServesTheListedAddressAndClosesOthersAtAccept() throws {

@@ -83,6 +83,16 @@ class ProxyTestCase: XCTestCase {
     return (lines.first { $0.hasPrefix("1 ") } ?? "", lines.first { $0.hasPrefix("2 ") } ?? "")
   }
 
+  /// Waits until `condition` holds (polling), false after `timeout`.
+  func eventually(timeout: Double = 10, _ condition: () throws -> Bool) rethrows -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+      if try condition() { return true }
+      usleep(50_000)
+    }
+    return try condition()
+  }
+
   func get(_ url: String, through port: Int, _ extra: [String] = []) throws -> CurlResult {
     try Curl.run(["-x", "http://127.0.0.1:\(port)", url] + extra)
   }

@@ -51,7 +51,7 @@ final class ConnectionTests: XCTestCase {
     nonisolated(unsafe) var accepted: [Connection] = []
     let listener = try Listener(address: SocketAddress(ip: "127.0.0.1", port: 0)!, group: group) {
       fd, peer, loop in
-      let connection = Connection(fd: fd, peer: peer, loop: loop)
+      let connection = Connection(fd: fd, peer: peer.description, loop: loop)
       connection.delegate = serverDelegate
       connection.resumeReading()
       configure(connection)

@@ -21,20 +21,26 @@ final class AdmissionTests: XCTestCase {
     var limits = LimitsConfig()
     limits.maxConnections = 3
     limits.maxConnectionsPerClient = 2
-    XCTAssertEqual(admission.admit(client: "192.0.2.1:1", limits: limits) { _ in false }, .admitted)
-    XCTAssertEqual(admission.admit(client: "192.0.2.1:2", limits: limits) { _ in false }, .admitted)
-    XCTAssertEqual(admission.admit(client: "192.0.2.1:3", limits: limits) { _ in false }, .clientLimit(2))
-    XCTAssertEqual(admission.admit(client: "192.0.2.2:1", limits: limits) { _ in false }, .admitted)
-    XCTAssertEqual(admission.admit(client: "192.0.2.3:1", limits: limits) { _ in false }, .processLimit(3))
+    XCTAssertEqual(
+      admission.admit(client: ClientKey.of("192.0.2.1:1"), limits: limits) { _ in false }, .admitted)
+    XCTAssertEqual(
+      admission.admit(client: ClientKey.of("192.0.2.1:2"), limits: limits) { _ in false }, .admitted)
+    XCTAssertEqual(
+      admission.admit(client: ClientKey.of("192.0.2.1:3"), limits: limits) { _ in false }, .clientLimit(2))
+    XCTAssertEqual(
+      admission.admit(client: ClientKey.of("192.0.2.2:1"), limits: limits) { _ in false }, .admitted)
+    XCTAssertEqual(
+      admission.admit(client: ClientKey.of("192.0.2.3:1"), limits: limits) { _ in false }, .processLimit(3))
     var evicted = 0
     XCTAssertEqual(
-      admission.admit(client: "192.0.2.3:2", limits: limits) { _ in
+      admission.admit(client: ClientKey.of("192.0.2.3:2"), limits: limits) { _ in
         evicted += 1
         return true
       }, .admitted)
     XCTAssertEqual(evicted, 1)
-    admission.release(client: "192.0.2.1:1")
-    XCTAssertEqual(admission.admit(client: "192.0.2.1:4", limits: limits) { _ in true }, .admitted)
+    admission.release(client: ClientKey.of("192.0.2.1:1"))
+    XCTAssertEqual(
+      admission.admit(client: ClientKey.of("192.0.2.1:4"), limits: limits) { _ in true }, .admitted)
   }
 
   /// At one client's limit a spare connection of that client (and only of
@@ -43,15 +49,17 @@ final class AdmissionTests: XCTestCase {
     let admission = ConnectionAdmission()
     var limits = LimitsConfig()
     limits.maxConnectionsPerClient = 1
-    XCTAssertEqual(admission.admit(client: "127.0.0.1:1", limits: limits) { _ in false }, .admitted)
+    XCTAssertEqual(
+      admission.admit(client: ClientKey.of("127.0.0.1:1"), limits: limits) { _ in false }, .admitted)
     var asked: [String?] = []
     XCTAssertEqual(
-      admission.admit(client: "127.0.0.2:2", limits: limits) { client in
+      admission.admit(client: ClientKey.of("127.0.0.2:2"), limits: limits) { client in
         asked.append(client)
         return true
       }, .admitted)
     XCTAssertEqual(asked, ["127.0.0.0/8"])
-    XCTAssertEqual(admission.admit(client: "127.0.0.3:3", limits: limits) { _ in false }, .clientLimit(1))
+    XCTAssertEqual(
+      admission.admit(client: ClientKey.of("127.0.0.3:3"), limits: limits) { _ in false }, .clientLimit(1))
   }
 
   func testEvictionOrder() {

@@ -52,7 +52,7 @@ final class DownstreamHTTP2SessionTests: XCTestCase {
       connection.onClose = ticket.release
       let session = try DownstreamHTTP2Session(
         client: connection, context: context, snapshot: snapshot, listener: listener, tunnel: tunnel,
-        pool: context.pool(for: loop), admission: ticket)
+        pool: context.pool(for: loop), admission: ticket, origin: ClientOrigin(peer: peer, local: nil))
       session.start()
       connection.resumeReading()
       return session

@@ -25,7 +25,7 @@ final class ScriptedOrigin: @unchecked Sendable {
   init(script: @escaping Script) throws {
     listener = try Listener(address: SocketAddress(ip: "127.0.0.1", port: 0)!, group: group) {
       [unowned self] fd, peer, loop in
-      let connection = Connection(fd: fd, peer: peer, loop: loop)
+      let connection = Connection(fd: fd, peer: peer.description, loop: loop)
       let index = self.lock.withLock {
         self.connections.append(connection)
         return self.connections.count - 1
@@ -119,7 +119,8 @@ final class InProcessProxy {
     let listener = self.listener
     loop.execute {
       ProxyServer.accept(
-        fd: proxyEnd, peer: "127.0.0.1:40000", loop: loop, config: listener, context: context)
+        fd: proxyEnd, peer: SocketAddress(ip: "127.0.0.1", port: 40000)!, loop: loop, config: listener,
+        context: context)
     }
     return TestClient(fd: clientEnd)
   }

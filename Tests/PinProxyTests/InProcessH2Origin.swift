@@ -71,7 +71,7 @@ final class InProcessH2Origin: @unchecked Sendable {
     let listener = try Listener(address: SocketAddress(ip: "127.0.0.1", port: 0)!, group: group) {
       [unowned self] fd, peer, loop in
       loop.execute {
-        let connection = Connection(fd: fd, peer: peer, loop: loop)
+        let connection = Connection(fd: fd, peer: peer.description, loop: loop)
         let channel: TLSChannel
         let origin: OriginH2Connection
         do {

@@ -55,7 +55,8 @@ final class LatencyHistogramTests: XCTestCase {
 
   func refusal(_ incident: String, client: String) -> RecordedRefusal {
     RecordedRefusal(
-      incident: incident, time: Date(), client: client, listener: nil, method: "GET", host: "h", path: nil,
+      incident: incident, time: Date(), client: client, clientKey: ClientKey.of(client), listener: nil,
+      method: "GET", host: "h", path: nil,
       userAgent: nil, rule: "-", code: "bad-request", status: 400, reason: "r", chain: [], expected: nil)
   }
 
@@ -84,7 +85,9 @@ final class LatencyHistogramTests: XCTestCase {
     XCTAssertEqual(recent.first?.incident, "flood-999", "the flooding client's newest stay, its oldest go")
     XCTAssertEqual(recent.filter { $0.client.hasPrefix("203.0.113.5:") }.count, RefusalLog.capacity - 1)
     // A third client's refusals take the flooder's room, never the other's.
-    for index in 0..<RefusalLog.perClient { log.record(refusal("third-\(index)", client: "192.0.2.44:\(index)")) }
+    for index in 0..<RefusalLog.perClient {
+      log.record(refusal("third-\(index)", client: "192.0.2.44:\(index)"))
+    }
     recent = log.recent()
     XCTAssertTrue(recent.contains { $0.incident == "other" })
     XCTAssertEqual(recent.filter { $0.incident.hasPrefix("third-") }.count, RefusalLog.perClient)

@@ -51,4 +51,13 @@ static inline int pp_epoll_wait(int epfd, pp_ready *out, int capacity) {
 /// shadow Glibc's own module's socket declarations in Swift.
 int pp_accept_nonblocking(int fd, void *address, unsigned int *length);
 
+/// A `NETLINK_SOCK_DIAG` socket (non-blocking, close-on-exec) for asking
+/// the kernel who owns a socket of this host (man 7 sock_diag); -1 with errno.
+int pp_sock_diag_open(void);
+/// Sends one request to the kernel. The kernel answers a request for one
+/// socket before this returns, so the answer is already queued.
+long pp_sock_diag_send(int fd, const void *message, unsigned long length);
+/// Reads one queued answer without waiting; -1 with errno (EAGAIN: none).
+long pp_sock_diag_receive(int fd, void *buffer, unsigned long capacity);
+
 #endif

@@ -12,6 +12,9 @@ struct ListenerAccess: Sendable {
   let address: HostPort?
   let mode: ListenerConfig.Mode?
   let allowedClients: ClientAddressRules
+  /// `allowedUsers`: the uids whose programs on this host may connect;
+  /// nil: any user.
+  let allowedUsers: Set<UInt32>?
   let authenticator: ProxyAuthenticator?
   /// Nobody may use the listener (see `closed`).
   let isClosed: Bool
@@ -20,6 +23,7 @@ struct ListenerAccess: Sendable {
     address = listener.address
     mode = listener.mode
     allowedClients = listener.effectiveAllowedClients
+    allowedUsers = listener.allowedUsers.map(Set.init)
     authenticator = try listener.proxyAuth.map { config throws(HtpasswdFile.Failure) in
       try ProxyAuthenticator(config: config, state: authState)
     }
@@ -27,7 +31,9 @@ struct ListenerAccess: Sendable {
   }
 
   private init(closed: Void) {
-    (address, mode, allowedClients, authenticator, isClosed) = (nil, nil, ClientAddressRules([]), nil, true)
+    (address, mode, allowedClients, allowedUsers, authenticator, isClosed) = (
+      nil, nil, ClientAddressRules([]), [], nil, true
+    )
   }
 
   /// For a running listener that the snapshot in force does not have under
@@ -36,17 +42,28 @@ struct ListenerAccess: Sendable {
   /// run it under rules written for another listener.
   static let closed = ListenerAccess(closed: ())
 
-  /// Why a client at `peer` (4 or 16 bytes; nil: not checked), accepted
-  /// under an earlier snapshot, may not use `listener` under this access;
-  /// nil when it may.
-  func denial(of listener: ListenerConfig, to peer: [UInt8]?) -> String? {
+  /// Why a client at `peer` (4 or 16 bytes; nil: not checked) and, on this
+  /// host, owned by `local`, accepted under an earlier snapshot, may not
+  /// use `listener` under this access; nil when it may.
+  func denial(of listener: ListenerConfig, to peer: [UInt8]?, local: LocalPeer?) -> String? {
     if isClosed {
       return "listener \(listener.name) was renamed, moved or re-moded by a reload; that takes a restart"
     }
     if let peer, !allowedClients.allows(peer) {
       return "a reload took this address out of the listener's allowedClients"
     }
+    if let local, !admitsUser(local) {
+      return "a reload took user \(local.user) out of the listener's allowedUsers"
+    }
     return nil
+  }
+
+  /// `allowedUsers` for a client on this host: fail closed, a peer whose
+  /// owner the kernel did not tell is not a listed user.
+  func admitsUser(_ local: LocalPeer) -> Bool {
+    guard let allowedUsers else { return true }
+    guard let uid = local.uid else { return false }
+    return allowedUsers.contains(uid)
   }
 }
 

@@ -13,7 +13,8 @@ extension TLSChannel {
   /// flight (and the minted leaf) is sent: serving the leaf under another
   /// name would let one CONNECT reach a second host's policy.
   static func serve(
-    _ connection: Connection, engine: TLSEngine, host: TrustHost, target: String, logger: ProxyLogger,
+    _ connection: Connection, origin: ClientOrigin, engine: TLSEngine, host: TrustHost, target: String,
+    logger: ProxyLogger,
     metrics: ProxyMetrics, listener: ListenerConfig, owner: any ChannelDelegate, early: [UInt8],
     timeout: Double, localCA: String? = nil,
     established: ((TLSChannel) -> Void)? = nil
@@ -26,7 +27,6 @@ extension TLSChannel {
     })
     let channel = TLSChannel(connection: connection, engine: engine, checks: checks)
     channel.delegate = owner
-    let peer = connection.peer
     channel.start(early: early, timeout: timeout) { [unowned channel] result in
       // Before any application data is read: the owner may pick the
       // protocol ALPN settled on.
@@ -58,7 +58,7 @@ extension TLSChannel {
         ProxyFailure(status: 502, code: code, reason: reason, chain: chain), rule: "-", site: target)
       refusal.listener = name
       refusal.note = note
-      refusal.log(to: logger, metrics, client: peer, level: .warning)
+      refusal.log(to: logger, metrics, client: origin, level: .warning)
     }
     return channel
   }

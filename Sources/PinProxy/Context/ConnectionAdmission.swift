@@ -33,8 +33,7 @@ final class ConnectionAdmission: Sendable {
   /// Counts the connection in, or says which limit refused it. Runs on the
   /// accepting loop; `evict` closes a spare connection of that loop, of the
   /// given client address when one is named.
-  func admit(client: String, limits: LimitsConfig, evict: (_ client: String?) -> Bool) -> Decision {
-    let address = ClientKey.of(client)
+  func admit(client address: String, limits: LimitsConfig, evict: (_ client: String?) -> Bool) -> Decision {
     let admittedForClient = perClient.withLock { counts in
       let count = counts[address, default: 0]
       guard count < limits.maxConnectionsPerClient else { return false }
@@ -49,7 +48,7 @@ final class ConnectionAdmission: Sendable {
     if open.add(1, ordering: .relaxed).newValue > limits.maxConnections {
       if evict(nil) { return .admitted }
       open.subtract(1, ordering: .relaxed)
-      release(client: client, countedOpen: false)
+      release(client: address, countedOpen: false)
       return .processLimit(limits.maxConnections)
     }
     return .admitted
@@ -68,9 +67,8 @@ final class ConnectionAdmission: Sendable {
   @Sendable func endRefusedLingering() { refusedLingering.subtract(1, ordering: .relaxed) }
 
   /// A connection admitted by `admit` closed.
-  func release(client: String, countedOpen: Bool = true) {
+  func release(client address: String, countedOpen: Bool = true) {
     if countedOpen { open.subtract(1, ordering: .relaxed) }
-    let address = ClientKey.of(client)
     perClient.withLock { counts in
       let count = counts[address, default: 1] - 1
       counts[address] = count > 0 ? count : nil

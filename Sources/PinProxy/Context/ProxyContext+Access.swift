@@ -1,3 +1,4 @@
+import Glibc
 import PinConfig
 import PinEventLoop
 import PinTrust
@@ -40,9 +41,94 @@ extension RuntimeSnapshot {
   /// earlier snapshot, may not go on under this one (its address, its
   /// listener, or the proxy credential its CONNECT carried); nil when it
   /// may. Requests are judged by their router instead (`ForwardRouter.refusal`).
-  func accessRevoked(listener: ListenerConfig, peer: String, credential: VerifiedCredential?) -> String? {
+  func accessRevoked(listener: ListenerConfig, client: ClientOrigin, credential: VerifiedCredential?)
+    -> String?
+  {
     let access = access(for: listener)
-    if let denial = access.denial(of: listener, to: peerAddressBytes(peer) ?? []) { return denial }
+    if let denial = access.denial(of: listener, to: peerAddressBytes(client.peer) ?? [], local: client.local)
+    {
+      return denial
+    }
     return access.authenticator?.inheritanceRefusal(credential)?.reason
+  }
+}
+
+extension ProxyContext {
+  /// The owner of a client's socket when the client is on this host: its
+  /// address is a loopback one, or the very address it connected to. nil
+  /// for a peer on another host. Runs on the accepting loop, before
+  /// anything is read: one sock_diag request and answer (`SockDiagSocket`,
+  /// a few µs); the program is looked up off the loop, and at once only
+  /// when the access log will name it.
+  func localPeer(fd: Int32, peer: SocketAddress, loop: EventLoop) -> LocalPeer? {
+    #if PINPROXY_NO_PEER_IDENTITY
+      // The baseline of Benchmarks/identity-overhead.sh: every peer remote.
+      return nil
+    #else
+      let remote = Self.unmappedIPv4(peer.addressBytes)
+      let loopback = remote.count == 4 ? remote[0] == 127 : remote == Self.ipv6Loopback
+      guard let here = SocketAddress.local(of: fd) else { return loopback ? LocalPeer(owner: nil) : nil }
+      // Not a TCP connection at all (a socket pair handed in by a test).
+      guard here.family == AF_INET || here.family == AF_INET6 else { return nil }
+      let local = Self.unmappedIPv4(here.addressBytes)
+      guard loopback || local == remote, local.count == remote.count else { return nil }
+      // The client's socket: its source is our peer, its destination us.
+      // An IPv4 client may hold a dual-stack IPv6 socket (Java's default),
+      // listed with v4-mapped addresses: asked for second.
+      let diag = sockDiag[loop.index]
+      var tuple = SocketTuple(
+        source: remote, sourcePort: UInt16(peer.port), destination: local, destinationPort: UInt16(here.port))
+      var owner = diag?.owner(of: tuple)
+      if owner == nil, remote.count == 4 {
+        (tuple.source, tuple.destination) = (Self.mappedIPv6(remote), Self.mappedIPv6(local))
+        owner = diag?.owner(of: tuple)
+      }
+      let found = LocalPeer(owner: owner)
+      if logger.access { found.lookUp() }
+      return found
+    #endif
+  }
+
+  static let ipv6Loopback: [UInt8] = Array(repeating: 0, count: 15) + [1]
+
+  static func mappedIPv6(_ address: [UInt8]) -> [UInt8] {
+    Array(repeating: 0, count: 10) + [0xff, 0xff] + address
+  }
+
+  /// `::ffff:a.b.c.d` (a dual-stack listener's IPv4 client) as 4 bytes:
+  /// the client's own socket is an IPv4 one.
+  static func unmappedIPv4(_ bytes: [UInt8]) -> [UInt8] {
+    guard bytes.count == 16, bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xff, bytes[11] == 0xff
+    else {
+      return bytes
+    }
+    return Array(bytes[12...])
+  }
+
+  /// `allowedUsers` at accept: a local client whose user the listener does
+  /// not list (or whose owner the kernel did not tell) may not connect; its
+  /// socket `fd` is closed unread. Counted every time, logged once a minute
+  /// per listener and user; the logged one is closed once its program is
+  /// known (the client, waiting for an answer, is still there to be found),
+  /// so at most that many sockets wait a moment.
+  func admitsUser(_ local: LocalPeer, fd: Int32, peer: String, listener: ListenerConfig) -> Bool {
+    if snapshot.access(for: listener).admitsUser(local) { return true }
+    metrics.clientsRefused.increment([listener.name, "user"])
+    let user = local.uid.map(String.init) ?? "unknown"
+    guard refusedClients.shouldLog(listener: listener.name, client: "uid " + user) else {
+      _ = Glibc.close(fd)
+      return false
+    }
+    local.whenResolved { [logger] in
+      _ = Glibc.close(fd)
+      logger.log(
+        .warning, "client-refused",
+        [
+          "listener": listener.name, "client": peer, "client_user": local.user,
+          "client_program": local.program, "code": FailureCode.clientNotAllowed.rawValue,
+          "reason": "user not in allowedUsers; closed at accept (logged once a minute per user)",
+        ])
+    }
+    return false
   }
 }

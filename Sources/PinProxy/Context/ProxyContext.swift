@@ -46,6 +46,9 @@ final class ProxyContext: Sendable {
   let issuances: IssuanceWatch
   /// Writes the chains rules accept to the state directory, for `check`.
   let servedChains: ServedChainRecorder
+  /// Each loop's sock_diag socket (nil where the kernel offers none), by
+  /// loop index: who owns the other end of a connection from this host.
+  let sockDiag: [SockDiagSocket?]
 
   init(snapshot: RuntimeSnapshot, group: EventLoopGroup, logger: ProxyLogger) {
     current = Locked(snapshot)
@@ -69,6 +72,7 @@ final class ProxyContext: Sendable {
     self.pools = pools
     self.registries = registries
     self.group = group
+    sockDiag = group.loops.map { _ in SockDiagSocket() }
     // The daemon's own requests run on the first loop.
     let loop = group.loops[0]
     let (current, engine, sessions) = (current, trustEngine, sessions)

@@ -9,8 +9,11 @@ protocol DrainableSession: AnyObject {
   var evictionCandidate: EvictionCandidate? { get }
   /// Closes the connection to make room for a new one.
   func evict()
-  /// The client's `host:port`, for eviction among one client's connections.
+  /// The client's `host:port`, for logs.
   var clientPeer: String { get }
+  /// The client's admission key (`ClientOrigin.key`), for eviction among
+  /// one client's connections.
+  var clientKey: String { get }
   /// A reload installed `snapshot`: a connection that no longer decides
   /// anything per request (a splice) closes if its client may no longer
   /// use the listener. Sessions that serve requests check each one instead.
@@ -79,7 +82,7 @@ final class SessionRegistry: @unchecked Sendable {
     for entry in sessions.values {
       let session = entry.session
       guard let candidate = session.evictionCandidate else { continue }
-      if let client, ClientKey.of(session.clientPeer) != client { continue }
+      if let client, session.clientKey != client { continue }
       if best == nil || candidate < best!.0 { best = (candidate, session) }
     }
     guard let (_, victim) = best else { return false }

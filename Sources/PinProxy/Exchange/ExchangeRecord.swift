@@ -36,21 +36,30 @@ struct ExchangeRecord {
   /// on). `user`: the authenticated proxy user, given only where the
   /// listener's `proxyAuth.logUser` allows it to be logged and counted.
   func report(
-    to logger: ProxyLogger, _ metrics: ProxyMetrics, client: String, listener: String, loop: Int,
+    to logger: ProxyLogger, _ metrics: ProxyMetrics, client: ClientOrigin, listener: String, loop: Int,
     user: String? = nil
   ) {
     let elapsed = DispatchTime.nanoseconds(since: started)
     metrics.request(listener: listener, status: status, nanoseconds: elapsed, loop: loop)
     if let user { metrics.userRequests.increment([listener, user]) }
+    if let local = client.local { metrics.localActivity.request(local) }
     guard logger.access else { return }
     let path = logger.shownPath(target.path[...])
-    logger.access(
-      AccessLine(
-        client: client, method: method, host: target.key.description,
-        path: path.prefix(200), status: status, sent: requestBodyBytes,
-        received: responseBytes, upstreamMilliseconds: Int(elapsed / 1_000_000),
-        upstreamConnection: upstreamWasPooled ? "pooled" : "new",
-        upstreamTLS: upstreamTLS.rawValue, upstreamProtocol: upstreamProtocol.rawValue,
-        clientProtocol: clientProtocol.rawValue, user: user, parent: target.route.parent?.name))
+    let line = AccessLine(
+      client: client.peer, method: method, host: target.key.description,
+      path: path.prefix(200), status: status, sent: requestBodyBytes,
+      received: responseBytes, upstreamMilliseconds: Int(elapsed / 1_000_000),
+      upstreamConnection: upstreamWasPooled ? "pooled" : "new",
+      upstreamTLS: upstreamTLS.rawValue, upstreamProtocol: upstreamProtocol.rawValue,
+      clientProtocol: clientProtocol.rawValue, user: user, parent: target.route.parent?.name)
+    guard let local = client.local else { return logger.access(line) }
+    // A local client's line names its program: written once the lookup
+    // that started at accept has answered (at once, after the first).
+    local.whenResolved {
+      var line = line
+      line.clientUser = local.user
+      line.clientProgram = local.program
+      logger.access(line)
+    }
   }
 }

@@ -92,37 +92,54 @@ struct Refusal {
   /// The `refused` event (a warning for what the upstream side caused,
   /// info for what the client did, unless `level` says otherwise), and its
   /// record for the operator's page.
-  func log(to logger: ProxyLogger, _ metrics: ProxyMetrics, client: String, level: ProxyLogger.Level? = nil) {
+  func log(
+    to logger: ProxyLogger, _ metrics: ProxyMetrics, client: ClientOrigin, level: ProxyLogger.Level? = nil
+  ) {
     let shownPath = path.map { String(logger.shownPath($0[...])) }
     var fields = [
       "code": failure.code.rawValue, "host": site, "rule": rule, "reason": failure.reason,
-      "method": method, "status": String(failure.status), "client": client, "incident": incident,
+      "method": method, "status": String(failure.status), "client": client.peer, "incident": incident,
       "detail": failure.detail ?? "-", "chain": failure.chain ?? "-",
     ]
     if let shownPath { fields["path"] = shownPath }
     if let stream { fields["stream"] = String(stream) }
     if let listener { fields["listener"] = listener }
     if let note { fields["note"] = note }
-    logger.log(level ?? (failure.status >= 500 ? .warning : .info), "refused", fields: fields)
+    let level = level ?? (failure.status >= 500 ? .warning : .info)
     let now = Date()
     let expected = self.expected ?? metrics.refusalLog.expectation(of: rule)
-    metrics.refusalLog.record(
-      RecordedRefusal(
-        incident: incident, time: now, client: client, listener: listener, method: method, host: site,
-        path: shownPath, userAgent: userAgent, rule: rule, code: failure.code.rawValue,
-        status: failure.status, reason: failure.reason,
-        chain: (failure.presented ?? []).prefix(RefusalLog.maxCertificates).map {
-          PresentedCertificate($0, expected: expected)
-        }
-          + (failure.advice?.unsentAnchor.map { [PresentedCertificate(unsent: $0, expected: expected)] } ?? []),
-        expected: expected, advice: failure.advice?.sentence, adviceYAML: failure.advice?.yaml))
+    var record = RecordedRefusal(
+      incident: incident, time: now, client: client.peer, clientKey: client.key, listener: listener,
+      method: method, host: site, path: shownPath, userAgent: userAgent, rule: rule,
+      code: failure.code.rawValue, status: failure.status, reason: failure.reason,
+      chain: (failure.presented ?? []).prefix(RefusalLog.maxCertificates).map {
+        PresentedCertificate($0, expected: expected)
+      }
+        + (failure.advice?.unsentAnchor.map { [PresentedCertificate(unsent: $0, expected: expected)] } ?? []),
+      expected: expected, advice: failure.advice?.sentence, adviceYAML: failure.advice?.yaml)
+    if let local = client.local {
+      metrics.localActivity.refusal(local)
+      // The line and the page name the user and program: written once the
+      // lookup begun at accept has answered (at once, after the first).
+      local.whenResolved { [record, fields] in
+        var (record, fields) = (record, fields)
+        (record.clientUser, record.clientProgram) = (local.user, local.program)
+        client.addFields(to: &fields)
+        logger.log(level, "refused", fields: fields)
+        metrics.refusalLog.record(record)
+      }
+    } else {
+      logger.log(level, "refused", fields: fields)
+      metrics.refusalLog.record(record)
+    }
     metrics.rules.refused(rule: rule, code: failure.code, at: now)
   }
 
   /// The event, the record and the refusal counter; when it answered a
   /// request on `listener` (on loop `loop`), the request and its duration too.
   func report(
-    to logger: ProxyLogger, _ metrics: ProxyMetrics, client: String, answering listener: String?, loop: Int,
+    to logger: ProxyLogger, _ metrics: ProxyMetrics, client: ClientOrigin, answering listener: String?,
+    loop: Int,
     level: ProxyLogger.Level? = nil
   ) {
     var refusal = self
@@ -130,6 +147,7 @@ struct Refusal {
     refusal.log(to: logger, metrics, client: client, level: level)
     metrics.refusal(failure, rule: rule)
     if let listener {
+      if let local = client.local { metrics.localActivity.request(local) }
       metrics.listenerRefused(listener)
       metrics.request(
         listener: listener, status: failure.status, nanoseconds: DispatchTime.nanoseconds(since: started),

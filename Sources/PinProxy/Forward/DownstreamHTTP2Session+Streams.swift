@@ -55,7 +55,7 @@ extension DownstreamHTTP2Session {
     cancelIdleTimer()
     if !context.isCurrent(snapshot) {
       snapshot = context.snapshot
-      router = ForwardRouter(snapshot: snapshot, listener: listener, peer: peerAddressBytes(client.peer))
+      router = ForwardRouter(snapshot: snapshot, listener: listener, client: origin)
     }
     guard isServing else {
       try? session.submitReset(stream: id, errorCode: HTTP2ErrorCode.refusedStream)
@@ -185,7 +185,7 @@ extension DownstreamHTTP2Session {
     refusal.detail = snapshot.refusalDetail(for: listener)
     if let started { refusal.started = started }
     refusal.report(
-      to: context.logger, context.metrics, client: client.peer, answering: listener.name, loop: loop.index)
+      to: context.logger, context.metrics, client: origin, answering: listener.name, loop: loop.index)
     var downstream = HTTP2Downstream(session: session, stream: id)
     downstream.refuse(refusal, at: Date())
   }

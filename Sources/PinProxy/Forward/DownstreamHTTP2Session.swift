@@ -56,8 +56,10 @@ final class DownstreamHTTP2Session: ChannelDelegate, DrainableSession, HTTP2Stre
   let pool: UpstreamPool
   /// The connection's place in the admission counts, handed over by the forward session.
   private let admission: AdmissionTicket
-  /// The client's admission key, for the upstream budget (parsed once).
-  lazy var clientKey = ClientKey.of(client.peer)
+  /// Who the client is (handed over by the forward session); its key
+  /// bounds the upstream budget.
+  let origin: ClientOrigin
+  var clientKey: String { origin.key }
   /// This connection in the upstream budget: its first socket is its own.
   let budgetConnection = UpstreamBudget.connectionID()
   var streams: [Int32: DownstreamHTTP2Stream] = [:]
@@ -90,7 +92,7 @@ final class DownstreamHTTP2Session: ChannelDelegate, DrainableSession, HTTP2Stre
 
   init(
     client: any ByteChannel, context: ProxyContext, snapshot: RuntimeSnapshot, listener: ListenerConfig,
-    tunnel: ConnectTarget, pool: UpstreamPool, admission: AdmissionTicket,
+    tunnel: ConnectTarget, pool: UpstreamPool, admission: AdmissionTicket, origin: ClientOrigin,
     credential: VerifiedCredential? = nil
   ) throws {
     self.credential = credential
@@ -102,7 +104,8 @@ final class DownstreamHTTP2Session: ChannelDelegate, DrainableSession, HTTP2Stre
     self.tunnel = tunnel
     self.pool = pool
     self.admission = admission
-    router = ForwardRouter(snapshot: snapshot, listener: listener, peer: peerAddressBytes(client.peer))
+    self.origin = origin
+    router = ForwardRouter(snapshot: snapshot, listener: listener, client: origin)
     let limits = snapshot.httpLimits
     session = try HTTP2Session(
       role: .server, maxConcurrentStreams: Self.maxConcurrentStreams,
@@ -151,7 +154,7 @@ final class DownstreamHTTP2Session: ChannelDelegate, DrainableSession, HTTP2Stre
 
   func report(_ record: ExchangeRecord) {
     record.report(
-      to: context.logger, context.metrics, client: client.peer, listener: listener.name, loop: loop.index,
+      to: context.logger, context.metrics, client: origin, listener: listener.name, loop: loop.index,
       user: loggedUser)
   }
 
@@ -270,7 +273,7 @@ final class DownstreamHTTP2Session: ChannelDelegate, DrainableSession, HTTP2Stre
   /// A `refused` line for what the client did wrong at the HTTP/2 level.
   func logBadRequest(_ level: ProxyLogger.Level, _ reason: String) {
     Refusal(.badRequest(reason), tunnel: tunnel).log(
-      to: context.logger, context.metrics, client: client.peer, level: level)
+      to: context.logger, context.metrics, client: origin, level: level)
   }
 
   // MARK: Writing

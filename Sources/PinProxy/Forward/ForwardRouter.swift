@@ -38,14 +38,16 @@ struct ForwardRouter {
     var insideTunnel: Bool
   }
 
-  /// - Parameter peer: the client's address (4 or 16 bytes), checked again
-  ///   against `allowedClients` whenever a reload brings a new snapshot.
-  init(snapshot: RuntimeSnapshot, listener: ListenerConfig, peer: [UInt8]? = nil) {
+  /// - Parameter client: who the client is, checked again against
+  ///   `allowedClients` and `allowedUsers` whenever a reload brings a new snapshot.
+  init(snapshot: RuntimeSnapshot, listener: ListenerConfig, client: ClientOrigin? = nil) {
     self.snapshot = snapshot
     self.listener = listener
     let access = snapshot.access(for: listener)
     authenticator = access.authenticator
-    refusal = access.denial(of: listener, to: peer).map {
+    refusal = access.denial(
+      of: listener, to: client.flatMap { peerAddressBytes($0.peer) }, local: client?.local
+    ).map {
       ProxyFailure(status: 403, code: .clientNotAllowed, reason: $0)
     }
   }

@@ -85,7 +85,8 @@ extension ForwardSession {
     if bytes.first == 0x16 {
       let target = pending.target
       client = TLSChannel.serve(
-        connection, engine: pending.engine, host: target.host, target: "\(target.host):\(target.port)",
+        connection, origin: origin, engine: pending.engine, host: target.host,
+        target: "\(target.host):\(target.port)",
         logger: context.logger, metrics: context.metrics, listener: listener, owner: self,
         early: Array(bytes),
         timeout: snapshot.timeouts.tlsHandshake, localCA: snapshot.localCACertificate
@@ -117,13 +118,13 @@ extension ForwardSession {
     do {
       http2 = try DownstreamHTTP2Session(
         client: channel, context: context, snapshot: snapshot, listener: listener, tunnel: tunnel,
-        pool: pool, admission: admission, credential: machine.credential)
+        pool: pool, admission: admission, origin: origin, credential: machine.credential)
     } catch {
       Refusal(
         ProxyFailure(status: 502, code: .handshakeFailed, reason: "HTTP/2 setup failed: \(error)"),
         tunnel: tunnel
       )
-      .log(to: context.logger, context.metrics, client: channel.peer, level: .warning)
+      .log(to: context.logger, context.metrics, client: origin, level: .warning)
       admission.release()
       return channel.close()
     }

@@ -67,24 +67,28 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   let admission: AdmissionTicket
 
   var loop: EventLoop { connection.loop }
-  /// The client's admission key, for routing and the upstream budget
-  /// (parsed once, from the peer's text, per connection).
-  let clientKey: String
+  /// Who the client is: its address, its admission key (routing and the
+  /// upstream budget) and, on this host, its socket's owner.
+  let origin: ClientOrigin
+  var clientKey: String { origin.key }
   /// This connection in the upstream budget: its first socket is its own.
   let budgetConnection = UpstreamBudget.connectionID()
   var pool: UpstreamPool { context.pool(for: loop) }
 
-  init(connection: Connection, context: ProxyContext, listener: ListenerConfig, admission: AdmissionTicket) {
+  init(
+    connection: Connection, context: ProxyContext, listener: ListenerConfig, admission: AdmissionTicket,
+    origin: ClientOrigin
+  ) {
     self.connection = connection
     self.admission = admission
     client = connection
     self.listener = listener
     self.context = context
     snapshot = context.snapshot
-    clientKey = ClientKey.of(connection.peer)
+    self.origin = origin
     machine = ForwardMachine(
-      router: ForwardRouter(snapshot: snapshot, listener: listener, peer: peerAddressBytes(connection.peer)),
-      limits: snapshot.httpLimits, client: clientKey, clock: { DispatchTime.now().uptimeNanoseconds })
+      router: ForwardRouter(snapshot: snapshot, listener: listener, client: origin),
+      limits: snapshot.httpLimits, client: origin.key, clock: { DispatchTime.now().uptimeNanoseconds })
     connection.delegate = self
   }
 
@@ -132,8 +136,7 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   /// dialled or taken from the pool, under the new snapshot only.
   private func adoptCurrentSnapshot() {
     snapshot = context.snapshot
-    machine.router = ForwardRouter(
-      snapshot: snapshot, listener: listener, peer: peerAddressBytes(connection.peer))
+    machine.router = ForwardRouter(snapshot: snapshot, listener: listener, client: origin)
   }
 
   // MARK: Client channel
@@ -259,7 +262,7 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   func reportFinishedExchange() {
     guard let record = machine.takeFinishedRecord() else { return }
     record.report(
-      to: context.logger, context.metrics, client: client.peer, listener: listener.name, loop: loop.index,
+      to: context.logger, context.metrics, client: origin, listener: listener.name, loop: loop.index,
       user: loggedUser)
   }
 
@@ -275,7 +278,7 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
     var refusal = refusal
     refusal.detail = snapshot.refusalDetail(for: listener)
     refusal.report(
-      to: context.logger, context.metrics, client: client.peer, answering: listener.name, loop: loop.index)
+      to: context.logger, context.metrics, client: origin, answering: listener.name, loop: loop.index)
     var response = HTTP1Downstream(clientVersion: .http11, closing: true)
     response.refuse(refusal, at: Date())
     client.write(response.takeOutput())
@@ -308,7 +311,7 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
     loop.preconditionInLoop()
     guard case .spliced(let splice) = mode,
       let reason = snapshot.accessRevoked(
-        listener: listener, peer: connection.peer, credential: machine.credential)
+        listener: listener, client: origin, credential: machine.credential)
     else { return }
     context.logger.log(.info, "tunnel-closed", ["client": connection.peer, "reason": reason])
     splice.close()

@@ -29,6 +29,9 @@ struct AccessLine {
   var user: String?
   /// The parent proxy the upstream connection went through (`parentProxies`), if any.
   var parent: String?
+  /// For a client on this host: the user owning its socket and its program.
+  var clientUser: String?
+  var clientProgram: String?
 
   func formatted(_ format: LoggingConfig.Format, now: time_t = time(nil)) -> [UInt8] {
     var out: [UInt8] = []
@@ -49,7 +52,9 @@ struct AccessLine {
       field("path", .text(String(path)))
       field("status", .number(status))
       field("client", .text(client))
+      if let clientProgram { field("client_program", .text(clientProgram)) }
       field("client_protocol", .text(clientProtocol))
+      if let clientUser { field("client_user", .text(clientUser)) }
       if let parent { field("parent", .text(parent)) }
       field("received", .number(received))
       field("sent", .number(sent))
@@ -63,8 +68,11 @@ struct AccessLine {
       var all: [(String, Value)] = [
         ("time", .time(now)), ("level", .text("info")), ("event", .text("request")),
         ("host", .text(host)), ("method", .text(method)), ("path", .text(String(path))),
-        ("status", .number(status)), ("client", .text(client)), ("client_protocol", .text(clientProtocol)),
+        ("status", .number(status)), ("client", .text(client)),
       ]
+      if let clientProgram { all.append(("client_program", .text(clientProgram))) }
+      all.append(("client_protocol", .text(clientProtocol)))
+      if let clientUser { all.append(("client_user", .text(clientUser))) }
       if let parent { all.append(("parent", .text(parent))) }
       all += [
         ("received", .number(received)), ("sent", .number(sent)),

@@ -29,6 +29,8 @@ final class ProxyMetrics: Sendable {
   let lastReloadSucceeded = Atomic<Bool>(true)
   /// The last refusals, for the operator's page.
   let refusalLog = RefusalLog()
+  /// Requests and refusals of programs on this host over the last hour.
+  let localActivity = LocalProgramActivity()
   /// Each rule's last verdict, pin health and recent refusals.
   let rules = RuleActivity()
   /// Per listener of `listenerNames`: connections open, and refusals answered.

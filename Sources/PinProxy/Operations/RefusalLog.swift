@@ -11,6 +11,9 @@ struct RecordedRefusal: Sendable, Codable {
   let incident: String
   let time: Date
   let client: String
+  /// The admission key of the client (`ClientOrigin.key`): a client holding
+  /// too many entries loses its own oldest first.
+  let clientKey: String
   let listener: String?
   let method: String
   /// `host:port` the request was for, `-` when not known.
@@ -30,6 +33,9 @@ struct RecordedRefusal: Sendable, Codable {
   /// key's YAML line with the new pin (`PinRotationAdvice`).
   var advice: String? = nil
   var adviceYAML: String? = nil
+  /// For a client on this host: the user owning its socket, its program.
+  var clientUser: String? = nil
+  var clientProgram: String? = nil
 }
 
 /// A presented certificate as the page lists it.
@@ -115,7 +121,7 @@ final class RefusalLog: Sendable {
   func expectation(of rule: String) -> RuleExpectation? { state.withLock { $0.expectations[rule] } }
 
   func record(_ refusal: RecordedRefusal) {
-    let key = ClientKey.of(refusal.client)
+    let key = refusal.clientKey
     state.withLock { state in
       if state.entries.count >= RefusalLog.capacity {
         var held: [String: Int] = [:]

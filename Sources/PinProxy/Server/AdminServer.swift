@@ -38,7 +38,7 @@ final class AdminServer: Sendable {
         onExhausted: ProxyServer.exhaustionLogger(context.logger, "admin"),
         admits: { context.admitsAdmin($0) }
       ) { fd, peer, loop in
-        let connection = Connection(fd: fd, peer: peer, loop: loop)
+        let connection = Connection(fd: fd, peer: peer.description, loop: loop)
         guard let slot = slots.admit(on: loop, evict: { connection.close() }) else {
           return connection.close()
         }

@@ -47,6 +47,7 @@ struct OperatorPage {
     out += " · <label><input type=\"checkbox\" id=\"auto\" checked> refresh every 10 s</label></p>\n"
     warnings(into: &out)
     listeners(into: &out)
+    localPrograms(into: &out)
     rules(into: &out)
     refusals(into: &out)
     upstream(into: &out)
@@ -75,6 +76,18 @@ struct OperatorPage {
     out += "<div class=\"warn\" id=\"warnings\"><strong>Pin health</strong><ul>\n"
     for warning in status.warnings { out += "<li>\(e(warning))</li>\n" }
     out += "</ul></div>\n"
+  }
+
+  /// Programs on this host by requests and refusals in the last hour.
+  private func localPrograms(into out: inout String) {
+    guard let rows = status.localPrograms, !rows.isEmpty else { return }
+    out += "<h2 id=\"local-programs\">Local programs (last hour)</h2>\n"
+    out += "<table><tr><th>user</th><th>program</th><th>requests</th><th>refusals</th></tr>\n"
+    for row in rows {
+      out += "<tr><td><code>\(e(row.user))</code></td><td><code>\(e(row.program))</code></td>"
+      out += "<td>\(row.requests)</td><td>\(row.refusals)</td></tr>\n"
+    }
+    out += "</table>\n"
   }
 
   private func listeners(into out: inout String) {
@@ -156,6 +169,10 @@ struct OperatorPage {
       out += "<p><strong class=\"bad code\">\(e(refusal.code))</strong> (\(refusal.status)) · "
       out += "incident <code class=\"incident\">\(e(refusal.incident))</code> · \(time(refusal.time))</p>\n"
       out += "<table><tr><th>client</th><td><code>\(e(refusal.client))</code>"
+      if let user = refusal.clientUser {
+        out += " user <code class=\"client-user\">\(e(user))</code>"
+        out += " program <code class=\"client-program\">\(e(refusal.clientProgram ?? "unknown"))</code>"
+      }
       if let listener = refusal.listener { out += " on \(e(listener))" }
       out += "</td></tr>\n<tr><th>host</th><td><code class=\"host\">\(e(refusal.host))</code></td></tr>\n"
       out +=

@@ -125,7 +125,10 @@ extension OperatorStatus {
         ReloadRow(
           time: $0.time, result: $0.result, generation: $0.generation, error: $0.error,
           warnings: $0.warnings.isEmpty ? nil : $0.warnings)
-      }, latency: metrics.histograms.flatMap { $0.latencyRows() }, warnings: warnings)
+      }, latency: metrics.histograms.flatMap { $0.latencyRows() }, warnings: warnings,
+      localPrograms: metrics.localActivity.top(OperatorStatus.localProgramsShown).map {
+        LocalProgramRow(user: $0.user, program: $0.program, requests: $0.requests, refusals: $0.refusals)
+      })
   }
 }
 

@@ -24,6 +24,17 @@ public struct OperatorStatus: Codable, Sendable {
   public var latency: [LatencyRow]
   /// Pin health warnings of every rule, prefixed with the rule's name.
   public var warnings: [String]
+  /// The programs on this host with the most requests and refusals in the
+  /// last hour (clients of loopback listeners, by their socket's owner).
+  public var localPrograms: [LocalProgramRow]?
+  public static let localProgramsShown = 10
+
+  public struct LocalProgramRow: Codable, Sendable {
+    public var user: String
+    public var program: String
+    public var requests: Int
+    public var refusals: Int
+  }
 
   public struct ListenerRow: Codable, Sendable {
     public var name: String
@@ -87,6 +98,9 @@ public struct OperatorStatus: Codable, Sendable {
     public var incident: String
     public var time: Date
     public var client: String
+    /// For a client on this host: the user owning its socket, its program.
+    public var clientUser: String?
+    public var clientProgram: String?
     public var listener: String?
     public var method: String
     public var host: String
@@ -191,7 +205,8 @@ public struct OperatorStatus: Codable, Sendable {
 extension OperatorStatus.RefusalRow {
   init(_ refusal: RecordedRefusal) {
     self.init(
-      incident: refusal.incident, time: refusal.time, client: refusal.client, listener: refusal.listener,
+      incident: refusal.incident, time: refusal.time, client: refusal.client, clientUser: refusal.clientUser,
+      clientProgram: refusal.clientProgram, listener: refusal.listener,
       method: refusal.method, host: refusal.host, path: refusal.path, userAgent: refusal.userAgent,
       rule: refusal.rule, code: refusal.code,
       status: refusal.status, reason: refusal.reason,

@@ -183,12 +183,23 @@ public final class ProxyServer: Sendable {
     }
   }
 
-  static func accept(fd: Int32, peer: String, loop: EventLoop, config: ListenerConfig, context: ProxyContext)
-  {
+  /// A connection the listener admitted by address. A client on this host
+  /// is known by its socket's owner first: a user `allowedUsers` does not
+  /// list is closed here, before a byte is read; the rest are counted under
+  /// their key (address, and user for local peers) and served.
+  static func accept(
+    fd: Int32, peer address: SocketAddress, loop: EventLoop, config: ListenerConfig, context: ProxyContext
+  ) {
+    let peer = address.description
+    let local = context.localPeer(fd: fd, peer: address, loop: loop)
+    if let local, !context.admitsUser(local, fd: fd, peer: peer, listener: config) { return }
+    let origin = ClientOrigin(peer: peer, local: local)
     let connection = Connection(fd: fd, peer: peer, loop: loop)
     let limits = context.snapshot.limits
     let registry = context.registry(for: loop)
-    let decision = context.admission.admit(client: peer, limits: limits) { registry.evictOne(client: $0) }
+    let decision = context.admission.admit(client: origin.key, limits: limits) {
+      registry.evictOne(client: $0)
+    }
     guard decision == .admitted else {
       let reason: String
       switch decision {
@@ -196,7 +207,9 @@ public final class ProxyServer: Sendable {
       case .processLimit(let limit): reason = "connection limit \(limit) reached"
       case .admitted: reason = ""
       }
-      context.logger.log(.warning, "connection-limit", ["client": peer, "reason": reason])
+      var fields = ["client": peer, "reason": reason]
+      origin.addFields(to: &fields)
+      context.logger.log(.warning, "connection-limit", fields: fields)
       let failure = ProxyFailure(status: 503, code: .upstreamUnreachable, reason: reason)
       connection.write(config.mode == .forward ? failure.response() : [])
       // The client has likely sent its request already: closing with it
@@ -214,14 +227,19 @@ public final class ProxyServer: Sendable {
     // The counts follow the socket: released the moment it closes, not when
     // the session's clean-up runs later.
     let ticket = AdmissionTicket(
-      admission: context.admission, client: peer, listenerOpen: context.metrics.connections(of: config.name))
+      admission: context.admission, client: origin.key,
+      listenerOpen: context.metrics.connections(of: config.name))
     connection.onClose = ticket.release
     switch config.mode {
     case .forward:
-      ForwardSession(connection: connection, context: context, listener: config, admission: ticket).start()
+      ForwardSession(
+        connection: connection, context: context, listener: config, admission: ticket, origin: origin
+      ).start()
     case .tunnel:
       guard let upstream = config.upstream else { return connection.close() }
-      TunnelSession(connection: connection, context: context, listener: config, target: upstream).start()
+      TunnelSession(
+        connection: connection, context: context, listener: config, target: upstream, origin: origin
+      ).start()
     }
   }
 }

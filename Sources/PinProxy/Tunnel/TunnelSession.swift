@@ -31,9 +31,17 @@ final class TunnelSession: ChannelDelegate, DrainableSession, @unchecked Sendabl
 
   var loop: EventLoop { connection.loop }
   var clientPeer: String { connection.peer }
+  /// Who the client is: its address, its admission key and, on this host,
+  /// its socket's owner.
+  let origin: ClientOrigin
+  var clientKey: String { origin.key }
 
-  init(connection: Connection, context: ProxyContext, listener: ListenerConfig, target: HostPort) {
+  init(
+    connection: Connection, context: ProxyContext, listener: ListenerConfig, target: HostPort,
+    origin: ClientOrigin
+  ) {
     self.connection = connection
+    self.origin = origin
     client = connection
     self.listener = listener
     self.context = context
@@ -72,7 +80,8 @@ final class TunnelSession: ChannelDelegate, DrainableSession, @unchecked Sendabl
         // costs no upstream connection and never reaches the upstream.
         let verifiesClients = interception.clientCertificates != nil
         client = TLSChannel.serve(
-          connection, engine: engine, host: host, target: host.description, logger: context.logger,
+          connection, origin: origin, engine: engine, host: host, target: host.description,
+          logger: context.logger,
           metrics: context.metrics, listener: listener, owner: self,
           early: [], timeout: snapshot.timeouts.tlsHandshake, localCA: snapshot.localCACertificate,
           established: verifiesClients ? { [weak self] _ in self?.dial(host: host, route: route) } : nil)
@@ -137,7 +146,7 @@ final class TunnelSession: ChannelDelegate, DrainableSession, @unchecked Sendabl
   /// Refusals close the client connection; the reason goes to the log.
   private func refuse(_ failure: ProxyFailure, rule: String = "-") {
     Refusal(failure, rule: rule, site: target.description).report(
-      to: context.logger, context.metrics, client: client.peer, answering: nil, loop: loop.index,
+      to: context.logger, context.metrics, client: origin, answering: nil, loop: loop.index,
       level: .warning)
     context.metrics.listenerRefused(listener.name)
     close()
@@ -207,7 +216,7 @@ final class TunnelSession: ChannelDelegate, DrainableSession, @unchecked Sendabl
   /// it closes when a reload took its client's access away.
   func reviewAccess(under snapshot: RuntimeSnapshot) {
     loop.preconditionInLoop()
-    guard let reason = snapshot.accessRevoked(listener: listener, peer: connection.peer, credential: nil)
+    guard let reason = snapshot.accessRevoked(listener: listener, client: origin, credential: nil)
     else {
       return
     }

@@ -1,0 +1,87 @@
+import PinEventLoop
+import PinTrust
+import Synchronization
+
+/// A client connecting from this host, known by the socket at its end of
+/// the connection: the user that owns it (from the kernel at accept), and
+/// the program holding it (found off the loops when first needed; see
+/// `LocalPrograms`). A peer whose owner the kernel could not tell is
+/// unknown: `uid` nil, shown as "unknown", never taken for another user.
+final class LocalPeer: Sendable {
+  let uid: UInt32?
+  /// The socket's inode: what finds the process (`/proc/PID/fd`).
+  let inode: UInt32
+  private let found = Mutex<Found>(Found())
+
+  struct Found: Sendable {
+    var user: String?
+    var program: String?
+    var pid: Int32?
+    /// A lookup was asked for (once per peer).
+    var asked = false
+    /// The lookup answered (found or not).
+    var resolved = false
+    /// Work waiting for the answer (log lines), at most `maximumWaiting`.
+    var waiting: [@Sendable () -> Void] = []
+  }
+
+  /// Log lines one peer may have waiting for its lookup; past it they are
+  /// written at once, naming the program "unknown".
+  static let maximumWaiting = 64
+
+  init(owner: SocketOwner?) {
+    uid = owner?.uid
+    inode = owner?.inode ?? 0
+    // Nothing to look up for an unknown peer.
+    if owner == nil { found.withLock { $0.resolved = true } }
+  }
+
+  /// The user's name once `LocalPrograms` looked it up, else the uid;
+  /// "unknown" when the kernel did not tell.
+  var user: String {
+    guard let uid else { return "unknown" }
+    return found.withLock { $0.user } ?? String(uid)
+  }
+
+  /// The executable's name once found; "unknown" until then, or when the
+  /// process could not be found or inspected.
+  var program: String { found.withLock { $0.program } ?? "unknown" }
+
+  var pid: Int32? { found.withLock { $0.pid } }
+
+  /// Starts the lookup (once per peer; off the loops).
+  func lookUp() { LocalPrograms.shared.lookUp(self) }
+
+  /// Runs `work` once the lookup has answered: now when it has, else on
+  /// the lookup's queue when it does (starting it if nobody had).
+  func whenResolved(_ work: @escaping @Sendable () -> Void) {
+    let now = found.withLock { found in
+      guard !found.resolved, found.waiting.count < LocalPeer.maximumWaiting else { return true }
+      found.waiting.append(work)
+      return false
+    }
+    if now { return work() }
+    lookUp()
+  }
+
+  /// Whether this call is the first to ask for the lookup.
+  func markAsked() -> Bool {
+    found.withLock { found in
+      defer { found.asked = true }
+      return !found.asked
+    }
+  }
+
+  /// The lookup's answer; runs what waited for it.
+  func record(user: String?, program: String?, pid: Int32?) {
+    let waiting = found.withLock { found -> [@Sendable () -> Void] in
+      if let user { found.user = user }
+      if let program { found.program = program }
+      if let pid { found.pid = pid }
+      found.resolved = true
+      defer { found.waiting = [] }
+      return found.waiting
+    }
+    for work in waiting { work() }
+  }
+}

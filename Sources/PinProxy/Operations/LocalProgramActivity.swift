@@ -1,0 +1,91 @@
+import Dispatch
+import Synchronization
+
+/// Requests and refusals of the programs on this host, by user and
+/// program, over the last hour, for `/status` and the operator's page.
+/// Not a metric label: program names would make one series each.
+///
+/// One cell per minute per program (a ring of 60), at most
+/// `maximumPrograms` programs; past that, the one least recently active
+/// makes room.
+final class LocalProgramActivity: Sendable {
+  struct Key: Hashable, Sendable {
+    let uid: UInt32?
+    let program: String
+  }
+
+  private struct Counts {
+    var user: String
+    var minutes = [Int](repeating: -1, count: 60)
+    var requests = [Int](repeating: 0, count: 60)
+    var refusals = [Int](repeating: 0, count: 60)
+    var lastMinute = 0
+
+    mutating func add(minute: Int, requests: Int, refusals: Int) {
+      let slot = minute % 60
+      if minutes[slot] != minute {
+        (minutes[slot], self.requests[slot], self.refusals[slot]) = (minute, 0, 0)
+      }
+      self.requests[slot] += requests
+      self.refusals[slot] += refusals
+      lastMinute = minute
+    }
+
+    func total(_ cells: [Int], since minute: Int) -> Int {
+      (0..<60).reduce(0) { sum, slot in
+        minutes[slot] > minute - 60 && minutes[slot] >= 0 ? sum + cells[slot] : sum
+      }
+    }
+  }
+
+  private let table = Mutex<[Key: Counts]>([:])
+  static let maximumPrograms = 128
+
+  /// A program's activity over the last hour.
+  struct Summary: Sendable, Codable, Equatable {
+    let user: String
+    let program: String
+    let requests: Int
+    let refusals: Int
+  }
+
+  /// A request answered for `local` (served or refused).
+  func request(_ local: LocalPeer, now: UInt64 = DispatchTime.now().uptimeNanoseconds) {
+    local.whenResolved { [self] in add(local, requests: 1, refusals: 0, now: now) }
+  }
+
+  /// A refusal of `local` (a request's, or its TLS handshake's).
+  func refusal(_ local: LocalPeer, now: UInt64 = DispatchTime.now().uptimeNanoseconds) {
+    local.whenResolved { [self] in add(local, requests: 0, refusals: 1, now: now) }
+  }
+
+  private func add(_ local: LocalPeer, requests: Int, refusals: Int, now: UInt64) {
+    let minute = Int(now / 60_000_000_000)
+    let key = Key(uid: local.uid, program: local.program)
+    let user = local.user
+    table.withLock { table in
+      if table[key] == nil, table.count >= LocalProgramActivity.maximumPrograms,
+        let stalest = table.min(by: { $0.value.lastMinute < $1.value.lastMinute })?.key
+      {
+        table[stalest] = nil
+      }
+      table[key, default: Counts(user: user)].add(minute: minute, requests: requests, refusals: refusals)
+    }
+  }
+
+  /// The `count` programs with the most requests and refusals in the last
+  /// hour, busiest first.
+  func top(_ count: Int, now: UInt64 = DispatchTime.now().uptimeNanoseconds) -> [Summary] {
+    let minute = Int(now / 60_000_000_000)
+    let all = table.withLock { table in
+      table.map { key, counts in
+        Summary(
+          user: counts.user, program: key.program, requests: counts.total(counts.requests, since: minute),
+          refusals: counts.total(counts.refusals, since: minute))
+      }
+    }
+    return all.filter { $0.requests + $0.refusals > 0 }
+      .sorted { ($0.requests + $0.refusals, $1.program) > ($1.requests + $1.refusals, $0.program) }
+      .prefix(count).map { $0 }
+  }
+}
