@@ -16,6 +16,7 @@ let package = Package(
     .library(name: "PinConfig", targets: ["PinConfig"]),
     .library(name: "PinImport", targets: ["PinImport"]),
     .library(name: "PinProxy", targets: ["PinProxy"]),
+    .library(name: "PinEventLoop", targets: ["PinEventLoop"]),
   ],
   dependencies: [
     .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),

@@ -48,6 +48,9 @@ let package = Package(
       name: "FuzzHTTP2Server",
       dependencies: ["FuzzSupport", "FuzzHTTP2Support", .product(name: "PinHTTP2", package: "pinproxy")]),
     .executableTarget(
+      name: "FuzzSockDiag",
+      dependencies: ["FuzzSupport", .product(name: "PinEventLoop", package: "pinproxy")]),
+    .executableTarget(
       name: "FuzzHTTP2Client",
       dependencies: ["FuzzSupport", "FuzzHTTP2Support", .product(name: "PinHTTP2", package: "pinproxy")]),
   ],

@@ -41,19 +41,9 @@ final class ProxyAccessTests: ProxyTestCase {
   /// admin listener, httpbin.org allowed (its origin behind `connectTo`),
   /// everything else denied.
   func start(_ options: String, origin: Origin? = nil, verbose: Bool = true) throws {
-    let origin = try origin ?? self.origin()
     proxy = try ProxyProcess(
-      config: """
-        admin: {address: "127.0.0.1:{port:admin}"}
-        listeners:
-          - {name: forward, address: "127.0.0.1:{port:forward}", mode: forward, \(options)}
-        connectTo: ["httpbin.org:443:127.0.0.1:\(origin.port)"]
-        anchorSets:
-          test: {files: ["\(Fixtures.path("root-a.pem"))"]}
-        defaults: {action: deny}
-        domains:
-          - {domain: httpbin.org, anchors: [test]}
-        """, listeners: ["forward", "admin"], verbose: verbose)
+      config: try adminAndHttpbinOnly(listener: options, origin: origin), listeners: ["forward", "admin"],
+      verbose: verbose)
   }
 
   func proxyAuth(_ htpasswd: String, _ extra: String = "") -> String {

@@ -83,6 +83,27 @@ class ProxyTestCase: XCTestCase {
     return (lines.first { $0.hasPrefix("1 ") } ?? "", lines.first { $0.hasPrefix("2 ") } ?? "")
   }
 
+  /// An admin listener, a forward listener named `forward` on `host` with
+  /// `options`, httpbin.org allowed (its origin behind `connectTo`; a new
+  /// one unless given), everything else denied; `top` first.
+  func adminAndHttpbinOnly(
+    listener options: String, host: String = "127.0.0.1", top: String = "", origin: Origin? = nil
+  ) throws -> String {
+    let origin = try origin ?? self.origin()
+    return """
+      admin: {address: "127.0.0.1:{port:admin}"}
+      \(top)
+      listeners:
+        - {name: forward, address: "\(host):{port:forward}", mode: forward\(options.isEmpty ? "" : ", " + options)}
+      connectTo: ["httpbin.org:443:127.0.0.1:\(origin.port)"]
+      anchorSets:
+        test: {files: ["\(Fixtures.path("root-a.pem"))"]}
+      defaults: {action: deny}
+      domains:
+        - {domain: httpbin.org, anchors: [test]}
+      """
+  }
+
   /// Waits until `condition` holds (polling), false after `timeout`.
   func eventually(timeout: Double = 10, _ condition: () throws -> Bool) rethrows -> Bool {
     let deadline = Date().addingTimeInterval(timeout)

@@ -49,6 +49,9 @@ final class LocalPeer: Sendable {
 
   var pid: Int32? { found.withLock { $0.pid } }
 
+  /// Whether the lookup has answered (or there was nothing to look up).
+  var isResolved: Bool { found.withLock { $0.resolved } }
+
   /// Starts the lookup (once per peer; off the loops).
   func lookUp() { LocalPrograms.shared.lookUp(self) }
 

@@ -23,7 +23,12 @@ final class LocalPrograms: Sendable {
     var waitingCount = 0
     var scanScheduled = false
     var lastScan: UInt64 = 0
+    var lastWalk: UInt64 = 0
     var userNames: [UInt32: String] = [:]
+    /// Processes that held a looked-up socket lately, most recent first:
+    /// an app that connects again and again is found in the first
+    /// directory read, not after a walk over every process.
+    var recentProcesses: [Int32] = []
   }
   private let state = Mutex<State>(State())
   /// Soon, not in the background: a short-lived client may exit (and its
@@ -32,7 +37,12 @@ final class LocalPrograms: Sendable {
   /// Peers waiting for a scan; past it, a peer stays "unknown".
   static let maximumWaiting = 4096
   static let maximumUserNames = 1024
-  static let scanInterval: UInt64 = 50_000_000
+  static let maximumRecentProcesses = 16
+  static let scanInterval: UInt64 = 10_000_000
+  /// Listing every process is the costly part of a scan: at most this
+  /// often. Between walks only the recent processes are read, and what they
+  /// do not hold waits for the next walk.
+  static let walkInterval: UInt64 = 250_000_000
   /// A scan reads at most this many processes and descriptors in all.
   static let maximumProcesses = 65536
   static let maximumDescriptorsPerScan = 1 << 20
@@ -40,7 +50,7 @@ final class LocalPrograms: Sendable {
   /// Asks for `peer`'s program and user name, once per peer; returns at once.
   func lookUp(_ peer: LocalPeer) {
     guard peer.uid != nil, peer.markAsked() else { return }
-    let schedule: Bool? = state.withLock { state in
+    let first: Bool? = state.withLock { state in
       guard state.waitingCount < LocalPrograms.maximumWaiting else { return nil }
       state.waiting[peer.inode, default: []].append(peer)
       state.waitingCount += 1
@@ -48,39 +58,69 @@ final class LocalPrograms: Sendable {
       state.scanScheduled = true
       return true
     }
-    guard let schedule else {
+    guard let first else {
       // Too many waiting: this one stays unknown rather than queue unbounded.
       return peer.record(user: nil, program: nil, pid: nil)
     }
-    guard schedule else { return }
+    guard first else { return }
     let wait = state.withLock { state -> UInt64 in
       let now = DispatchTime.now().uptimeNanoseconds
       let due = state.lastScan &+ LocalPrograms.scanInterval
       return state.lastScan == 0 || now >= due ? 0 : due - now
     }
-    queue.asyncAfter(deadline: .now() + .nanoseconds(Int(wait))) { [self] in scan() }
+    schedule(after: wait)
+  }
+
+  private func schedule(after nanoseconds: UInt64) {
+    // At once without a timer: a refused client may close within a
+    // millisecond of its answer, and its process is looked for now.
+    guard nanoseconds > 0 else { return queue.async { [self] in scan() } }
+    queue.asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) { [self] in scan() }
   }
 
   private func scan() {
     dispatchPrecondition(condition: .onQueue(queue))
-    let waiting = state.withLock { state -> [UInt32: [LocalPeer]] in
+    let now = DispatchTime.now().uptimeNanoseconds
+    let (waiting, recent, walk) = state.withLock { state in
       defer {
         state.waiting = [:]
         state.waitingCount = 0
         state.scanScheduled = false
-        state.lastScan = DispatchTime.now().uptimeNanoseconds
+        state.lastScan = now
       }
-      return state.waiting
+      let walk = state.lastWalk == 0 || now &- state.lastWalk >= LocalPrograms.walkInterval
+      if walk { state.lastWalk = now }
+      return (state.waiting, state.recentProcesses, walk)
     }
     let owners = Set(waiting.values.compactMap { $0.first?.uid })
-    let found = LocalPrograms.processes(holding: Set(waiting.keys), ownedBy: owners)
+    let found = LocalPrograms.processes(
+      holding: Set(waiting.keys), ownedBy: owners, recent: recent, walkAll: walk)
+    var later: [UInt32: [LocalPeer]] = [:]
     for (inode, peers) in waiting {
       let process = found[inode]
+      // Not in a recent process: the next walk looks for it.
+      if process == nil && !walk {
+        later[inode] = peers
+        continue
+      }
       for peer in peers {
-        let user = peer.uid.map(userName)
-        peer.record(user: user, program: process?.program ?? "unknown", pid: process?.pid)
+        peer.record(user: peer.uid.map(userName), program: process?.program ?? "unknown", pid: process?.pid)
       }
     }
+    let wait: UInt64? = state.withLock { state in
+      var seen = Set<Int32>()
+      state.recentProcesses = Array(
+        (found.values.map(\.pid) + state.recentProcesses).filter { seen.insert($0).inserted }
+          .prefix(LocalPrograms.maximumRecentProcesses))
+      guard !later.isEmpty else { return nil }
+      state.waiting.merge(later) { $0 + $1 }
+      state.waitingCount += later.values.reduce(0) { $0 + $1.count }
+      guard !state.scanScheduled else { return nil }
+      state.scanScheduled = true
+      let due = state.lastWalk &+ LocalPrograms.walkInterval
+      return due > now ? due - now : 0
+    }
+    if let wait { schedule(after: wait) }
   }
 
   private func userName(_ uid: UInt32) -> String {
@@ -97,32 +137,51 @@ final class LocalPrograms: Sendable {
   /// holding it. Only processes of the sockets' owners are opened (a
   /// socket's process runs as its owner, but for a descriptor passed on),
   /// newest first (a client that just connected was likely just started);
-  /// stops when every inode is found or a bound is reached.
-  static func processes(holding inodes: Set<UInt32>, ownedBy owners: Set<UInt32>) -> [UInt32: (
-    pid: Int32, program: String
-  )] {
+  /// stops when every inode is found or a bound is reached. `recent`
+  /// processes are read first, and only then (if `walkAll`) is `/proc` listed.
+  static func processes(
+    holding inodes: Set<UInt32>, ownedBy owners: Set<UInt32>, recent: [Int32] = [], walkAll: Bool = true
+  ) -> [UInt32: (pid: Int32, program: String)] {
     guard !inodes.isEmpty else { return [:] }
     var found: [UInt32: (pid: Int32, program: String)] = [:]
     let own = getpid()
     var descriptors = 0
-    for pid in processIDs().reversed() where pid != own {
+    for pid in recent where pid != own && found.count < inodes.count {
+      descriptors += readDescriptors(of: pid, owners: owners, inodes: inodes, into: &found)
+    }
+    // Only then every other process: listing /proc is the costly part.
+    let others =
+      walkAll && found.count < inodes.count ? processIDs().reversed().filter { !recent.contains($0) } : []
+    for pid in others where pid != own {
       guard found.count < inodes.count, descriptors < maximumDescriptorsPerScan else { break }
-      var status = stat()
-      guard stat("/proc/\(pid)", &status) == 0, owners.contains(status.st_uid) else { continue }
-      guard let fds = opendir("/proc/\(pid)/fd") else { continue }
-      defer { closedir(fds) }
-      var program: String?
-      while descriptors < maximumDescriptorsPerScan, let fd = readdir(fds) {
-        descriptors += 1
-        let name = entryName(fd)
-        guard name.first != ".", let target = link("/proc/\(pid)/fd/\(name)"),
-          let inode = socketInode(target), inodes.contains(inode)
-        else { continue }
-        program = program ?? programName(pid)
-        found[inode] = (pid, program ?? "unknown")
-      }
+      descriptors += readDescriptors(of: pid, owners: owners, inodes: inodes, into: &found)
     }
     return found
+  }
+
+  /// Reads one process's descriptors for the wanted socket inodes, if it
+  /// runs as one of `owners`; returns how many descriptors it read.
+  private static func readDescriptors(
+    of pid: Int32, owners: Set<UInt32>, inodes: Set<UInt32>,
+    into found: inout [UInt32: (pid: Int32, program: String)]
+  ) -> Int {
+    var status = stat()
+    guard stat("/proc/\(pid)", &status) == 0, owners.contains(status.st_uid),
+      let fds = opendir("/proc/\(pid)/fd")
+    else { return 0 }
+    defer { closedir(fds) }
+    var program: String?
+    var descriptors = 0
+    while descriptors < maximumDescriptorsPerScan, let fd = readdir(fds) {
+      descriptors += 1
+      let name = entryName(fd)
+      guard name.first != ".", let target = link("/proc/\(pid)/fd/\(name)"),
+        let inode = socketInode(target), inodes.contains(inode)
+      else { continue }
+      program = program ?? programName(pid)
+      found[inode] = (pid, program ?? "unknown")
+    }
+    return descriptors
   }
 
   /// The numeric entries of `/proc`, ascending, at most `maximumProcesses`.

@@ -62,6 +62,9 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   private var running = false
   /// A refusal was written: close lingeringly when the current run ends.
   private var lingerAfterRun = false
+  /// A refused local client's answer, held until its program is known
+  /// (see `refuse`); the lingering close starts once it is sent.
+  private var heldAnswer: [UInt8]?
   /// The connection's place in the admission counts (released when its
   /// socket closes, or when it stops serving).
   let admission: AdmissionTicket
@@ -122,14 +125,32 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
     // so that nothing the machine queued stops the lingering reads.
     if lingerAfterRun {
       lingerAfterRun = false
-      LingeringClose.start(
-        client, owner: self, timeout: snapshot.timeouts.lingeringClose,
-        byteLimit: snapshot.limits.lingeringCloseBytes)
-      // It reads no request any more: it no longer takes a client's slot.
-      admission.release()
-      context.registry(for: loop).remove(self)
-      stopTimers()
+      if heldAnswer != nil { return client.pauseReading() }
+      startLingering()
     }
+  }
+
+  /// After a refusal: the answer is out (or queued); what the client still
+  /// sends is read and dropped until it closes (`LingeringClose`).
+  private func startLingering() {
+    LingeringClose.start(
+      client, owner: self, timeout: snapshot.timeouts.lingeringClose,
+      byteLimit: snapshot.limits.lingeringCloseBytes)
+    // It reads no request any more: it no longer takes a client's slot.
+    admission.release()
+    context.registry(for: loop).remove(self)
+    stopTimers()
+  }
+
+  /// The lookup a refusal waited for has answered: the answer goes out and
+  /// the connection closes lingeringly, as it would have at once.
+  private func sendHeldAnswer() {
+    loop.preconditionInLoop()
+    guard let answer = heldAnswer else { return }
+    heldAnswer = nil
+    guard client.isOpen else { return }
+    client.write(answer)
+    startLingering()
   }
 
   /// A reload happened: later requests are routed, and their upstreams
@@ -281,7 +302,18 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
       to: context.logger, context.metrics, client: origin, answering: listener.name, loop: loop.index)
     var response = HTTP1Downstream(clientVersion: .http11, closing: true)
     response.refuse(refusal, at: Date())
-    client.write(response.takeOutput())
+    let answer = response.takeOutput()
+    if let local = origin.local, !local.isResolved {
+      // A refused client closes as soon as it has read its answer, and its
+      // process can be gone before the lookup begun at accept reaches it:
+      // the answer waits for the lookup (one scan, within
+      // `LocalPrograms.walkInterval`) so the line and the page can name the
+      // program that was refused.
+      heldAnswer = answer
+      local.whenResolved { [self, loop] in loop.execute { self.sendHeldAnswer() } }
+    } else {
+      client.write(answer)
+    }
     // The client may still be sending (a refused upload): close lingeringly
     // so the answer is not destroyed by a reset (LingeringClose), once this
     // run's actions are done.
