@@ -53,18 +53,19 @@ final class LocalPeer: Sendable {
   var isResolved: Bool { found.withLock { $0.resolved } }
 
   /// Starts the lookup (once per peer; off the loops).
-  func lookUp() { LocalPrograms.shared.lookUp(self) }
+  func lookUp(urgent: Bool = false) { LocalPrograms.shared.lookUp(self, urgent: urgent) }
 
   /// Runs `work` once the lookup has answered: now when it has, else on
   /// the lookup's queue when it does (starting it if nobody had).
-  func whenResolved(_ work: @escaping @Sendable () -> Void) {
+  /// `urgent`: a refused client waits for it (`LocalPrograms.urgentWalkInterval`).
+  func whenResolved(urgent: Bool = false, _ work: @escaping @Sendable () -> Void) {
     let now = found.withLock { found in
       guard !found.resolved, found.waiting.count < LocalPeer.maximumWaiting else { return true }
       found.waiting.append(work)
       return false
     }
     if now { return work() }
-    lookUp()
+    lookUp(urgent: urgent)
   }
 
   /// Whether this call is the first to ask for the lookup.

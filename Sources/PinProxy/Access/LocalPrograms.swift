@@ -29,6 +29,10 @@ final class LocalPrograms: Sendable {
     /// an app that connects again and again is found in the first
     /// directory read, not after a walk over every process.
     var recentProcesses: [Int32] = []
+    /// Someone waits on a lookup (a refused client's answer): the next
+    /// walk comes after `urgentWalkInterval`, not `walkInterval`.
+    var urgent = false
+    var urgentScanScheduled = false
   }
   private let state = Mutex<State>(State())
   /// Soon, not in the background: a short-lived client may exit (and its
@@ -43,13 +47,19 @@ final class LocalPrograms: Sendable {
   /// often. Between walks only the recent processes are read, and what they
   /// do not hold waits for the next walk.
   static let walkInterval: UInt64 = 250_000_000
+  /// The same while a refused client's answer waits for a lookup: a
+  /// flood of refusals still costs at most 40 walks a second.
+  static let urgentWalkInterval: UInt64 = 25_000_000
   /// A scan reads at most this many processes and descriptors in all.
   static let maximumProcesses = 65536
   static let maximumDescriptorsPerScan = 1 << 20
 
-  /// Asks for `peer`'s program and user name, once per peer; returns at once.
-  func lookUp(_ peer: LocalPeer) {
-    guard peer.uid != nil, peer.markAsked() else { return }
+  /// Asks for `peer`'s program and user name, once per peer; returns at
+  /// once. `urgent`: something waits on the answer (see `urgentWalkInterval`).
+  func lookUp(_ peer: LocalPeer, urgent: Bool = false) {
+    guard peer.uid != nil else { return }
+    if urgent { hurry() }
+    guard peer.markAsked() else { return }
     let first: Bool? = state.withLock { state in
       guard state.waitingCount < LocalPrograms.maximumWaiting else { return nil }
       state.waiting[peer.inode, default: []].append(peer)
@@ -71,6 +81,20 @@ final class LocalPrograms: Sendable {
     schedule(after: wait)
   }
 
+  /// Brings the next walk forward to `urgentWalkInterval` after the last.
+  private func hurry() {
+    let wait: UInt64? = state.withLock { state in
+      state.urgent = true
+      guard !state.urgentScanScheduled else { return nil }
+      state.urgentScanScheduled = true
+      let now = DispatchTime.now().uptimeNanoseconds
+      let due = max(
+        state.lastScan &+ LocalPrograms.scanInterval, state.lastWalk &+ LocalPrograms.urgentWalkInterval)
+      return state.lastWalk == 0 || now >= due ? 0 : due - now
+    }
+    if let wait { schedule(after: wait) }
+  }
+
   private func schedule(after nanoseconds: UInt64) {
     // At once without a timer: a refused client may close within a
     // millisecond of its answer, and its process is looked for now.
@@ -81,16 +105,19 @@ final class LocalPrograms: Sendable {
   private func scan() {
     dispatchPrecondition(condition: .onQueue(queue))
     let now = DispatchTime.now().uptimeNanoseconds
-    let (waiting, recent, walk) = state.withLock { state in
+    let (waiting, recent, walk, urgent) = state.withLock { state in
       defer {
         state.waiting = [:]
         state.waitingCount = 0
         state.scanScheduled = false
+        state.urgentScanScheduled = false
+        state.urgent = false
         state.lastScan = now
       }
-      let walk = state.lastWalk == 0 || now &- state.lastWalk >= LocalPrograms.walkInterval
+      let interval = state.urgent ? LocalPrograms.urgentWalkInterval : LocalPrograms.walkInterval
+      let walk = state.lastWalk == 0 || now &- state.lastWalk >= interval
       if walk { state.lastWalk = now }
-      return (state.waiting, state.recentProcesses, walk)
+      return (state.waiting, state.recentProcesses, walk, state.urgent)
     }
     let owners = Set(waiting.values.compactMap { $0.first?.uid })
     let found = LocalPrograms.processes(
@@ -115,9 +142,11 @@ final class LocalPrograms: Sendable {
       guard !later.isEmpty else { return nil }
       state.waiting.merge(later) { $0 + $1 }
       state.waitingCount += later.values.reduce(0) { $0 + $1.count }
+      if urgent { state.urgent = true }
       guard !state.scanScheduled else { return nil }
       state.scanScheduled = true
-      let due = state.lastWalk &+ LocalPrograms.walkInterval
+      let due =
+        state.lastWalk &+ (state.urgent ? LocalPrograms.urgentWalkInterval : LocalPrograms.walkInterval)
       return due > now ? due - now : 0
     }
     if let wait { schedule(after: wait) }

@@ -119,7 +119,7 @@ extension ProxyContext {
       _ = Glibc.close(fd)
       return false
     }
-    local.whenResolved { [logger] in
+    local.whenResolved(urgent: true) { [logger] in
       _ = Glibc.close(fd)
       logger.log(
         .warning, "client-refused",

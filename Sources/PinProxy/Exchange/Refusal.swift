@@ -121,7 +121,7 @@ struct Refusal {
       metrics.localActivity.refusal(local)
       // The line and the page name the user and program: written once the
       // lookup begun at accept has answered (at once, after the first).
-      local.whenResolved { [record, fields] in
+      local.whenResolved(urgent: true) { [record, fields] in
         var (record, fields) = (record, fields)
         (record.clientUser, record.clientProgram) = (local.user, local.program)
         client.addFields(to: &fields)

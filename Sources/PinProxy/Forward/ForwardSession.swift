@@ -310,7 +310,7 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
       // `LocalPrograms.walkInterval`) so the line and the page can name the
       // program that was refused.
       heldAnswer = answer
-      local.whenResolved { [self, loop] in loop.execute { self.sendHeldAnswer() } }
+      local.whenResolved(urgent: true) { [self, loop] in loop.execute { self.sendHeldAnswer() } }
     } else {
       client.write(answer)
     }
