@@ -25,6 +25,9 @@ packages+=(squid-openssl microsocks)
 # The operator's view: promtool (Debian's prometheus package) checks a live
 # /metrics scrape and the alert rules of config/monitoring.
 packages+=(prometheus)
+# Fitting into a fleet: a real PAC engine (Mozilla's, for the system Python)
+# evaluates the PAC file pinproxy writes.
+packages+=(python3-pacparser)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

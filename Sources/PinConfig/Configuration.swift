@@ -161,6 +161,9 @@ public struct ListenerConfig: Sendable {
   /// users whose programs on this host may connect; nil when not set.
   public var allowedUsers: [UInt32]?
   public var allowedUsersLocation: Location?
+  /// Forward listeners: answer `GET /proxy.pac` and `/wpad.dat` with a
+  /// proxy auto-config file written from the policy.
+  public var pac = true
   /// Forward listeners: HTTP Basic proxy authentication.
   public var proxyAuth: ProxyAuthConfig?
   /// Tunnel listeners with `downstreamTLS`: a client certificate from this CA is required.

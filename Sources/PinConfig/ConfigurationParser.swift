@@ -215,7 +215,7 @@ public enum ConfigurationParser {
   static let listenerKeys: Set = [
     "name", "address", "mode", "intercept", "passthrough", "downstream", "upstream", "downstreamTLS",
     "allowedConnectPorts", "allowedClients", "allowedUsers", "proxyAuth", "downstreamClientCA",
-    "allowedClientNames", "refusalDetail",
+    "allowedClientNames", "refusalDetail", "pac",
   ]
 
   static func parseListener(_ node: ConfigNode, file: String) -> ListenerConfig? {
@@ -228,6 +228,11 @@ public enum ConfigurationParser {
     listener.intercept = mapping["intercept"]?.bool ?? true
     listener.passthrough = mapping["passthrough"]?.strings ?? []
     listener.downstreamTLS = mapping["downstreamTLS"]?.bool ?? false
+    if let node = mapping["pac"] {
+      listener.pac = node.bool ?? true
+      if mode != .forward && listener.pac { node.error("a PAC file is served by forward listeners only") }
+    }
+    if mode != .forward { listener.pac = false }
     if mapping["refusalDetail"] != nil {
       listener.refusalDetail = mapping.choice("refusalDetail", default: ListenerConfig.RefusalDetail.summary)
     }

@@ -17,7 +17,7 @@ final class DocumentNamesTests: XCTestCase {
     "NSAppTransportSecurity": "Apple ATS", "NSPinnedCAIdentities": "Apple ATS",
     "NSPinnedLeafIdentities": "Apple ATS", "NSRequiresCertificateTransparency": "Apple ATS",
     "NSPinnedDomains": "Apple ATS", "NSExceptionDomains": "Apple ATS", "TSKPinnedDomains": "TrustKit",
-    "CertificatePinner": "OkHttp",
+    "CertificatePinner": "OkHttp", "FindProxyForURL": "PAC", "ETag": "HTTP field",
     "SecTrustSetAnchorCertificates": "Apple Security", "DispatchQueue": "Dispatch",
     "DispatchSourceRead": "Dispatch", "Authenticator": "Java", "NotCA": "OpenSSL",
     "SignedCertificateTimestampList": "RFC 6962", "ExecStartPre": "systemd", "Linux": "the platform",

@@ -1,3 +1,4 @@
+import PinConfig
 import PinHTTP
 import PinTLS
 
@@ -57,6 +58,8 @@ struct ForwardMachine<Upstream: SameUpstream> {
     // Indirect: rare or large payloads stay out of every action's inline size.
     /// Answer with the failure, log it and close after flushing.
     indirect case refuse(Refusal)
+    /// Answer from the proxy itself (the PAC file) and close after flushing.
+    case answer([UInt8])
     /// Dial the passthrough host; answer `passthroughReady` or `dialFailed`.
     case openPassthrough(ForwardTarget)
     /// Mint a leaf and make a TLS engine; answer `interceptionReady` or `interceptionFailed`.
@@ -269,6 +272,11 @@ struct ForwardMachine<Upstream: SameUpstream> {
   private mutating func begin(_ head: HTTPRequestHead) {
     cancelHeadTimer()
     if let refusal = router.refusal { return fail(refusal, request: head) }
+    // PAC fetchers (browsers, OS settings) send no proxy credentials: the
+    // file is served to every client the listener admits, before proxyAuth.
+    if tunnel == nil, PACFile.isRequest(head), let listener = router.pacListener {
+      return answerPAC(head, listener: listener)
+    }
     if let authenticator = router.authenticator {
       guard authorize(head, authenticator) else { return }
     }
@@ -308,6 +316,15 @@ struct ForwardMachine<Upstream: SameUpstream> {
       actions.append(.verifyCredential(pending, authenticator))
       return false
     }
+  }
+
+  /// `GET /proxy.pac` (or `/wpad.dat`): the file written from the policy
+  /// in force, then the connection closes.
+  private mutating func answerPAC(_ head: HTTPRequestHead, listener: ListenerConfig) {
+    let proxy = PACFile.proxyAddress(listener: listener, requestHost: head.headers.first("Host"))
+    let text = PACFile.text(snapshot: router.snapshot, listener: listener, proxy: proxy)
+    actions.append(.answer(PACFile.answer(text, head: head)))
+    state = .closing
   }
 
   /// The hashed credential's verdict: the request goes on, or is refused.

@@ -52,6 +52,13 @@ struct ForwardRouter {
     }
   }
 
+  /// The listener as this snapshot has it when it serves a PAC file
+  /// (`pac`, default true); nil when it does not.
+  var pacListener: ListenerConfig? {
+    let current = snapshot.configuration.listeners.first { $0.name == listener.name } ?? listener
+    return current.pac ? current : nil
+  }
+
   /// The listener's proxy authentication under this snapshot; nil when it
   /// has none (looked up once per router, not per request).
   let authenticator: ProxyAuthenticator?

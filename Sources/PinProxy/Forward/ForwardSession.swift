@@ -242,6 +242,10 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
       upstream.link.resumeReading()
     case .refuse(let refusal):
       refuse(refusal)
+    case .answer(let bytes):
+      // Closed lingeringly after the answer, as a refusal is.
+      client.write(bytes)
+      lingerAfterRun = true
     case .openPassthrough(let target):
       openPassthrough(target)
     case .intercept(let target, let interception):
