@@ -28,6 +28,9 @@ packages+=(prometheus)
 # Fitting into a fleet: a real PAC engine (Mozilla's, for the system Python)
 # evaluates the PAC file pinproxy writes.
 packages+=(python3-pacparser)
+# The Debian package (scripts/package-deb.sh): built with dpkg-deb, checked
+# by lintian.
+packages+=(lintian dpkg-dev binutils)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -92,6 +92,18 @@ if [ "$(cat "$release_log.status" 2>/dev/null)" != 0 ]; then
 fi
 rm -f "$release_log" "$release_log.status"
 phase "release build (the part not hidden behind the tests)"
+# The Debian package of that release binary, checked (lintian, contents,
+# the packaged binary and config; as root, installed, removed and purged):
+# each check counts as one more test.
+package_log=$(mktemp)
+{ deb=$(PINPROXY_RELEASE="$PWD/.build-release/release/pinproxy" scripts/package-deb.sh) &&
+  scripts/check-deb.sh "$deb"; } 2>&1 | tee "$package_log" || status=1
+passed=$((passed + $(grep -cE "^package: .* ok$" "$package_log" || true)))
+failed=$((failed + $(grep -cE "^package: .* FAILED$" "$package_log" || true)))
+failed_tests+=$'\n'"$(grep -E "^package: .* FAILED$" "$package_log" || true)"
+grep -q "^package: " "$package_log" || { failed=$((failed + 1)); failed_tests+=$'\n'"package: not built"; }
+rm -f "$package_log"
+phase "Debian package"
 # The benchmarks build and run (a few iterations each, figures not asserted),
 # and the allocation guard counts what a keep-alive request allocates: each
 # check of Benchmarks/smoke.sh counts as one more test.
