@@ -48,6 +48,8 @@ let package = Package(
       name: "FuzzHTTP2Server",
       dependencies: ["FuzzSupport", "FuzzHTTP2Support", .product(name: "PinHTTP2", package: "pinproxy")]),
     .executableTarget(
+      name: "FuzzSOCKS", dependencies: ["FuzzSupport", .product(name: "PinProxy", package: "pinproxy")]),
+    .executableTarget(
       name: "FuzzSockDiag",
       dependencies: ["FuzzSupport", .product(name: "PinEventLoop", package: "pinproxy")]),
     .executableTarget(

@@ -28,6 +28,8 @@ packages+=(prometheus)
 # Fitting into a fleet: a real PAC engine (Mozilla's, for the system Python)
 # evaluates the PAC file pinproxy writes.
 packages+=(python3-pacparser)
+# SOCKS5 listener clients: Python's PySocks (curl's socks5h is already here).
+packages+=(python3-socks)
 # The Debian package (scripts/package-deb.sh): built with dpkg-deb, checked
 # by lintian.
 packages+=(lintian dpkg-dev binutils)

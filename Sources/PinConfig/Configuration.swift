@@ -139,7 +139,7 @@ public struct HostPort: Sendable, Equatable, CustomStringConvertible {
 }
 
 public struct ListenerConfig: Sendable {
-  public enum Mode: String, Sendable, CaseIterable { case forward, tunnel }
+  public enum Mode: String, Sendable, CaseIterable { case forward, tunnel, socks5 }
   public var name: String
   public var address: HostPort
   public var mode: Mode
@@ -191,7 +191,7 @@ public struct ListenerConfig: Sendable {
 
   /// Whether this listener terminates client TLS (and so needs the local CA):
   /// an intercepting forward listener, or a tunnel with `downstreamTLS`.
-  public var terminatesClientTLS: Bool { mode == .forward ? intercept : downstreamTLS }
+  public var terminatesClientTLS: Bool { mode == .tunnel ? downstreamTLS : intercept }
 
   public init(name: String, address: HostPort, mode: Mode) {
     self.name = name

@@ -34,9 +34,10 @@ extension ConfigurationParser {
     }
     if let node = mapping["proxyAuth"] {
       listener.proxyAuth = parseProxyAuth(node, file: file)
-      if listener.mode != .forward {
+      if listener.mode == .tunnel {
         node.error(
-          "proxy authentication is for forward listeners; a tunnel listener takes downstreamClientCA")
+          "proxy authentication is for forward and socks5 listeners; a tunnel listener takes downstreamClientCA"
+        )
       }
     }
     if let node = mapping["downstreamClientCA"] {
@@ -55,7 +56,7 @@ extension ConfigurationParser {
       listener.downstreamClientCA == nil, let address = mapping["address"]
     else { return }
     let ways =
-      listener.mode == .forward
+      listener.mode != .tunnel
       ? "allowedClients (the networks that may use it) or proxyAuth (an htpasswd file), or both"
       : "allowedClients (the networks that may use it) or downstreamClientCA, or both"
     address.error(

@@ -259,7 +259,7 @@ public enum ConfigurationParser {
     }
     if let upstream = mapping["upstream"] {
       listener.upstream = parseAddress(upstream)
-      if mode == .forward { upstream.error("only tunnel listeners have a fixed upstream") }
+      if mode != .tunnel { upstream.error("only tunnel listeners have a fixed upstream") }
     } else if mode == .tunnel {
       _ = mapping.required("upstream")
     }

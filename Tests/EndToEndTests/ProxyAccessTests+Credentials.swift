@@ -55,8 +55,13 @@ extension ProxyAccessTests {
       let body = try Curl.run(arguments)
       XCTAssertEqual(body.text, "hello from origin\n", "\(flag): \(body.stderr)")
     }
-    let requests = proxy!.completeLogLines.filter { $0.contains(" request ") && $0.contains("path=/hello") }
-    XCTAssertTrue(requests.contains { $0.contains("client_protocol=h2") }, proxy!.log)
+    // A local client's access line waits for its program's lookup.
+    XCTAssertTrue(
+      eventually {
+        proxy!.completeLogLines.contains {
+          $0.contains(" request ") && $0.contains("path=/hello") && $0.contains("client_protocol=h2")
+        }
+      }, proxy!.log)
   }
 
   // MARK: 5. proxyAuth with Python requests

@@ -6,7 +6,8 @@ import PinEventLoop
 /// Properties: decoding never traps; an owner is only ever reported for an
 /// answer to this very request that names exactly the tuple asked about;
 /// and the request for the tuple is always 72 bytes naming it.
-let v4 = SocketTuple(source: [127, 0, 0, 1], sourcePort: 40001, destination: [127, 0, 0, 1], destinationPort: 3128)
+let v4 = SocketTuple(
+  source: [127, 0, 0, 1], sourcePort: 40001, destination: [127, 0, 0, 1], destinationPort: 3128)
 let v6 = SocketTuple(
   source: Array(repeating: 0, count: 15) + [1], sourcePort: 40001,
   destination: Array(repeating: 0, count: 15) + [1], destinationPort: 3128)
@@ -25,7 +26,9 @@ func fuzzSockDiag(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     // The answer that named it is in the datagram, with the tuple's ports and addresses.
     let ports: [UInt8] = [0x9c, 0x41, 0x0c, 0x38]
     require(
-      (0...max(0, datagram.count - 4)).contains { datagram.count >= 4 && Array(datagram[$0..<($0 + 4)]) == ports },
+      (0...max(0, datagram.count - 4)).contains {
+        datagram.count >= 4 && Array(datagram[$0..<($0 + 4)]) == ports
+      },
       "an owner for an answer that does not name the ports")
   }
   return 0

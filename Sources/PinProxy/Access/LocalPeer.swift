@@ -11,6 +11,9 @@ final class LocalPeer: Sendable {
   let uid: UInt32?
   /// The socket's inode: what finds the process (`/proc/PID/fd`).
   let inode: UInt32
+  /// The client socket's 4-tuple as the kernel was asked for it: whether
+  /// the socket still exists is asked again before its process is looked for.
+  let tuple: SocketTuple?
   private let found = Mutex<Found>(Found())
 
   struct Found: Sendable {
@@ -29,9 +32,10 @@ final class LocalPeer: Sendable {
   /// written at once, naming the program "unknown".
   static let maximumWaiting = 64
 
-  init(owner: SocketOwner?) {
+  init(owner: SocketOwner?, tuple: SocketTuple? = nil) {
     uid = owner?.uid
     inode = owner?.inode ?? 0
+    self.tuple = tuple
     // Nothing to look up for an unknown peer.
     if owner == nil { found.withLock { $0.resolved = true } }
   }

@@ -1,5 +1,6 @@
 import Foundation
 import PinConfig
+import PinEventLoop
 import PinTLS
 import PinTrust
 import Synchronization
@@ -35,6 +36,9 @@ final class LocalPrograms: Sendable {
     var urgentScanScheduled = false
   }
   private let state = Mutex<State>(State())
+  /// Asks, on `queue`, whether a waiting peer's socket still exists: one
+  /// that is gone has no process to find, and costs no walk over /proc.
+  private let diag = SockDiagSocket()
   /// Soon, not in the background: a short-lived client may exit (and its
   /// `/proc` entry go) within milliseconds of its request.
   private let queue = DispatchQueue(label: "pinproxy.local-programs", qos: .userInitiated)
@@ -105,7 +109,7 @@ final class LocalPrograms: Sendable {
   private func scan() {
     dispatchPrecondition(condition: .onQueue(queue))
     let now = DispatchTime.now().uptimeNanoseconds
-    let (waiting, recent, walk, urgent) = state.withLock { state in
+    let (taken, recent, walk, urgent) = state.withLock { state in
       defer {
         state.waiting = [:]
         state.waitingCount = 0
@@ -119,6 +123,15 @@ final class LocalPrograms: Sendable {
       if walk { state.lastWalk = now }
       return (state.waiting, state.recentProcesses, walk, state.urgent)
     }
+    var gone: [LocalPeer] = []
+    let waiting = taken.filter { inode, peers in
+      guard let diag, let tuple = peers.first?.tuple, diag.owner(of: tuple)?.inode != inode else {
+        return true
+      }
+      gone += peers
+      return false
+    }
+    for peer in gone { peer.record(user: peer.uid.map(userName), program: nil, pid: nil) }
     let owners = Set(waiting.values.compactMap { $0.first?.uid })
     let found = LocalPrograms.processes(
       holding: Set(waiting.keys), ownedBy: owners, recent: recent, walkAll: walk)

@@ -216,7 +216,7 @@ public final class RuntimeSnapshot: Sendable {
             ciphers: listener.downstream.ciphers,
             // A tunnel listener relays bytes: what the client speaks inside
             // TLS must be what its upstream speaks, so it stays HTTP/1.1.
-            offersHTTP2: listener.mode == .forward && listener.downstream.http2,
+            offersHTTP2: listener.mode != .tunnel && listener.downstream.http2,
             clientCertificates: clientCertificates[listener.name])
         } catch {
           errors.append(

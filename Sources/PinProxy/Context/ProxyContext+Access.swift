@@ -83,7 +83,7 @@ extension ProxyContext {
         (tuple.source, tuple.destination) = (Self.mappedIPv6(remote), Self.mappedIPv6(local))
         owner = diag?.owner(of: tuple)
       }
-      let found = LocalPeer(owner: owner)
+      let found = LocalPeer(owner: owner, tuple: tuple)
       if logger.access { found.lookUp() }
       return found
     #endif

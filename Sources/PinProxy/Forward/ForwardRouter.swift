@@ -147,7 +147,9 @@ struct ForwardRouter {
       // shows only a generic tunnel error). Nothing is sent upstream: the
       // requests inside route to this same refusal. Without interception
       // there is no leaf to answer inside with, so the CONNECT gets the 403.
-      if listener.intercept, let interception = snapshot.interception[listener.name] {
+      // A SOCKS client is told by its reply code (not allowed by ruleset).
+      if listener.intercept, listener.mode != .socks5, let interception = snapshot.interception[listener.name]
+      {
         return .intercept(ConnectTarget(host: host, port: port), interception)
       }
       return .refuse(.denied(host))

@@ -16,6 +16,12 @@ extension ForwardSession {
   /// The reply that opens a tunnel, whichever kind (RFC 9110 §9.3.6: any 2xx).
   static let connectEstablished = Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)
 
+  /// The tunnel is open: a CONNECT's 200, or a SOCKS client's success reply.
+  func answerTunnelOpened() {
+    tunnelAnswered = true
+    client.write(socks ? SocksHandshake.reply(.succeeded) : ForwardSession.connectEstablished)
+  }
+
   func openPassthrough(_ target: ForwardTarget) {
     // The router lets a pinned rule's host through only where a passthrough
     // entry names it: its pins are waived, loudly.
@@ -40,7 +46,7 @@ extension ForwardSession {
         self.run { opened = $0.passthroughReady() }
         guard let opened else { return upstream.close() }
         self.headTimer.cancel()
-        self.client.write(ForwardSession.connectEstablished)
+        self.answerTunnelOpened()
         self.mode = .spliced(
           Splice(
             client: self.client, upstream: upstream, idleLimit: self.snapshot.timeouts.tunnelIdle,
@@ -69,7 +75,7 @@ extension ForwardSession {
     var early: [UInt8]?
     run { early = $0.interceptionReady(target) }
     guard let early else { return }
-    connection.write(ForwardSession.connectEstablished)
+    answerTunnelOpened()
     let pending = PendingTunnel(engine: engine, target: target)
     if early.isEmpty {
       mode = .awaitingTunnelBytes(pending)

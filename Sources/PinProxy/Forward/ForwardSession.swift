@@ -62,6 +62,11 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   private var running = false
   /// A refusal was written: close lingeringly when the current run ends.
   private var lingerAfterRun = false
+  /// A SOCKS5 client (`SocksSession` did its handshake): the tunnel's
+  /// opening, and a refusal before it, are SOCKS replies (RFC 1928 §6).
+  var socks = false
+  /// The tunnel's opening was answered: later refusals are HTTP, inside it.
+  var tunnelAnswered = false
   /// A refused local client's answer, held until its program is known
   /// (see `refuse`); the lingering close starts once it is sent.
   private var heldAnswer: [UInt8]?
@@ -304,9 +309,14 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
     refusal.detail = snapshot.refusalDetail(for: listener)
     refusal.report(
       to: context.logger, context.metrics, client: origin, answering: listener.name, loop: loop.index)
-    var response = HTTP1Downstream(clientVersion: .http11, closing: true)
-    response.refuse(refusal, at: Date())
-    let answer = response.takeOutput()
+    let answer: [UInt8]
+    if socks && !tunnelAnswered {
+      answer = SocksHandshake.reply(SocksHandshake.ReplyCode(refusal.failure))
+    } else {
+      var response = HTTP1Downstream(clientVersion: .http11, closing: true)
+      response.refuse(refusal, at: Date())
+      answer = response.takeOutput()
+    }
     if let local = origin.local, !local.isResolved {
       // A refused client closes as soon as it has read its answer, and its
       // process can be gone before the lookup begun at accept reaches it:

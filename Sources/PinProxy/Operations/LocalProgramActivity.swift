@@ -51,6 +51,9 @@ final class LocalProgramActivity: Sendable {
 
   /// A request answered for `local` (served or refused).
   func request(_ local: LocalPeer, now: UInt64 = DispatchTime.now().uptimeNanoseconds) {
+    // Once the program is known (every request after a connection's
+    // first), counted at once: no closure, no allocation per request.
+    if local.isResolved { return add(local, requests: 1, refusals: 0, now: now) }
     local.whenResolved { [self] in add(local, requests: 1, refusals: 0, now: now) }
   }
 

@@ -235,6 +235,9 @@ public final class ProxyServer: Sendable {
       ForwardSession(
         connection: connection, context: context, listener: config, admission: ticket, origin: origin
       ).start()
+    case .socks5:
+      SocksSession(connection: connection, context: context, listener: config, admission: ticket, origin: origin)
+        .start()
     case .tunnel:
       guard let upstream = config.upstream else { return connection.close() }
       TunnelSession(

@@ -1,0 +1,147 @@
+import Foundation
+import PinConfig
+import PinEventLoop
+import PinHTTP
+import PinTrust
+
+/// A client of a `mode: socks5` listener until its handshake is done
+/// (`SocksHandshake`): method negotiation, RFC 1929 credentials checked
+/// against the listener's `proxyAuth` (the same htpasswd file, throttle and
+/// cache as HTTP proxy authentication), then the CONNECT request. The
+/// tunnel is then handed to a `ForwardSession` as the CONNECT it stands
+/// for, so routing, interception, passthrough, refusals and the logs are
+/// the forward listener's own; only the tunnel's opening and the refusals
+/// before it are told in SOCKS replies.
+///
+/// Fail closed: with `proxyAuth`, only a client whose credential was
+/// verified gets past the greeting; the CONNECT handed on carries that
+/// credential, so the forward machine checks it again (from its cache).
+/// The handshake must finish within `timeouts.clientHeader`. Confined to
+/// the connection's loop.
+final class SocksSession: ChannelDelegate, @unchecked Sendable {
+  let connection: Connection
+  let context: ProxyContext
+  let listener: ListenerConfig
+  let admission: AdmissionTicket
+  let origin: ClientOrigin
+  let snapshot: RuntimeSnapshot
+  private var handshake: SocksHandshake
+  private var credential: (user: String, password: [UInt8])?
+  private var timer: LoopTimer?
+  private var finished = false
+
+  init(
+    connection: Connection, context: ProxyContext, listener: ListenerConfig, admission: AdmissionTicket,
+    origin: ClientOrigin
+  ) {
+    self.connection = connection
+    self.context = context
+    self.listener = listener
+    self.admission = admission
+    self.origin = origin
+    snapshot = context.snapshot
+    handshake = SocksHandshake(requiresPassword: snapshot.access(for: listener).authenticator != nil)
+    connection.delegate = self
+  }
+
+  func start() {
+    connection.loop.preconditionInLoop()
+    let seconds = snapshot.timeouts.clientHeader
+    timer = connection.loop.schedule(after: seconds) { [weak self] in
+      self?.fail(reply: nil, reason: "the SOCKS handshake took longer than \(seconds) s")
+    }
+    connection.resumeReading()
+  }
+
+  func channel(_ channel: any ByteChannel, didReadBuffer bytes: UnsafeRawBufferPointer) {
+    act(handshake.feed(bytes))
+  }
+
+  func channelDidReadEOF(_ channel: any ByteChannel) {
+    fail(reply: nil, reason: "the client closed during the SOCKS handshake")
+  }
+
+  func channelDidDrain(_ channel: any ByteChannel) {}
+
+  func channelDidClose(_ channel: any ByteChannel, error: (any Error)?) {
+    timer?.cancel()
+    finished = true
+  }
+
+  private func act(_ step: SocksHandshake.Step) {
+    connection.loop.preconditionInLoop()
+    guard !finished else { return }
+    switch step {
+    case .more: return
+    case .reply(let bytes):
+      connection.write(bytes)
+      act(handshake.step())
+    case .check(let user, let password):
+      credential = (user, password)
+      check(user: user, password: password)
+    case .connect(let host, let port, let early):
+      handOver(host: host, port: port, early: early)
+    case .fail(let reply, let reason):
+      fail(reply: reply, reason: reason)
+    }
+  }
+
+  /// RFC 1929 credentials as the `Proxy-Authorization: Basic` field they
+  /// amount to, through the listener's authenticator.
+  private func check(user: String, password: [UInt8]) {
+    guard let authenticator = snapshot.access(for: listener).authenticator else {
+      return act(handshake.credentialChecked(false, reason: "this listener takes no credentials"))
+    }
+    let field = "Basic " + Data(Array(user.utf8) + [UInt8(ascii: ":")] + password).base64EncodedString()
+    switch authenticator.check(field, client: origin.key) {
+    case .allowed: act(handshake.credentialChecked(true, reason: ""))
+    case .refused(let refusal): act(handshake.credentialChecked(false, reason: refusal.reason))
+    case .verify(let pending):
+      let loop = connection.loop
+      authenticator.verify(pending) { [self] decision in
+        loop.execute {
+          if case .allowed = decision {
+            self.act(self.handshake.credentialChecked(true, reason: ""))
+          } else if case .refused(let refusal) = decision {
+            self.act(self.handshake.credentialChecked(false, reason: refusal.reason))
+          } else {
+            self.act(self.handshake.credentialChecked(false, reason: "the credential check did not conclude"))
+          }
+        }
+      }
+    }
+  }
+
+  /// The handshake is done: the tunnel is the CONNECT a forward listener
+  /// would have received, with the verified credential, and what the
+  /// client sent after its request follows it.
+  private func handOver(host: TrustHost, port: Int, early: [UInt8]) {
+    timer?.cancel()
+    finished = true
+    let name = host.description.contains(":") ? "[\(host.description)]" : host.description
+    var head = "CONNECT \(name):\(port) HTTP/1.1\r\nHost: \(name):\(port)\r\n"
+    if let credential {
+      let token = Data(Array(credential.user.utf8) + [UInt8(ascii: ":")] + credential.password)
+      head += "Proxy-Authorization: Basic \(token.base64EncodedString())\r\n"
+    }
+    let session = ForwardSession(
+      connection: connection, context: context, listener: listener, admission: admission, origin: origin)
+    session.socks = true
+    session.start()
+    (Array((head + "\r\n").utf8) + early).withUnsafeBytes { bytes in
+      session.channel(connection, didReadBuffer: bytes)
+    }
+  }
+
+  private func fail(reply: [UInt8]?, reason: String) {
+    guard !finished else { return }
+    finished = true
+    timer?.cancel()
+    var fields = ["listener": listener.name, "client": origin.peer, "reason": reason]
+    origin.addFields(to: &fields)
+    context.logger.log(.info, "socks-refused", fields: fields)
+    context.metrics.listenerRefused(listener.name)
+    if let reply { connection.write(reply) }
+    connection.closeAfterFlush()
+  }
+}

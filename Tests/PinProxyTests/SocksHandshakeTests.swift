@@ -1,0 +1,74 @@
+import PinTrust
+import XCTest
+
+@_spi(Fuzzing) @testable import PinProxy
+
+/// The SOCKS5 handshake byte for byte (RFC 1928, RFC 1929): each step's
+/// reply, the bounds, and the fuzz harness's properties on its corpus shapes.
+final class SocksHandshakeTests: XCTestCase {
+  func feed(_ handshake: inout SocksHandshake, _ bytes: [UInt8]) -> SocksHandshake.Step {
+    bytes.withUnsafeBytes { handshake.feed($0) }
+  }
+
+  func testNoAuthenticationThenConnectByName() throws {
+    var handshake = SocksHandshake(requiresPassword: false)
+    XCTAssertEqual(feed(&handshake, [5, 2, 2, 0]), .reply([5, 0]))
+    XCTAssertEqual(handshake.step(), .more)
+    // The request in two pieces, with early bytes after it.
+    XCTAssertEqual(feed(&handshake, [5, 1, 0, 3, 11] + Array("example".utf8)), .more)
+    let step = feed(&handshake, Array(".com".utf8) + [1, 187, 0x16, 3])
+    XCTAssertEqual(
+      step, .connect(host: try XCTUnwrap(TrustHost("example.com")), port: 443, early: [0x16, 3]))
+  }
+
+  func testPasswordRequiredAndChecked() {
+    var handshake = SocksHandshake(requiresPassword: true)
+    guard case .fail(let refused, _) = feed(&handshake, [5, 1, 0]) else { return XCTFail("no method") }
+    XCTAssertEqual(refused, [5, 0xff])
+    handshake = SocksHandshake(requiresPassword: true)
+    XCTAssertEqual(feed(&handshake, [5, 1, 2]), .reply([5, 2]))
+    XCTAssertEqual(
+      feed(&handshake, [1, 5] + Array("alice".utf8) + [2] + Array("pw".utf8)),
+      .check(user: "alice", password: Array("pw".utf8)))
+    XCTAssertEqual(handshake.credentialChecked(false, reason: "no"), .fail(reply: [1, 1], reason: "no"))
+    handshake = SocksHandshake(requiresPassword: true)
+    _ = feed(&handshake, [5, 1, 2])
+    _ = feed(&handshake, [1, 1, 0x61, 1, 0x62])
+    XCTAssertEqual(handshake.credentialChecked(true, reason: ""), .reply([1, 0]))
+    XCTAssertEqual(
+      feed(&handshake, [5, 1, 0, 4] + Array(repeating: 0, count: 15) + [1, 0, 80]),
+      .connect(host: TrustHost("::1")!, port: 80, early: []))
+  }
+
+  func testCommandsAddressTypesAndBounds() {
+    func request(_ bytes: [UInt8]) -> SocksHandshake.Step {
+      var handshake = SocksHandshake(requiresPassword: false)
+      _ = feed(&handshake, [5, 1, 0])
+      return feed(&handshake, bytes)
+    }
+    guard case .fail(let bind, _) = request([5, 2, 0, 1, 1, 2, 3, 4, 0, 80]) else { return XCTFail("BIND") }
+    XCTAssertEqual(bind, SocksHandshake.reply(.commandNotSupported))
+    guard case .fail(let type, _) = request([5, 1, 0, 7, 0, 0]) else { return XCTFail("address type") }
+    XCTAssertEqual(type, SocksHandshake.reply(.addressTypeNotSupported))
+    guard case .fail(let port, _) = request([5, 1, 0, 1, 1, 2, 3, 4, 0, 0]) else { return XCTFail("port 0") }
+    XCTAssertEqual(port, SocksHandshake.reply(.generalFailure))
+    // What waits unparsed (sent ahead while a credential is checked) is bounded.
+    var eager = SocksHandshake(requiresPassword: true)
+    _ = feed(&eager, [5, 1, 2])
+    let ahead = [UInt8](repeating: 0x41, count: SocksHandshake.maximumBuffered + 1)
+    XCTAssertEqual(feed(&eager, [1, 1, 0x61, 1, 0x62] + ahead), .check(user: "a", password: [0x62]))
+    guard case .fail(nil, _) = eager.step() else { return XCTFail("the bound") }
+    var socks4 = SocksHandshake(requiresPassword: false)
+    guard case .fail(nil, _) = feed(&socks4, [4, 1, 0, 80]) else { return XCTFail("SOCKS4") }
+  }
+
+  func testTheFuzzPropertiesHoldOnHandwrittenInputs() {
+    let inputs: [[UInt8]] = [
+      [0x10, 5, 1, 0, 5, 1, 0, 3, 3] + Array("a.b".utf8) + [0, 80],
+      [0x23, 5, 1, 2, 1, 1, 0x61, 1, 0x62, 5, 1, 0, 1, 10, 0, 0, 1, 1, 187],
+      [0x01, 5, 1, 2, 1, 1, 0x61, 1, 0x62],
+      [0xff] + Array(repeating: 5, count: 2000),
+    ]
+    for input in inputs { XCTAssertNil(SocksFuzzing.run(input), "\(input.prefix(12))") }
+  }
+}
