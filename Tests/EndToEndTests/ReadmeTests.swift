@@ -37,6 +37,7 @@ final class ReadmeTests: XCTestCase {
       [
         "Quick start (offline)", "A server rotated its key", "Dynamic pinning", "Serving other machines",
         "Behind a corporate proxy", "Warning before a renewal locks users out",
+        "Clients that only speak SOCKS",
       ])
     for block in runnable {
       let name = "README line \(block.line) (\(block.section))"

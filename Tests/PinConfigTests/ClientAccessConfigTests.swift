@@ -245,7 +245,7 @@ final class ClientAccessConfigTests: XCTestCase {
     XCTAssertEqual(
       found.map(\.key), ["listeners[0].proxyAuth"], found.map(\.description).joined(separator: "\n"))
     XCTAssertEqual(found.first?.line, 6)
-    XCTAssertTrue(found.first?.message.contains("forward listeners") ?? false, "\(found)")
+    XCTAssertTrue(found.first?.message.contains("forward and socks5 listeners") ?? false, "\(found)")
   }
 
   func testARealmWithAQuoteOrBackslashIsAnError() {
