@@ -89,12 +89,20 @@ class ProxyTestCase: XCTestCase {
   func adminAndHttpbinOnly(
     listener options: String, host: String = "127.0.0.1", top: String = "", origin: Origin? = nil
   ) throws -> String {
+    try httpbinOnly(
+      listeners:
+        "  - {name: forward, address: \"\(host):{port:forward}\", mode: forward\(options.isEmpty ? "" : ", " + options)}",
+      top: "admin: {address: \"127.0.0.1:{port:admin}\"}\n" + top, origin: origin)
+  }
+
+  /// `listeners` (YAML list entries), httpbin.org allowed (its origin behind
+  /// `connectTo`; a new one unless given), everything else denied; `top` first.
+  func httpbinOnly(listeners: String, top: String = "", origin: Origin? = nil) throws -> String {
     let origin = try origin ?? self.origin()
     return """
-      admin: {address: "127.0.0.1:{port:admin}"}
       \(top)
       listeners:
-        - {name: forward, address: "\(host):{port:forward}", mode: forward\(options.isEmpty ? "" : ", " + options)}
+      \(listeners)
       connectTo: ["httpbin.org:443:127.0.0.1:\(origin.port)"]
       anchorSets:
         test: {files: ["\(Fixtures.path("root-a.pem"))"]}

@@ -12,18 +12,10 @@ final class SocksTests: ProxyTestCase {
   static let password = "Corr3ct-Horse-7731"
 
   func start(_ options: String = "") throws {
-    let origin = try origin()
     proxy = try ProxyProcess(
-      config: """
-        listeners:
-          - {name: socks, address: "127.0.0.1:{port:socks}", mode: socks5\(options)}
-        connectTo: ["httpbin.org:443:127.0.0.1:\(origin.port)"]
-        anchorSets:
-          test: {files: ["\(Fixtures.path("root-a.pem"))"]}
-        defaults: {action: deny}
-        domains:
-          - {domain: httpbin.org, anchors: [test]}
-        """, listeners: ["socks"])
+      config: try httpbinOnly(
+        listeners: "  - {name: socks, address: \"127.0.0.1:{port:socks}\", mode: socks5\(options)}"),
+      listeners: ["socks"])
   }
 
   func curl(_ proxyURL: String, _ url: String) throws -> ProcessResult {

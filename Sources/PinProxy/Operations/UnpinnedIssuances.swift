@@ -86,3 +86,17 @@ extension RuntimeSnapshot {
     return rules.filter(\.pins).map { ($0.name, unpinned[$0.name]?.count ?? 0) }
   }
 }
+
+extension ProxyMetrics {
+  /// `pinproxy_pin_unpinned_issuances{rule}`, when any rule pins.
+  static func renderUnpinnedIssuances(_ counts: [(rule: String, count: Int)], into out: inout String) {
+    guard !counts.isEmpty else { return }
+    let name = "pinproxy_pin_unpinned_issuances"
+    out +=
+      "# HELP \(name) Certificates seen in CT logs (pinproxy ct-hook) for the rule's names with a key no pin of the rule covers.\n"
+    out += "# TYPE \(name) gauge\n"
+    for (rule, count) in counts {
+      out += "\(name){rule=\"\(ProxyMetrics.escape(rule))\"} \(count)\n"
+    }
+  }
+}
