@@ -69,7 +69,11 @@ tsan_tests=.build-tsan/debug/pinproxyPackageTests.xctest
 tsan_classes() {
   "$tsan_tests" --list-tests 2>/dev/null | grep -oE "^($1)\.[A-Za-z0-9_]+" | sort -u | paste -sd, -
 }
-tsan_run() { "$tsan_tests" "$(tsan_classes "$1")" >".build-tsan/unit-$2.log" 2>&1; }
+gcc -shared -fPIC -O2 -o .build-tsan/keep-openssl-at-exit.so scripts/keep-openssl-at-exit.c -lcrypto
+tsan_run() {
+  LD_PRELOAD="$PWD/.build-tsan/keep-openssl-at-exit.so" "$tsan_tests" "$(tsan_classes "$1")" \
+    >".build-tsan/unit-$2.log" 2>&1
+}
 tsan_run "PinProxyTests" proxy &
 proxy_run=$!
 tsan_status=0

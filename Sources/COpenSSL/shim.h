@@ -305,4 +305,11 @@ static inline unsigned long pp_XN_FLAG_RFC2253(void) { return XN_FLAG_RFC2253; }
 static inline void pp_OPENSSL_free(void *pointer) { OPENSSL_free(pointer); }
 static inline long pp_BIO_get_mem_data(BIO *bio, char **data) { return BIO_get_mem_data(bio, data); }
 
+/// OpenSSL's global state kept until the process ends: no atexit clean-up
+/// that a loop still freeing a certificate store could race (a SEGV in
+/// CRYPTO_free_ex_data at exit). Effective only as the first OpenSSL call.
+static inline int pp_openssl_init_keep_at_exit(void) {
+  return OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, NULL);
+}
+
 #endif

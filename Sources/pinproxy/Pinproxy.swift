@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import PinConfig
 import PinProxy
+import PinTLS
 
 /// The `pinproxy` command. Exit codes follow docs/CONTRACTS.md: 0 success, 1 a
 /// rejected evaluation, 2 a usage or input error (ArgumentParser's own
@@ -21,6 +22,7 @@ struct Pinproxy: ParsableCommand {
     ])
 
   static func main() {
+    OpenSSLProcess.keepGlobalStateUntilExit()
     do {
       var command = try parseAsRoot()
       try command.run()
