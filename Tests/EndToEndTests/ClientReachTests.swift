@@ -385,4 +385,16 @@ enum Chromium {
     }
     throw HarnessError("chromium is not installed (scripts/install-deps.sh installs it)")
   }
+
+  /// Chromium's path, a fresh profile directory (the caller removes it)
+  /// and the arguments every headless run here takes.
+  static func headless() throws -> (path: String, profile: URL, arguments: [String]) {
+    let profile = FileManager.default.temporaryDirectory.appendingPathComponent(
+      "chromium-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: profile, withIntermediateDirectories: true)
+    return (
+      try path(), profile,
+      ["--headless=new", "--no-sandbox", "--disable-gpu", "--user-data-dir=\(profile.path)"]
+    )
+  }
 }

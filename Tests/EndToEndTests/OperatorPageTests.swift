@@ -35,15 +35,9 @@ final class OperatorPageTests: ProxyTestCase {
   }
 
   func chromium(_ url: String, screenshot: String? = nil) throws -> String {
-    let chromium = try Chromium.path()
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-      "chromium-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: directory) }
-    let common = [
-      "--headless=new", "--no-sandbox", "--disable-gpu", "--user-data-dir=\(directory.path)",
-      "--window-size=1400,2000",
-    ]
+    let (chromium, profile, headless) = try Chromium.headless()
+    defer { try? FileManager.default.removeItem(at: profile) }
+    let common = headless + ["--window-size=1400,2000"]
     if let screenshot {
       _ = try Subprocess.run(chromium, common + ["--screenshot=\(screenshot)", url])
     }

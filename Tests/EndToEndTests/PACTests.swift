@@ -115,16 +115,13 @@ final class PACTests: ProxyTestCase {
     let origin = try origin()
     proxy = try ProxyProcess(
       config: config(origin), listeners: ["forward"])
-    let chromium = try Chromium.path()
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-      "chromium-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: directory) }
-    let common = [
-      "--headless=new", "--no-sandbox", "--disable-gpu", "--user-data-dir=\(directory.path)",
-      "--proxy-pac-url=http://127.0.0.1:\(port)/proxy.pac", "--ignore-certificate-errors",
-      "--host-resolver-rules=MAP direct.test 127.0.0.1:\(origin.port)",
-    ]
+    let (chromium, profile, headless) = try Chromium.headless()
+    defer { try? FileManager.default.removeItem(at: profile) }
+    let common =
+      headless + [
+        "--proxy-pac-url=http://127.0.0.1:\(port)/proxy.pac", "--ignore-certificate-errors",
+        "--host-resolver-rules=MAP direct.test 127.0.0.1:\(origin.port)",
+      ]
     let proxied = try Subprocess.run(chromium, common + ["--dump-dom", "https://pinned.httpbin.org/headers"])
     XCTAssertTrue(proxied.stdout.contains("Via: "), proxied.stdout + proxied.stderr)
     let direct = try Subprocess.run(chromium, common + ["--dump-dom", "https://direct.test/headers"])

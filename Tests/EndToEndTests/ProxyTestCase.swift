@@ -98,18 +98,7 @@ class ProxyTestCase: XCTestCase {
   /// `listeners` (YAML list entries), httpbin.org allowed (its origin behind
   /// `connectTo`; a new one unless given), everything else denied; `top` first.
   func httpbinOnly(listeners: String, top: String = "", origin: Origin? = nil) throws -> String {
-    let origin = try origin ?? self.origin()
-    return """
-      \(top)
-      listeners:
-      \(listeners)
-      connectTo: ["httpbin.org:443:127.0.0.1:\(origin.port)"]
-      anchorSets:
-        test: {files: ["\(Fixtures.path("root-a.pem"))"]}
-      defaults: {action: deny}
-      domains:
-        - {domain: httpbin.org, anchors: [test]}
-      """
+    httpbinConfig(try origin ?? self.origin(), top: top + "\ndefaults: {action: deny}", listeners: listeners)
   }
 
   /// Waits until `condition` holds (polling), false after `timeout`.
