@@ -50,6 +50,10 @@ let package = Package(
     .executableTarget(
       name: "FuzzSOCKS", dependencies: ["FuzzSupport", .product(name: "PinProxy", package: "pinproxy")]),
     .executableTarget(
+      name: "FuzzPAC", dependencies: ["FuzzSupport", .product(name: "PinProxy", package: "pinproxy")]),
+    .executableTarget(
+      name: "FuzzClientHello", dependencies: ["FuzzSupport", .product(name: "PinProxy", package: "pinproxy")]),
+    .executableTarget(
       name: "FuzzSockDiag",
       dependencies: ["FuzzSupport", .product(name: "PinEventLoop", package: "pinproxy")]),
     .executableTarget(

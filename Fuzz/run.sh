@@ -12,7 +12,7 @@ if [ "${1:-}" = "--merge" ]; then merge=1; shift; fi
 seconds=${1:-60}
 [ $# -gt 0 ] && shift
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(FuzzRequestParser FuzzResponseParser FuzzForwardedHead FuzzConfig FuzzCertificate FuzzRevocation FuzzProxyAuth FuzzImport FuzzHTTP2Server FuzzHTTP2Client FuzzSockDiag FuzzSOCKS)
+[ ${#targets[@]} -gt 0 ] || targets=(FuzzRequestParser FuzzResponseParser FuzzForwardedHead FuzzConfig FuzzCertificate FuzzRevocation FuzzProxyAuth FuzzImport FuzzHTTP2Server FuzzHTTP2Client FuzzSockDiag FuzzSOCKS FuzzPAC FuzzClientHello)
 scratch=../.build-fuzz
 # The parent package is a path dependency: SwiftPM's cached build manifest
 # does not notice source files added to it, so the manifest is rebuilt each time.

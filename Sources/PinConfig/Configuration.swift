@@ -145,6 +145,9 @@ public struct ListenerConfig: Sendable {
   public var mode: Mode
   public var intercept = true
   public var passthrough: [String] = []
+  /// The `passthrough` entries written `{host: …, allowsMissingSNI: true}`:
+  /// their tunnels may open with a ClientHello that names no host.
+  public var passthroughWithoutSNI: [String] = []
   /// Where each `passthrough` entry is written, in the same order.
   public var passthroughLocations: [Location] = []
   public var downstream = DownstreamTLSConfig()
@@ -259,6 +262,11 @@ public struct DefaultsConfig: Sendable {
   public var revocation = RevocationSettings.default
   /// What rules without their own `parentProxy` use.
   public var parentProxy = ParentChoice.direct
+  /// Internal networks `defaults` may reach after all (the egress guard
+  /// refuses private, shared, link-local and other special-purpose ranges
+  /// for hosts no rule names); empty: none.
+  public var allowedNetworks: [AddressBlock] = []
+  public var allowedNetworksLocation: Location?
 }
 
 public struct DomainConfig: Sendable {

@@ -171,6 +171,15 @@ public struct AccessNotice: Sendable, Equatable {
           message: "the admin endpoint allows every \(rules.openFamilies.joined(separator: " and ")) address"
             + " without a token"))
     }
+    if !configuration.defaults.allowedNetworks.isEmpty {
+      let networks = configuration.defaults.allowedNetworks.map(\.description).joined(separator: ", ")
+      notices.append(
+        AccessNotice(
+          location: configuration.defaults.allowedNetworksLocation,
+          message:
+            "defaults.allowedNetworks opens \(networks) to every host no rule names: a client may reach"
+            + " internal services there through defaults"))
+    }
     if let admin = configuration.admin, let scrapers = admin.metricsClients, !scrapers.openFamilies.isEmpty {
       notices.append(
         AccessNotice(

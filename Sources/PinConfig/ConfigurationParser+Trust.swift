@@ -31,11 +31,23 @@ extension ConfigurationParser {
     guard
       let mapping = node.mapping(allowed: [
         "action", "minimumTLSVersion", "requiresForwardSecrecy", "revocation", "parentProxy",
+        "allowedNetworks",
       ])
     else {
       return defaults
     }
     if let revocation = mapping["revocation"] { defaults.revocation = parseRevocation(revocation) }
+    if let node = mapping["allowedNetworks"] {
+      defaults.allowedNetworksLocation = Location(line: node.line, column: node.column, key: node.path)
+      for entry in node.sequence ?? [] {
+        guard let text = entry.string else { continue }
+        switch AddressBlock.parse(text) {
+        case .success(let block): defaults.allowedNetworks.append(block)
+        case .failure(let error): entry.error(error.description)
+        }
+      }
+      if node.sequence == nil { node.error("a list of networks (CIDR), such as [\"10.20.0.0/16\"]") }
+    }
     defaults.action = mapping.choice("action", default: .validate)
     defaults.minimumTLSVersion = mapping.choice("minimumTLSVersion", default: .tls12)
     defaults.requiresForwardSecrecy = mapping["requiresForwardSecrecy"]?.bool ?? true

@@ -18,6 +18,13 @@ public enum ConfigurationParser {
       throw fail("cannot read the configuration file: no such file")
     }
     guard !isDirectory.boolValue else { throw fail("cannot read the configuration file: it is a directory") }
+    // Foundation opens without blocking and reads regular files only (a
+    // FIFO is refused, not waited on); this names what stands there instead.
+    var status = stat()
+    if stat(file, &status) == 0, status.st_mode & S_IFMT != S_IFREG {
+      let kind = status.st_mode & S_IFMT == S_IFIFO ? "a FIFO" : "a device or socket"
+      throw fail("cannot read the configuration file: it is \(kind), not a regular file")
+    }
     guard let data = FileManager.default.contents(atPath: file) else {
       throw fail("cannot read the configuration file: permission denied or not a regular file")
     }
@@ -212,6 +219,12 @@ public enum ConfigurationParser {
     }
   }
 
+  /// C0 and C1 controls, DEL, and the Unicode line and paragraph separators.
+  static func isLineBreakOrControl(_ scalar: Unicode.Scalar) -> Bool {
+    scalar.value < 0x20 || (0x7f...0x9f).contains(scalar.value) || scalar == "\u{2028}"
+      || scalar == "\u{2029}"
+  }
+
   static let listenerKeys: Set = [
     "name", "address", "mode", "intercept", "passthrough", "downstream", "upstream", "downstreamTLS",
     "allowedConnectPorts", "allowedClients", "allowedUsers", "proxyAuth", "downstreamClientCA",
@@ -224,9 +237,13 @@ public enum ConfigurationParser {
     let address = mapping.required("address").flatMap(parseAddress)
     let mode: ListenerConfig.Mode = mapping.choice("mode", default: .forward)
     guard let name, let address else { return nil }
+    // A name reaches log lines, metric labels, the ready file and the PAC
+    // file: one line of printable text, so it can never start another.
+    if name.isEmpty || name.unicodeScalars.contains(where: ConfigurationParser.isLineBreakOrControl) {
+      mapping["name"]?.error("a listener name is one non-empty line without control characters")
+    }
     var listener = ListenerConfig(name: name, address: address, mode: mode)
     listener.intercept = mapping["intercept"]?.bool ?? true
-    listener.passthrough = mapping["passthrough"]?.strings ?? []
     listener.downstreamTLS = mapping["downstreamTLS"]?.bool ?? false
     if let node = mapping["pac"] {
       listener.pac = node.bool ?? true
@@ -246,11 +263,23 @@ public enum ConfigurationParser {
         return port
       }
     }
+    // An entry is a host or *.domain, or {host: …, allowsMissingSNI: true}
+    // for a client whose tunnel may open without naming its host in SNI.
     for node in mapping["passthrough"]?.sequence ?? [] {
-      if let host = node.string, PassthroughList.pattern(host) == nil {
-        node.error("\"\(host)\" is not a host or *.domain")
+      var host: String?
+      var allowsMissingSNI = false
+      if case .mapping = node.node {
+        guard let entry = node.mapping(allowed: ["host", "allowsMissingSNI"]) else { continue }
+        host = entry.required("host")?.string
+        allowsMissingSNI = entry["allowsMissingSNI"]?.bool ?? false
+      } else {
+        host = node.string
       }
-      if node.string != nil { listener.passthroughLocations.append(location(node)) }
+      guard let host else { continue }
+      if PassthroughList.pattern(host) == nil { node.error("\"\(host)\" is not a host or *.domain") }
+      listener.passthrough.append(host)
+      if allowsMissingSNI { listener.passthroughWithoutSNI.append(host) }
+      listener.passthroughLocations.append(location(node))
     }
     if let downstream = mapping["downstream"]?.mapping(allowed: ["minimumTLSVersion", "ciphers", "http2"]) {
       listener.downstream.minimumTLSVersion = downstream.choice("minimumTLSVersion", default: .tls12)

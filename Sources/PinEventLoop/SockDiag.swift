@@ -49,6 +49,9 @@ public enum SockDiagMessage {
   static let familyIPv4: UInt8 = 2
   static let familyIPv6: UInt8 = 10
   static let protocolTCP: UInt8 = 6
+  static let listenState: UInt8 = 10
+  /// `ENOENT`: the kernel's answer when no socket has the 4-tuple.
+  static let noSuchEntry: Int32 = 2
 
   /// TCP states (include/net/tcp_states.h) whose owner is the process's:
   /// a TIME_WAIT or request socket has no owner (the kernel reports uid 0,
@@ -103,9 +106,14 @@ public enum SockDiagMessage {
   public enum Answer: Equatable, Sendable {
     /// The socket, owned by a process.
     case owner(SocketOwner)
-    /// No such socket, or one without an owner (closed, TIME_WAIT, a
-    /// listener, an answer for another 4-tuple): the peer is unknown.
+    /// The socket is there but has no owner to tell (TIME_WAIT, orphaned
+    /// by its process), or the answer cannot be read: the peer is on this
+    /// host, its user unknown.
     case unknown
+    /// The kernel has no socket with this 4-tuple (`ENOENT`, or it fell
+    /// back to a listener or another socket): the peer is not a socket of
+    /// this host's network namespace.
+    case absent
     /// Nothing in these bytes answers `sequence` (a stale answer of an
     /// earlier request): read again.
     case unrelated
@@ -124,6 +132,11 @@ public enum SockDiagMessage {
       let type = load(UInt16.self, bytes, offset + 4)
       let answered = load(UInt32.self, bytes, offset + 8)
       if answered == sequence {
+        if type == netlinkError, length >= headerBytes + 4,
+          load(Int32.self, bytes, offset + headerBytes) == -noSuchEntry
+        {
+          return .absent
+        }
         guard type == sockDiagByFamily, length >= headerBytes + answerBodyBytes else { return .unknown }
         return owner(bytes, at: offset + headerBytes, tuple: tuple)
       }
@@ -142,9 +155,10 @@ public enum SockDiagMessage {
   private static func owner(_ bytes: UnsafeRawBufferPointer, at body: Int, tuple: SocketTuple) -> Answer {
     let family = bytes[body]
     let state = bytes[body + 1]
-    guard family == (tuple.isIPv4 ? familyIPv4 : familyIPv6), ownedStates.contains(state) else {
-      return .unknown
-    }
+    guard family == (tuple.isIPv4 ? familyIPv4 : familyIPv6) else { return .unknown }
+    // A listener is what the kernel falls back to when the very socket is not there.
+    if state == listenState { return .absent }
+    guard ownedStates.contains(state) else { return .unknown }
     // The kernel looks up by the 4-tuple but may fall back to a listener:
     // only the very socket asked about counts.
     let id = body + 4
@@ -154,7 +168,7 @@ public enum SockDiagMessage {
     guard sourcePort == tuple.sourcePort, destinationPort == tuple.destinationPort,
       (0..<width).allSatisfy({ bytes[id + 4 + $0] == tuple.source[$0] }),
       (0..<width).allSatisfy({ bytes[id + 20 + $0] == tuple.destination[$0] })
-    else { return .unknown }
+    else { return .absent }
     let uid = load(UInt32.self, bytes, body + 64)
     let inode = load(UInt32.self, bytes, body + 68)
     // An orphaned socket (its process closed it) has no inode and no owner.

@@ -34,26 +34,31 @@ public final class SockDiagSocket: @unchecked Sendable {
     answer.deallocate()
   }
 
-  /// The owner of the socket whose source is `tuple.source` and whose
-  /// destination is `tuple.destination`; nil when the kernel does not know
-  /// one (closed, unowned, or no answer).
-  public func owner(of tuple: SocketTuple) -> SocketOwner? {
+  /// What the kernel says of the socket whose source is `tuple.source`
+  /// and whose destination is `tuple.destination`: its owner, that it is
+  /// there without one (`unknown`, also when no answer could be read), or
+  /// that this host has no such socket (`absent`).
+  public func lookUp(_ tuple: SocketTuple) -> SockDiagMessage.Answer {
     sequence &+= 1
     SockDiagMessage.encodeRequest(tuple, sequence: sequence, into: request)
-    guard pp_sock_diag_send(fd, request.baseAddress, UInt(request.count)) == request.count else { return nil }
+    guard pp_sock_diag_send(fd, request.baseAddress, UInt(request.count)) == request.count else {
+      return .unknown
+    }
     // Stale answers of earlier requests (none, normally) are skipped; the
     // bound keeps a confused socket from spinning the loop.
     for _ in 0..<4 {
       let count = pp_sock_diag_receive(fd, answer.baseAddress, UInt(answer.count))
-      guard count > 0 else { return nil }
-      switch SockDiagMessage.decodeAnswer(
-        UnsafeRawBufferPointer(rebasing: answer[0..<count]), sequence: sequence, tuple: tuple)
-      {
-      case .owner(let owner): return owner
-      case .unknown: return nil
-      case .unrelated: continue
-      }
+      guard count > 0 else { return .unknown }
+      let answer = SockDiagMessage.decodeAnswer(
+        UnsafeRawBufferPointer(rebasing: self.answer[0..<count]), sequence: sequence, tuple: tuple)
+      if answer != .unrelated { return answer }
     }
+    return .unknown
+  }
+
+  /// The owner of that socket; nil when the kernel does not tell one.
+  public func owner(of tuple: SocketTuple) -> SocketOwner? {
+    if case .owner(let owner) = lookUp(tuple) { return owner }
     return nil
   }
 }

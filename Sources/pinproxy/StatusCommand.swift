@@ -214,7 +214,9 @@ enum AdminFetch {
       throw Failure(description: "cannot connect to \(address): \(String(cString: strerror(errno)))")
     }
     var request = "\(method) \(path) HTTP/1.1\r\nHost: \(address)\r\nConnection: close\r\n"
-    if method == "POST" { request += "Content-Length: 0\r\n" }
+    // A state-changing request says it is meant (the admin endpoint
+    // refuses one without the field, as a web page could have sent it).
+    if method == "POST" { request += "Content-Length: 0\r\nPinproxy-Admin: 1\r\n" }
     if let token { request += "Authorization: Bearer \(token)\r\n" }
     request += "\r\n"
     let bytes = Array(request.utf8)

@@ -68,10 +68,11 @@ final class SockDiagTests: XCTestCase {
     // Another socket's answer (the kernel falls back to a listener by port).
     var other = tuple
     other.sourcePort = 40002
-    XCTAssertEqual(decode(answer(sequence: 7, tuple: other)), .unknown)
-    // TIME_WAIT (6) and LISTEN (10) sockets have no owner; uid 0 there is not root.
+    XCTAssertEqual(decode(answer(sequence: 7, tuple: other)), .absent)
+    // A TIME_WAIT (6) socket has no owner; uid 0 there is not root. A
+    // LISTEN (10) one is the kernel's fallback: the very socket is not here.
     XCTAssertEqual(decode(answer(sequence: 7, state: 6, uid: 0)), .unknown)
-    XCTAssertEqual(decode(answer(sequence: 7, state: 10)), .unknown)
+    XCTAssertEqual(decode(answer(sequence: 7, state: 10)), .absent)
     // An orphaned socket (its process closed it): no inode, no owner.
     XCTAssertEqual(decode(answer(sequence: 7, inode: 0)), .unknown)
     // A stale answer of an earlier request is skipped, then ours is read.
@@ -80,7 +81,7 @@ final class SockDiagTests: XCTestCase {
       decode(answer(sequence: 6) + answer(sequence: 7)), .owner(SocketOwner(uid: 1000, inode: 4242)))
   }
 
-  func testAnErrorOrATruncatedAnswerIsUnknown() {
+  func testNoSuchSocketIsAbsentAndAnyOtherErrorOrATruncatedAnswerIsUnknown() {
     var error = [UInt8](repeating: 0, count: 36)
     error.withUnsafeMutableBytes { raw in
       raw.storeBytes(of: UInt32(36), toByteOffset: 0, as: UInt32.self)
@@ -88,7 +89,13 @@ final class SockDiagTests: XCTestCase {
       raw.storeBytes(of: UInt32(7), toByteOffset: 8, as: UInt32.self)
       raw.storeBytes(of: Int32(-ENOENT), toByteOffset: 16, as: Int32.self)
     }
+    XCTAssertEqual(decode(error), .absent)
+    error.withUnsafeMutableBytes { $0.storeBytes(of: Int32(-EPERM), toByteOffset: 16, as: Int32.self) }
     XCTAssertEqual(decode(error), .unknown)
+    // An error too short to carry its code is not taken for "absent".
+    var short = Array(error.prefix(16))
+    short.withUnsafeMutableBytes { $0.storeBytes(of: UInt32(16), toByteOffset: 0, as: UInt32.self) }
+    XCTAssertEqual(decode(short), .unknown)
     let full = answer(sequence: 7)
     for cut in [1, 15, 16, 40, 87] { XCTAssertEqual(decode(Array(full.prefix(cut))), .unknown, "cut \(cut)") }
     // A length field past the datagram, or below a header.
@@ -191,5 +198,7 @@ final class SockDiagTests: XCTestCase {
     var nothing = tuple
     nothing.sourcePort = nothing.sourcePort == 1 ? 2 : 1
     XCTAssertNil(diag.owner(of: nothing))
+    // The kernel says so: this host has no such socket (a remote peer).
+    XCTAssertEqual(diag.lookUp(nothing), .absent)
   }
 }

@@ -20,6 +20,7 @@ final class AdminSlotsTests: XCTestCase {
     }
     // Connection 0 sent its request (answering); 1, 2 and 3 trickle.
     XCTAssertTrue(slots.headArrived(ids[0], heavy: false))
+    for id in ids[1...] { slots.partOfHeadArrived(id) }
     let newcomer = slots.admit(on: loop) { evicted.withLock { $0.append(4) } }
     XCTAssertNotNil(newcomer, "a full table of trickled heads admits the newcomer")
     loop.queue.sync {}
@@ -32,6 +33,36 @@ final class AdminSlotsTests: XCTestCase {
     XCTAssertNil(slots.admit(on: loop) {})
     slots.release(ids[2])
     XCTAssertNotNil(slots.admit(on: loop) {})
+  }
+
+  /// A connection not read yet (a probe whose head is on its way) is not
+  /// evicted while stalled half-heads are there, nor within the grace
+  /// after its accept; then it may go like any silent one.
+  func testAStalledHalfHeadGoesBeforeAConnectionNotReadYet() throws {
+    let slots = AdminSlots(capacity: 3)
+    let evicted = Mutex<[String]>([])
+    let probe = try XCTUnwrap(slots.admit(on: loop) { evicted.withLock { $0.append("probe") } })
+    let holders = try (0..<2).map { index in
+      try XCTUnwrap(slots.admit(on: loop) { evicted.withLock { $0.append("holder \(index)") } })
+    }
+    for holder in holders { slots.partOfHeadArrived(holder) }
+    // Two re-opening holders: each evicts a stalled half-head, never the probe.
+    for index in 2..<4 {
+      let holder = try XCTUnwrap(slots.admit(on: loop) { evicted.withLock { $0.append("holder \(index)") } })
+      slots.partOfHeadArrived(holder)
+    }
+    loop.queue.sync {}
+    XCTAssertEqual(evicted.withLock { $0 }, ["holder 0", "holder 1"])
+    // Nothing but the probe is evictable once the half-heads are answered…
+    for id in [UInt64](slots.testingIDs) where id != probe {
+      XCTAssertTrue(slots.headArrived(id, heavy: false))
+    }
+    // …and within its grace it is kept: the newcomer is closed instead.
+    XCTAssertNil(slots.admit(on: loop) {})
+    usleep(UInt32(AdminSlots.unreadGrace / 1000) + 20_000)
+    XCTAssertNotNil(slots.admit(on: loop) {}, "a connection silent past the grace may go")
+    loop.queue.sync {}
+    XCTAssertEqual(evicted.withLock { $0 }.last, "probe")
   }
 
   func testHeavyViewsLeaveTheScrapeReserve() {

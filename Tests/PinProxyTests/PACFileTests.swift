@@ -51,17 +51,45 @@ final class PACFileTests: XCTestCase {
     XCTAssertEqual(PACFile.literal("x\u{2028}y\n"), #""x\u2028y\u000a""#)
   }
 
-  func testTheProxyAddressOfAListenerOnEveryAddressIsTheOneAskedBy() throws {
+  func testTheProxyAddressOfAListenerOnEveryAddressIsTheOneTheClientReached() throws {
     let configuration = try ConfigurationParser.parse(
       """
       listeners:
         - {name: forward, address: "0.0.0.0:3128", mode: forward, allowedClients: ["10.0.0.0/8"]}
+        - {name: six, address: "[::]:3129", mode: forward, allowedClients: ["10.0.0.0/8"]}
+        - {name: fixed, address: "127.0.0.2:3130", mode: forward}
       """, file: "test.yaml")
-    let listener = configuration.listeners[0]
-    XCTAssertEqual(PACFile.proxyAddress(listener: listener, requestHost: "10.1.2.3:3128"), "10.1.2.3:3128")
+    let (any, six, fixed) = (
+      configuration.listeners[0], configuration.listeners[1], configuration.listeners[2]
+    )
+    XCTAssertEqual(PACFile.proxyAddress(listener: any, reached: [10, 1, 2, 3]), "10.1.2.3:3128")
+    // A dual-stack listener's IPv4 client reached an IPv4 address.
+    let mapped: [UInt8] = Array(repeating: 0, count: 10) + [0xff, 0xff, 192, 0, 2, 7]
+    XCTAssertEqual(PACFile.proxyAddress(listener: six, reached: mapped), "192.0.2.7:3129")
     XCTAssertEqual(
-      PACFile.proxyAddress(listener: listener, requestHost: "proxy.corp.test"), "proxy.corp.test:3128")
-    XCTAssertEqual(PACFile.proxyAddress(listener: listener, requestHost: "\"evil\""), "0.0.0.0:3128")
+      PACFile.proxyAddress(
+        listener: six, reached: [0x20, 0x01, 0x0d, 0xb8] + Array(repeating: 0, count: 11) + [1]),
+      "[2001:db8::1]:3129")
+    XCTAssertEqual(PACFile.proxyAddress(listener: any, reached: nil), "0.0.0.0:3128")
+    // A listener on one address names it, whatever was reached.
+    XCTAssertEqual(PACFile.proxyAddress(listener: fixed, reached: [10, 9, 9, 9]), "127.0.0.2:3130")
+  }
+
+  func testAListenerNameReachesTheFileOnlyAsAStringLiteral() throws {
+    let configuration = try ConfigurationParser.parse(
+      """
+      listeners:
+        - {name: forward, address: "127.0.0.1:3128", mode: forward}
+      """, file: "test.yaml")
+    var listener = configuration.listeners[0]
+    listener.name = "x\nFindProxyForURL = function(u, h) { return \"PROXY evil:1\"; }\u{2028}y"
+    let snapshot = try RuntimeSnapshot.compile(configuration, generation: 1)
+    let text = PACFile.text(snapshot: snapshot, listener: listener, proxy: "127.0.0.1:3128")
+    let lines = text.split(separator: "\n")
+    XCTAssertTrue(lines[0].hasPrefix("// pinproxy "), text)
+    XCTAssertFalse(lines.dropFirst().contains { $0.hasPrefix("FindProxyForURL") }, text)
+    XCTAssertFalse(text.unicodeScalars.contains("\u{2028}"), text)
+    XCTAssertEqual(text.components(separatedBy: "FindProxyForURL(url, host)").count, 2, text)
   }
 
   func testIfNoneMatchGets304AndHeadNoBody() throws {

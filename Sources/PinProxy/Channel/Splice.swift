@@ -24,6 +24,30 @@ final class Splice: ChannelDelegate, @unchecked Sendable {
   private var onEnd: ((_ upstreamError: (any Error)?) -> Void)?
   /// Called once, at the client's first bytes (a tunnel's first-byte timer).
   var onFirstClientBytes: (() -> Void)?
+  /// Until it has judged the client's ClientHello, nothing the client sends
+  /// reaches the upstream (a passthrough tunnel carries only the host it
+  /// was opened for).
+  private var gate: Gate?
+
+  /// What a splice waits for before relaying: the ClientHello's name,
+  /// judged by `refusal` (nil: relay; else why not), within `deadline` seconds.
+  struct Gate {
+    var reader = ClientHelloName()
+    let refusal: (ClientHelloName.Verdict) -> String?
+    /// Told why the tunnel was closed unopened (the log line, the metric).
+    let refused: (String) -> Void
+    let deadline: Double
+    var timer: LoopTimer?
+
+    init(
+      deadline: Double, refusal: @escaping (ClientHelloName.Verdict) -> String?,
+      refused: @escaping (String) -> Void
+    ) {
+      self.deadline = deadline
+      self.refusal = refusal
+      self.refused = refused
+    }
+  }
 
   /// - Parameters:
   ///   - early: client bytes read before the upstream was ready.
@@ -31,21 +55,64 @@ final class Splice: ChannelDelegate, @unchecked Sendable {
   ///   - onEnd: called once, when the client channel has closed (the
   ///     upstream is closed by then too), with the error that broke the
   ///     upstream side if one did.
+  ///   - gate: judge the client's ClientHello before relaying anything it sends.
   init(
     client: any ByteChannel, upstream dialed: DialedUpstream, idleLimit: Double, early: [UInt8] = [],
-    clientFinished: Bool = false, onEnd: @escaping (_ upstreamError: (any Error)?) -> Void
+    clientFinished: Bool = false, gate: Gate? = nil, onEnd: @escaping (_ upstreamError: (any Error)?) -> Void
   ) {
     self.client = client
     self.dialed = dialed
     self.onEnd = onEnd
+    self.gate = gate
     clientDone = clientFinished
     idle = IdleWatch(loop: client.loop, limit: idleLimit) { [weak self] in self?.close() }
     client.delegate = self
     upstream.delegate = self
-    if !early.isEmpty { upstream.write(early) }
-    if clientFinished { upstream.shutdownOutput() }
+    if let gate {
+      let deadline = gate.deadline
+      self.gate?.timer = client.loop.schedule(after: deadline) { [weak self] in
+        self?.closeUnopened("no complete ClientHello within \(deadline) s")
+      }
+      if !early.isEmpty {
+        early.withUnsafeBytes { judge($0) }
+      }
+      // A client that finished sending before naming its host never will.
+      if clientFinished && self.gate != nil {
+        closeUnopened("the client closed before its ClientHello was complete")
+      }
+    } else {
+      if !early.isEmpty { upstream.write(early) }
+      if clientFinished { upstream.shutdownOutput() }
+    }
     client.resumeReading()
     upstream.resumeReading()
+  }
+
+  /// Feeds the gate; once it has decided, the whole ClientHello (and what
+  /// came with it) goes upstream, or the tunnel closes unopened.
+  private func judge(_ bytes: UnsafeRawBufferPointer) {
+    guard var gate else { return }
+    let verdict = gate.reader.feed(bytes)
+    self.gate = gate
+    guard verdict != .more else { return }
+    if let reason = gate.refusal(verdict) { return closeUnopened(reason) }
+    gate.timer?.cancel()
+    self.gate = nil
+    upstream.write(gate.reader.received)
+  }
+
+  /// The tunnel is not opened after all: the client gets a fatal TLS alert
+  /// (unrecognized_name, RFC 6066 §3), the upstream nothing of the client's.
+  private func closeUnopened(_ reason: String) {
+    guard let gate else { return }
+    self.gate = nil
+    gate.timer?.cancel()
+    gate.refused(reason)
+    let unrecognizedName: UInt8 = 112
+    client.write([21, 3, 3, 0, 2, 2, unrecognizedName])
+    idle?.cancel()
+    dialed.closeKeepingSession()
+    client.closeAfterFlush()
   }
 
   var loop: EventLoop { client.loop }
@@ -83,6 +150,7 @@ final class Splice: ChannelDelegate, @unchecked Sendable {
       onFirstClientBytes = nil
       first()
     }
+    if channel === client, gate != nil { return judge(bytes) }
     let destination = other(channel)
     destination.write(bytes)
     if destination.isAboveHighWatermark { channel.pauseReading() }
@@ -90,6 +158,9 @@ final class Splice: ChannelDelegate, @unchecked Sendable {
 
   func channelDidReadEOF(_ channel: any ByteChannel) {
     loop.preconditionInLoop()
+    if channel === client, gate != nil {
+      return closeUnopened("the client closed before its ClientHello was complete")
+    }
     if channel === client { clientDone = true } else { upstreamDone = true }
     other(channel).shutdownOutput()
     if clientDone && upstreamDone {
@@ -106,6 +177,10 @@ final class Splice: ChannelDelegate, @unchecked Sendable {
 
   func channelDidClose(_ channel: any ByteChannel, error: (any Error)?) {
     loop.preconditionInLoop()
+    if channel === client {
+      gate?.timer?.cancel()
+      gate = nil
+    }
     if channel === upstream {
       upstreamError = error
       // What the client was sent still reaches it; then it closes too.

@@ -57,7 +57,8 @@ public final class RuntimeSnapshot: Sendable {
     self.revocation = revocation
     var passthrough: [String: PassthroughList] = [:]
     for listener in configuration.listeners {
-      passthrough[listener.name] = PassthroughList(listener.passthrough)
+      passthrough[listener.name] = PassthroughList(
+        listener.passthrough, withoutSNI: listener.passthroughWithoutSNI)
     }
     self.passthrough = passthrough
     var connectTo: [ConnectToKey: HostPort] = [:]
@@ -70,7 +71,7 @@ public final class RuntimeSnapshot: Sendable {
     self.connectTo = connectTo
     internalAddresses = InternalAddresses(
       listening: configuration.listeners.map(\.address) + (configuration.admin.map { [$0.address] } ?? []),
-      local: SocketAddress.localInterfaceAddresses())
+      local: SocketAddress.localInterfaceAddresses(), allowedNetworks: configuration.defaults.allowedNetworks)
     self.configuration = configuration
     self.trust = trust
     self.rules = rules

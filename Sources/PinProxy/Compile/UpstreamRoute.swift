@@ -23,6 +23,9 @@ public struct UpstreamRoute: Sendable {
   private(set) var governing: CompiledRule?
   /// The parent proxy connections to the host go through; nil: direct.
   let parent: ParentProxy?
+  /// No rule names the host: `defaults` governs it, and the egress guard
+  /// keeps it out of internal networks (`InternalAddresses.egressRefusal`).
+  private(set) var governedByDefaults = false
 
   /// nil when the host is denied by policy.
   public init?(host: TrustHost, snapshot: RuntimeSnapshot) {
@@ -33,6 +36,7 @@ public struct UpstreamRoute: Sendable {
     // A rule reached through includesSubdomains names the parent, not this
     // host, whose DNS may belong to someone else; `defaults` names nothing.
     namedExplicitly = compiled.namedHost == host
+    governedByDefaults = compiled === snapshot.defaultRule
   }
 
   private init(plainHost: TrustHost, namedExplicitly: Bool, parent: ParentProxy?) {

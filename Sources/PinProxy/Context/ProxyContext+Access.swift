@@ -54,12 +54,19 @@ extension RuntimeSnapshot {
 }
 
 extension ProxyContext {
-  /// The owner of a client's socket when the client is on this host: its
-  /// address is a loopback one, or the very address it connected to. nil
-  /// for a peer on another host. Runs on the accepting loop, before
-  /// anything is read: one sock_diag request and answer (`SockDiagSocket`,
-  /// a few µs); the program is looked up off the loop, and at once only
-  /// when the access log will name it.
+  /// The owner of a client's socket when the client is on this host. The
+  /// kernel is asked for every accepted peer, whatever its address: a
+  /// process may bind its source to any address of this host (or, behind a
+  /// `local` route, to any address of a whole range) and connect to any
+  /// other, so an address that looks remote proves nothing. Only the
+  /// kernel's "no such socket here" makes a peer remote; a socket it knows
+  /// without an owner, or a peer on a loopback address or on the very
+  /// address it connected to whose socket it cannot find, is a local peer
+  /// of unknown user (`allowedUsers` refuses it: fail closed). Runs on the
+  /// accepting loop, before anything is read: one sock_diag request and
+  /// answer (`SockDiagSocket`, a few µs; two for an IPv4 peer that is not a
+  /// local IPv4 socket); the program is looked up off the loop, and at once
+  /// only when the access log will name it.
   func localPeer(fd: Int32, peer: SocketAddress, loop: EventLoop) -> LocalPeer? {
     #if PINPROXY_NO_PEER_IDENTITY
       // The baseline of Benchmarks/identity-overhead.sh: every peer remote.
@@ -71,19 +78,31 @@ extension ProxyContext {
       // Not a TCP connection at all (a socket pair handed in by a test).
       guard here.family == AF_INET || here.family == AF_INET6 else { return nil }
       let local = Self.unmappedIPv4(here.addressBytes)
-      guard loopback || local == remote, local.count == remote.count else { return nil }
+      guard local.count == remote.count else { return loopback ? LocalPeer(owner: nil) : nil }
       // The client's socket: its source is our peer, its destination us.
       // An IPv4 client may hold a dual-stack IPv6 socket (Java's default),
       // listed with v4-mapped addresses: asked for second.
-      let diag = sockDiag[loop.index]
       var tuple = SocketTuple(
         source: remote, sourcePort: UInt16(peer.port), destination: local, destinationPort: UInt16(here.port))
-      var owner = diag?.owner(of: tuple)
-      if owner == nil, remote.count == 4 {
-        (tuple.source, tuple.destination) = (Self.mappedIPv6(remote), Self.mappedIPv6(local))
-        owner = diag?.owner(of: tuple)
+      guard let diag = sockDiag[loop.index] else {
+        return loopback || local == remote ? LocalPeer(owner: nil, tuple: tuple) : nil
       }
-      let found = LocalPeer(owner: owner, tuple: tuple)
+      var answer = diag.lookUp(tuple)
+      if answer == .absent, remote.count == 4 {
+        let mapped = SocketTuple(
+          source: Self.mappedIPv6(remote), sourcePort: tuple.sourcePort, destination: Self.mappedIPv6(local),
+          destinationPort: tuple.destinationPort)
+        answer = diag.lookUp(mapped)
+        if answer != .absent { tuple = mapped }
+      }
+      let found: LocalPeer
+      switch answer {
+      case .owner(let owner): found = LocalPeer(owner: owner, tuple: tuple)
+      case .unknown, .unrelated: found = LocalPeer(owner: nil, tuple: tuple)
+      case .absent:
+        guard loopback || local == remote else { return nil }
+        found = LocalPeer(owner: nil, tuple: tuple)
+      }
       if logger.access { found.lookUp() }
       return found
     #endif

@@ -155,7 +155,10 @@ public final class DynamicPinStore: Sendable {
       return "cannot create \(directory): \(error.localizedDescription)"
     }
     let temporary = path + ".tmp-\(getpid())"
-    let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+    // A fresh file of our own: whatever sits at the name (a leftover, a
+    // FIFO or a link someone put there) is removed, never opened.
+    unlink(temporary)
+    let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
     guard fd >= 0 else { return "cannot create \(temporary): \(String(cString: strerror(errno)))" }
     var written = 0
     let ok = bytes.withUnsafeBytes { raw -> Bool in

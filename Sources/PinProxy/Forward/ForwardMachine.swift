@@ -58,8 +58,9 @@ struct ForwardMachine<Upstream: SameUpstream> {
     // Indirect: rare or large payloads stay out of every action's inline size.
     /// Answer with the failure, log it and close after flushing.
     indirect case refuse(Refusal)
-    /// Answer from the proxy itself (the PAC file) and close after flushing.
-    case answer([UInt8])
+    /// Answer with the PAC file of the listener (written for the address
+    /// the client reached) and close after flushing.
+    indirect case answerPAC(HTTPRequestHead, ListenerConfig)
     /// Dial the passthrough host; answer `passthroughReady` or `dialFailed`.
     case openPassthrough(ForwardTarget)
     /// Mint a leaf and make a TLS engine; answer `interceptionReady` or `interceptionFailed`.
@@ -321,9 +322,7 @@ struct ForwardMachine<Upstream: SameUpstream> {
   /// `GET /proxy.pac` (or `/wpad.dat`): the file written from the policy
   /// in force, then the connection closes.
   private mutating func answerPAC(_ head: HTTPRequestHead, listener: ListenerConfig) {
-    let proxy = PACFile.proxyAddress(listener: listener, requestHost: head.headers.first("Host"))
-    let text = PACFile.text(snapshot: router.snapshot, listener: listener, proxy: proxy)
-    actions.append(.answer(PACFile.answer(text, head: head)))
+    actions.append(.answerPAC(head, listener))
     state = .closing
   }
 

@@ -50,10 +50,28 @@ extension ForwardSession {
         self.mode = .spliced(
           Splice(
             client: self.client, upstream: upstream, idleLimit: self.snapshot.timeouts.tunnelIdle,
-            early: opened.early, clientFinished: opened.clientFinished
+            early: opened.early, clientFinished: opened.clientFinished, gate: self.sniGate(for: target)
           ) { [self] _ in self.ended() })
       }
     }
+  }
+
+  /// The splice relays nothing of the client's until its ClientHello names
+  /// the CONNECT host (`ForwardRouter.spliceRefusal`), within
+  /// `timeouts.tlsHandshake`; a refused one is logged as `refused`
+  /// (denied-by-policy) and counted like any refusal.
+  func sniGate(for target: ForwardTarget) -> Splice.Gate {
+    let router = machine.router
+    let host = target.key.host
+    let connect = ConnectTarget(host: host, port: target.key.port)
+    return Splice.Gate(
+      deadline: snapshot.timeouts.tlsHandshake,
+      refusal: { router.spliceRefusal($0, connectHost: host) },
+      refused: { [weak self] reason in
+        guard let self else { return }
+        Refusal(ProxyFailure(status: 403, code: .deniedByPolicy, reason: reason), tunnel: connect)
+          .log(to: self.context.logger, self.context.metrics, client: self.origin, level: .warning)
+      })
   }
 
   func intercept(_ target: ConnectTarget, _ interception: InterceptionContext) {

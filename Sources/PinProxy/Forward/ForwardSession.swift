@@ -247,9 +247,12 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
       upstream.link.resumeReading()
     case .refuse(let refusal):
       refuse(refusal)
-    case .answer(let bytes):
+    case .answerPAC(let head, let listener):
+      let reached = SocketAddress.local(of: connection.fd)?.addressBytes
+      let proxy = PACFile.proxyAddress(listener: listener, reached: reached)
+      let text = PACFile.text(snapshot: machine.router.snapshot, listener: listener, proxy: proxy)
       // Closed lingeringly after the answer, as a refusal is.
-      client.write(bytes)
+      client.write(PACFile.answer(text, head: head))
       lingerAfterRun = true
     case .openPassthrough(let target):
       openPassthrough(target)

@@ -32,12 +32,24 @@ enum PACFile {
         exact.append(entry.lowercased())
       }
     }
+    return text(
+      listener: listener.name, generation: snapshot.generation, exact: exact, suffixes: suffixes,
+      denyByDefault: snapshot.configuration.defaults.action == .deny, proxy: proxy)
+  }
+
+  /// The file from its parts: every piece of text in it that came from the
+  /// configuration (the listener's name, the hosts, the proxy address) is
+  /// written as a string literal, whatever it holds.
+  static func text(
+    listener: String, generation: UInt64, exact: [String], suffixes: [String], denyByDefault: Bool,
+    proxy: String
+  ) -> String {
     let through = "PROXY " + proxy
-    let rest = snapshot.configuration.defaults.action == .deny ? "DIRECT" : through
-    var out =
-      "// pinproxy \(ProxyVersion.current): listener \(listener.name), generation \(snapshot.generation)\n"
+    let rest = denyByDefault ? "DIRECT" : through
+    // Even in a comment: a name with a line break would end the comment.
+    var out = "// pinproxy \(ProxyVersion.current): listener \(literal(listener)), generation \(generation)\n"
     out += "// Hosts the policy governs go through pinproxy; "
-    out += snapshot.configuration.defaults.action == .deny ? "the rest directly.\n" : "so does the rest.\n"
+    out += denyByDefault ? "the rest directly.\n" : "so does the rest.\n"
     out += "function FindProxyForURL(url, host) {\n"
     out += "  host = host.toLowerCase();\n"
     out += "  if (host.charAt(host.length - 1) == \".\") host = host.substring(0, host.length - 1);\n"
@@ -72,25 +84,24 @@ enum PACFile {
   }
 
   /// The `host:port` a PAC names for `listener`: its address, or, when it
-  /// listens on every address, the host the client asked for the file by
-  /// (its `Host` field, when that is a valid host) with the listener's port.
-  static func proxyAddress(listener: ListenerConfig, requestHost: String?) -> String {
+  /// listens on every address, the address the client actually reached it
+  /// at (`reached`, the connection's local address bytes). Never the
+  /// request's `Host` field: a client names what it likes there, and a
+  /// cached PAC file would send its browser wherever that said.
+  static func proxyAddress(listener: ListenerConfig, reached: [UInt8]?) -> String {
     let address = listener.address
     let unspecified = address.host == "0.0.0.0" || address.host == "::" || address.host == "[::]"
     var host = address.host
-    if unspecified, let requestHost, let named = hostPart(of: requestHost) { host = named }
+    if unspecified, let reached, let ip = IPAddress(bytes: unmappedIPv4(reached)) { host = ip.description }
     if host.contains(":") && !host.hasPrefix("[") { host = "[" + host + "]" }
     return "\(host):\(address.port)"
   }
 
-  private static func hostPart(of field: String) -> String? {
-    var text = Substring(field)
-    if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
-      text = text[text.index(after: text.startIndex)..<close]
-    } else if let colon = text.lastIndex(of: ":") {
-      text = text[..<colon]
-    }
-    return TrustHost(String(text))?.description
+  /// `::ffff:a.b.c.d`, an IPv4 client of a dual-stack listener, as the IPv4 address.
+  private static func unmappedIPv4(_ bytes: [UInt8]) -> [UInt8] {
+    let mapped =
+      bytes.count == 16 && bytes[0..<10].allSatisfy { $0 == 0 } && bytes[10] == 0xff && bytes[11] == 0xff
+    return mapped ? Array(bytes[12...]) : bytes
   }
 
   /// The whole answer to `GET /proxy.pac`: 200 with the file (no body for

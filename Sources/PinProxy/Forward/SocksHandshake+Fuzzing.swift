@@ -7,7 +7,9 @@ import PinTrust
 /// buffered past the bound; every reply is well formed (a method choice of
 /// 2 bytes, an RFC 1929 status of 2, a request reply of 10); a CONNECT
 /// comes only after the method (and, when required, an accepted
-/// credential), for a valid host and a port from 1 to 65535.
+/// credential), for a valid host and a port from 1 to 65535. The
+/// handshake counts as unfinished (evictable, `isUnfinished`) exactly until
+/// it hands out its CONNECT or fails.
 @_spi(Fuzzing) public enum SocksFuzzing {
   /// Returns the property that failed, or nil.
   public static func run(_ bytes: [UInt8]) -> String? {
@@ -36,8 +38,18 @@ import PinTrust
         connected!.early += piece
         continue
       }
+      // A failed handshake reads nothing more.
+      if !handshake.isUnfinished { continue }
       var step = piece.withUnsafeBytes { handshake.feed($0) }
       while true {
+        let over: Bool
+        switch step {
+        case .connect, .fail: over = true
+        default: over = false
+        }
+        if handshake.isUnfinished == over {
+          return (taken, "isUnfinished is \(handshake.isUnfinished) after \(step)")
+        }
         switch step {
         case .more:
           break

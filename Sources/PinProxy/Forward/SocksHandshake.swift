@@ -47,6 +47,11 @@ struct SocksHandshake {
 
   static let maximumBuffered = 1024
   private(set) var state = State.greeting
+
+  /// Still in the handshake, waiting on the client (or on its credential's
+  /// check): such a connection holds a slot while owing nothing, so it is
+  /// evictable as a half-sent HTTP head is (`SocksSession`).
+  var isUnfinished: Bool { state != .done && state != .failed }
   private var buffer: [UInt8] = []
   let requiresPassword: Bool
 

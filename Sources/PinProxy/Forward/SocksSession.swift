@@ -16,9 +16,12 @@ import PinTrust
 /// Fail closed: with `proxyAuth`, only a client whose credential was
 /// verified gets past the greeting; the CONNECT handed on carries that
 /// credential, so the forward machine checks it again (from its cache).
-/// The handshake must finish within `timeouts.clientHeader`. Confined to
-/// the connection's loop.
-final class SocksSession: ChannelDelegate, @unchecked Sendable {
+/// The handshake must finish within `timeouts.clientHeader`, and until it
+/// has the session is in its loop's registry as a connection waiting on
+/// its client: at a connection limit it is evicted like a half-sent HTTP
+/// head (`EvictionCandidate.Tier.unfinishedHead`), so a flood of half
+/// greetings cannot hold every slot. Confined to the connection's loop.
+final class SocksSession: ChannelDelegate, DrainableSession, @unchecked Sendable {
   let connection: Connection
   let context: ProxyContext
   let listener: ListenerConfig
@@ -29,6 +32,9 @@ final class SocksSession: ChannelDelegate, @unchecked Sendable {
   private var credential: (user: String, password: [UInt8])?
   private var timer: LoopTimer?
   private var finished = false
+  /// When the client connected (uptime nanoseconds): the oldest waiting
+  /// handshake is evicted first.
+  private let accepted = DispatchTime.now().uptimeNanoseconds
 
   init(
     connection: Connection, context: ProxyContext, listener: ListenerConfig, admission: AdmissionTicket,
@@ -46,6 +52,7 @@ final class SocksSession: ChannelDelegate, @unchecked Sendable {
 
   func start() {
     connection.loop.preconditionInLoop()
+    context.registry(for: connection.loop).add(self)
     let seconds = snapshot.timeouts.clientHeader
     timer = connection.loop.schedule(after: seconds) { [weak self] in
       self?.fail(reply: nil, reason: "the SOCKS handshake took longer than \(seconds) s")
@@ -64,9 +71,47 @@ final class SocksSession: ChannelDelegate, @unchecked Sendable {
   func channelDidDrain(_ channel: any ByteChannel) {}
 
   func channelDidClose(_ channel: any ByteChannel, error: (any Error)?) {
+    end()
+  }
+
+  /// The handshake is over, whichever way: the session leaves the registry
+  /// (a `ForwardSession` registers itself for a handed-over tunnel).
+  private func end() {
     timer?.cancel()
     finished = true
+    context.registry(for: connection.loop).remove(self)
   }
+
+  deinit { context.registry(for: connection.loop).forget(ObjectIdentifier(self)) }
+
+  // MARK: DrainableSession
+
+  /// Nothing is owed to a client still in its handshake: close now.
+  func drain() {
+    connection.loop.preconditionInLoop()
+    guard !finished else { return }
+    end()
+    connection.close()
+  }
+
+  /// A handshake in progress waits on its client, as a half-sent head does.
+  var evictionCandidate: EvictionCandidate? {
+    connection.loop.preconditionInLoop()
+    guard !finished, handshake.isUnfinished else { return nil }
+    return EvictionCandidate(tier: .unfinishedHead, since: accepted)
+  }
+
+  func evict() {
+    connection.loop.preconditionInLoop()
+    context.logger.log(.debug, "evicted", ["client": origin.peer, "reason": "connection limit reached"])
+    drain()
+  }
+
+  var clientPeer: String { origin.peer }
+  var clientKey: String { origin.key }
+
+  /// The CONNECT is judged under the snapshot in force when it is handed on.
+  func reviewAccess(under snapshot: RuntimeSnapshot) {}
 
   private func act(_ step: SocksHandshake.Step) {
     connection.loop.preconditionInLoop()
@@ -116,9 +161,9 @@ final class SocksSession: ChannelDelegate, @unchecked Sendable {
   /// would have received, with the verified credential, and what the
   /// client sent after its request follows it.
   private func handOver(host: TrustHost, port: Int, early: [UInt8]) {
-    timer?.cancel()
-    finished = true
-    let name = host.description.contains(":") ? "[\(host.description)]" : host.description
+    end()
+    // `TrustHost.description` writes an IPv6 address in brackets already.
+    let name = host.description
     var head = "CONNECT \(name):\(port) HTTP/1.1\r\nHost: \(name):\(port)\r\n"
     if let credential {
       let token = Data(Array(credential.user.utf8) + [UInt8(ascii: ":")] + credential.password)
@@ -135,8 +180,7 @@ final class SocksSession: ChannelDelegate, @unchecked Sendable {
 
   private func fail(reply: [UInt8]?, reason: String) {
     guard !finished else { return }
-    finished = true
-    timer?.cancel()
+    end()
     var fields = ["listener": listener.name, "client": origin.peer, "reason": reason]
     origin.addFields(to: &fields)
     context.logger.log(.info, "socks-refused", fields: fields)

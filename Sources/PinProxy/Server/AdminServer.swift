@@ -61,6 +61,8 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
   /// The request is a HEAD: its response has no body.
   var isHead = false
   var timer: LoopTimer?
+  /// Part of a head has been read (told to the slots once).
+  var sentPartOfHead = false
   let rates: RateSampler
   let slots: AdminSlots
   let slot: UInt64
@@ -89,6 +91,10 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
     do {
       for event in try parser.feed(bytes) {
         if case .request(let head) = event { return answer(head) }
+      }
+      if !sentPartOfHead {
+        sentPartOfHead = true
+        slots.partOfHeadArrived(slot)
       }
     } catch {
       respond(status: error.status, type: "text/plain", body: "\(PrintableText.escaped(error.reason))\n")
@@ -120,7 +126,7 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
           extra: [("Allow", "POST")])
       }
       if let refusal = accessRefusal(head, path: path) { return refusal() }
-      return reload()
+      return reload(head)
     }
     guard head.method == "GET" || head.method == "HEAD" else {
       return respond(status: 404, type: "text/plain", body: "not found\n")
@@ -188,7 +194,7 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
   /// configuration is in force (200, `ok generation N`) or was refused (422,
   /// the errors; the running one stays). Without a token only a loopback
   /// client may ask: a reload changes what the proxy does.
-  private func reload() {
+  private func reload(_ head: HTTPRequestHead) {
     answered = true
     let address = peerAddressBytes(connection.peer) ?? []
     if context.snapshot.adminAccess?.token == nil, !ClientAddressRules.loopback.allows(address) {
@@ -197,6 +203,11 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
     }
     guard let requester = context.reloadRequester.withLock({ $0 }) else {
       return respond(status: 503, type: "text/plain", body: "this process cannot reload\n")
+    }
+    if let refusal = crossSiteRefusal(head) {
+      context.logger.log(
+        .warning, "admin-refused", ["client": connection.peer, "path": "/reload", "reason": refusal])
+      return respond(status: 403, type: "text/plain", body: refusal + "\n")
     }
     let home = connection.loop
     requester { outcome in

@@ -5,12 +5,16 @@ import PinTrust
 /// The admin listener's connection slots, shared by every loop.
 ///
 /// At most `AdminServer.maximumConnections` are open. A newcomer that finds
-/// them all taken evicts the connection that has waited longest for its
-/// request head (a slow or stalled sender: it loses nothing it was owed);
-/// only when every slot holds a request already being answered is the
-/// newcomer closed. So a local process that opens every slot and trickles
-/// nothing cannot make a health probe fail, as the forward listener's
-/// admission also does.
+/// them all taken evicts a connection still waiting for its request head
+/// (it loses nothing it was owed): first one that has sent part of a head
+/// and stalled, the longest waiting first; only when there is none, one
+/// that has sent nothing yet. A connection just accepted has not been read
+/// yet even when its whole head is already on its way — a health probe
+/// sends it at once — so it goes last, and not within `unreadGrace` of
+/// its accept: a local process that keeps every slot filled with half-sent
+/// heads and re-opens each one the moment it is evicted cannot push a probe
+/// out before the probe is read. Only when no slot may go is the newcomer
+/// closed.
 ///
 /// The heavy views (`/` and `/status`, gathered from every loop and
 /// rendered) may hold at most `maximumConnections - scrapeReserve` slots at
@@ -18,11 +22,16 @@ import PinTrust
 /// scrapes always have slots of their own.
 final class AdminSlots: Sendable {
   static let scrapeReserve = 4
+  /// How long a connection that has sent nothing yet is kept from eviction
+  /// (nanoseconds): long enough for a local or LAN probe's head to be read.
+  static let unreadGrace: UInt64 = 250_000_000
 
   private struct Entry {
     let loop: EventLoop
     let since: UInt64
     var waitingForHead = true
+    /// Part of a head has been read: a stalled sender, evicted first.
+    var sentPartOfHead = false
     var heavy = false
     let evict: @Sendable () -> Void
   }
@@ -36,6 +45,9 @@ final class AdminSlots: Sendable {
 
   init(capacity: Int) { self.capacity = capacity }
 
+  /// The slots held now (for tests).
+  var testingIDs: [UInt64] { table.withLock { Array($0.entries.keys) } }
+
   /// Open connections (evicted ones leave at once).
   var count: Int { table.withLock { $0.entries.count } }
 
@@ -46,7 +58,14 @@ final class AdminSlots: Sendable {
     let (id, victim): (UInt64?, Entry?) = table.withLock { table in
       var victim: Entry?
       if table.entries.count >= capacity {
-        let oldest = table.entries.filter(\.value.waitingForHead).min { $0.value.since < $1.value.since }
+        // One not read yet is given `unreadGrace` to be read before it may go.
+        let oldest = table.entries.filter {
+          $0.value.waitingForHead && ($0.value.sentPartOfHead || now &- $0.value.since >= Self.unreadGrace)
+        }.min {
+          ($0.value.sentPartOfHead ? 0 : 1, $0.value.since) < (
+            $1.value.sentPartOfHead ? 0 : 1, $1.value.since
+          )
+        }
         guard let oldest else { return (nil, nil) }
         victim = table.entries.removeValue(forKey: oldest.key)
         if victim?.heavy == true { table.heavy -= 1 }
@@ -57,6 +76,11 @@ final class AdminSlots: Sendable {
     }
     if let victim { victim.loop.execute(victim.evict) }
     return id
+  }
+
+  /// Part of the connection's head arrived, not all of it.
+  func partOfHeadArrived(_ id: UInt64) {
+    table.withLock { table in table.entries[id]?.sentPartOfHead = true }
   }
 
   /// The connection's head arrived: it is no longer evictable. A heavy

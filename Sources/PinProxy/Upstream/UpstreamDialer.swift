@@ -35,6 +35,7 @@ struct UpstreamDialer {
     let timeouts = snapshot.timeouts
     let guardsInternal = !route.namedExplicitly && !mapped
     let guardsOwn = guardsInternal || route.followsCertificate
+    let guardsEgress = guardsInternal && route.governedByDefaults
     let internalAddresses = snapshot.internalAddresses
     // A dial that succeeded is timed from here to a usable connection
     // (resolution, connect, handshake, trust decision), by handshake kind.
@@ -64,9 +65,11 @@ struct UpstreamDialer {
             // An address that cannot be judged is refused, not let through.
             let refusal =
               IPAddress(bytes: address.addressBytes).map {
-                guardsInternal
-                  ? internalAddresses.refusal($0, port: address.port)
-                  : internalAddresses.ownListener($0, port: address.port)
+                guardsEgress
+                  ? internalAddresses.egressRefusal($0, port: address.port)
+                  : guardsInternal
+                    ? internalAddresses.refusal($0, port: address.port)
+                    : internalAddresses.ownListener($0, port: address.port)
               } ?? "\(address) is not an IP address"
             guard let refusal else { continue }
             let reason =
@@ -119,7 +122,9 @@ struct UpstreamDialer {
     let guardsInternal = !route.namedExplicitly
     if case .ip(let address) = key.host, guardsInternal || route.followsCertificate,
       let refusal = guardsInternal
-        ? snapshot.internalAddresses.refusal(address, port: key.port)
+        ? (route.governedByDefaults
+          ? snapshot.internalAddresses.egressRefusal(address, port: key.port)
+          : snapshot.internalAddresses.refusal(address, port: key.port))
         : snapshot.internalAddresses.ownListener(address, port: key.port)
     {
       return completion(
