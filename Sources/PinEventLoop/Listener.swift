@@ -28,6 +28,7 @@ public final class Listener: @unchecked Sendable {
     address: SocketAddress, group: EventLoopGroup,
     onExhausted: @escaping @Sendable (String) -> Void = { _ in },
     admits: @escaping @Sendable (SocketAddress) -> Bool = { _ in true },
+    acceptsPerBatch: Int = Listener.acceptsPerBatch,
     onAccept: @escaping @Sendable (Int32, SocketAddress, EventLoop) -> Void
   ) throws(SocketError) {
     // Port 0 asks the kernel for one port; the other loops' sockets join it.
@@ -40,7 +41,8 @@ public final class Listener: @unchecked Sendable {
       for loop in group.loops {
         let fd = try Socket.listen(on: bound, reusePort: true)
         let socket = ListenerSocket(
-          fd: fd, loop: loop, onExhausted: onExhausted, admits: admits, onAccept: onAccept)
+          fd: fd, loop: loop, onExhausted: onExhausted, admits: admits, acceptsPerBatch: acceptsPerBatch,
+          onAccept: onAccept)
         sockets.append(socket)
         let failure: SocketError? = loop.runAndWait {
           do throws(SocketError) {
@@ -88,6 +90,9 @@ final class ListenerSocket: ReadinessHandler, @unchecked Sendable {
   private let admits: @Sendable (SocketAddress) -> Bool
   private var state = State.listening
   private var token: ReadinessToken?
+  /// Accepts per readiness batch (`Listener.acceptsPerBatch` unless the
+  /// listener's owner wants its new connections read sooner).
+  let acceptsPerBatch: Int
   /// Accepting stopped because the process or system ran out of file
   /// descriptors (or memory); `accept` would fail again at once.
   private var backingOff = false
@@ -96,10 +101,11 @@ final class ListenerSocket: ReadinessHandler, @unchecked Sendable {
 
   init(
     fd: Int32, loop: EventLoop, onExhausted: @escaping @Sendable (String) -> Void,
-    admits: @escaping @Sendable (SocketAddress) -> Bool,
+    admits: @escaping @Sendable (SocketAddress) -> Bool, acceptsPerBatch: Int = Listener.acceptsPerBatch,
     onAccept: @escaping @Sendable (Int32, SocketAddress, EventLoop) -> Void
   ) {
     self.fd = fd
+    self.acceptsPerBatch = acceptsPerBatch
     self.loop = loop
     self.onExhausted = onExhausted
     self.admits = admits
@@ -165,7 +171,7 @@ final class ListenerSocket: ReadinessHandler, @unchecked Sendable {
 
   func ready(_ events: UInt32) {
     loop.preconditionInLoop()
-    for _ in 0..<Listener.acceptsPerBatch {
+    for _ in 0..<acceptsPerBatch {
       guard state == .listening && !backingOff else { return }
       var storage = sockaddr_storage()
       var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
@@ -200,7 +206,7 @@ extension Listener {
   /// Accepts per readiness batch; the socket stays ready (level-triggered)
   /// and the rest come in the next batch, after the sockets already open
   /// had their turn.
-  static let acceptsPerBatch = 64
+  public static let acceptsPerBatch = 64
 }
 
 /// Opens an outbound TCP connection without blocking the loop: tries each

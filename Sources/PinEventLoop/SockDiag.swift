@@ -155,7 +155,9 @@ public enum SockDiagMessage {
   private static func owner(_ bytes: UnsafeRawBufferPointer, at body: Int, tuple: SocketTuple) -> Answer {
     let family = bytes[body]
     let state = bytes[body + 1]
-    guard family == (tuple.isIPv4 ? familyIPv4 : familyIPv6) else { return .unknown }
+    // A dual-stack IPv6 socket with v4-mapped addresses is found by an IPv4
+    // query too: not the socket asked about; its IPv6 query finds it.
+    guard family == (tuple.isIPv4 ? familyIPv4 : familyIPv6) else { return .absent }
     // A listener is what the kernel falls back to when the very socket is not there.
     if state == listenState { return .absent }
     guard ownedStates.contains(state) else { return .unknown }

@@ -11,24 +11,7 @@ extension ProxyAccessTests {
   /// (an AnyIP `local` route), so one process can connect from 4,096
   /// source addresses; removed after the test.
   func namespaceWithRoutedBlock() throws -> String {
-    let ip = "/usr/sbin/ip"
-    guard FileManager.default.isExecutableFile(atPath: ip) else {
-      throw HarnessError("\(ip) (iproute2) is required to create network namespaces")
-    }
-    let namespace = "ppa-\(UUID().uuidString.prefix(6).lowercased())"
-    for arguments in [
-      ["netns", "add", namespace], ["-n", namespace, "link", "set", "lo", "up"],
-      ["-n", namespace, "route", "add", "local", "198.18.0.0/16", "dev", "lo"],
-    ] {
-      let result = try Subprocess.run(ip, arguments)
-      guard result.status == 0 else {
-        throw HarnessError("ip \(arguments.joined(separator: " ")) failed: \(result.stderr)")
-      }
-      if arguments[0] == "netns" {
-        addTeardownBlock { _ = try? Subprocess.run(ip, ["netns", "del", namespace]) }
-      }
-    }
-    return namespace
+    try NetworkNamespace.withRoutedBlock(for: self)
   }
 
   /// One request from each of `count` source addresses in 198.18.1.0

@@ -112,6 +112,7 @@ class Server(http.server.ThreadingHTTPServer):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--bind", default="127.0.0.1")
     parser.add_argument("--cert", required=True)
     parser.add_argument("--key", required=True)
     parser.add_argument("--min-tls", default="1.2")
@@ -155,7 +156,9 @@ def main():
                 connection.context = by_name[server_name]
         context.sni_callback = choose
 
-    server = Server(("127.0.0.1", args.port), Handler, bind_and_activate=True)
+    if ":" in args.bind:
+        Server.address_family = socket.AF_INET6
+    server = Server((args.bind, args.port), Handler, bind_and_activate=True)
     server.context = context
     server.request_log = args.log
     print(f"READY {server.server_address[1]}", flush=True)

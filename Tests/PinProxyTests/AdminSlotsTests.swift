@@ -65,6 +65,29 @@ final class AdminSlotsTests: XCTestCase {
     XCTAssertEqual(evicted.withLock { $0 }.last, "probe")
   }
 
+  /// A newcomer whose whole head is already there (a health probe) is
+  /// admitted past a table of unevictable connections, up to the overflow;
+  /// one with part of a head is evictable from its first moment.
+  func testAWholeHeadIsAnsweredPastAFullTableAndAPartialOneGoesFirst() throws {
+    let slots = AdminSlots(capacity: 2)
+    let evicted = Mutex<[String]>([])
+    let fresh = try XCTUnwrap(slots.admit(on: loop) { evicted.withLock { $0.append("fresh") } })
+    _ = try XCTUnwrap(
+      slots.admit(on: loop, arrival: .partOfHead) { evicted.withLock { $0.append("partial") } })
+    XCTAssertNotNil(slots.admit(on: loop) {})
+    loop.queue.sync {}
+    XCTAssertEqual(evicted.withLock { $0 }, ["partial"], "the half head goes, not the one not read yet")
+    // Nothing evictable now (both within their grace): only whole heads get in, up to the overflow.
+    XCTAssertNil(slots.admit(on: loop) {})
+    XCTAssertNil(slots.admit(on: loop, arrival: .partOfHead) {})
+    for _ in 0..<AdminSlots.answeringOverflow {
+      XCTAssertNotNil(slots.admit(on: loop, arrival: .wholeHead) {})
+    }
+    XCTAssertNil(slots.admit(on: loop, arrival: .wholeHead) {})
+    slots.release(fresh)
+    XCTAssertNil(slots.admit(on: loop) {}, "still past capacity after one left")
+  }
+
   func testHeavyViewsLeaveTheScrapeReserve() {
     let slots = AdminSlots(capacity: 16)
     let heavy = (0..<16).map { _ in slots.admit(on: loop) {}! }

@@ -7,7 +7,9 @@ import PinTrust
 /// time) with the last one read and reads it again only when it moved.
 /// The state directory is the current snapshot's, so a reload that moves
 /// it is followed too. A file that cannot be read keeps what was read last
-/// (and says why in `problem`).
+/// (and says why in `problem`, logged as `ct-sightings-unreadable` once
+/// per change of the file). The file is opened without blocking: a FIFO
+/// put there is refused at once, never waited on.
 final class IssuanceWatch: Sendable {
   static let interval: TimeInterval = 2
 
@@ -20,8 +22,12 @@ final class IssuanceWatch: Sendable {
   private let timer = BackgroundTimer(label: "pinproxy.ct-sightings")
   private let state = Locked(Seen())
   private let directory: @Sendable () -> String
+  private let logger: ProxyLogger?
 
-  init(stateDirectory: @escaping @Sendable () -> String) { directory = stateDirectory }
+  init(logger: ProxyLogger? = nil, stateDirectory: @escaping @Sendable () -> String) {
+    self.logger = logger
+    directory = stateDirectory
+  }
 
   var sightings: [IssuanceSighting] { state.withLock { $0.sightings } }
 
@@ -45,6 +51,9 @@ final class IssuanceWatch: Sendable {
         $0.stamp = stamp
         $0.problem = error.description
       }
+      logger?.log(
+        .warning, "ct-sightings-unreadable",
+        ["reason": error.description, "note": "the sightings read last are kept until the file can be read"])
     }
   }
 }

@@ -86,7 +86,9 @@ final class ProxyContext: Sendable {
     }
     self.reporter = reporter
     servedChains = ServedChainRecorder(activity: metrics.rules) { current.withLock { $0 } }
-    issuances = IssuanceWatch { StateDirectory.resolve(current.withLock { $0 }.configuration.stateDirectory) }
+    issuances = IssuanceWatch(logger: logger) {
+      StateDirectory.resolve(current.withLock { $0 }.configuration.stateDirectory)
+    }
     revocationRefresher = RevocationRefresher(loop: loop) {
       UpstreamDialer(
         snapshot: current.withLock { $0 }, trustEngine: engine, sessions: sessions, metrics: metrics,

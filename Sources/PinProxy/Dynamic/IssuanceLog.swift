@@ -48,10 +48,20 @@ public enum IssuanceLog {
     } catch {
       throw StoreError("\(directory): cannot create it (\(error.localizedDescription))")
     }
-    let lock = open(directory + "/.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0o644)
+    let lock = open(directory + "/.lock", O_CREAT | O_RDWR | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW, 0o644)
     guard lock >= 0 else { throw StoreError("\(directory)/.lock: \(String(cString: strerror(errno)))") }
     defer { close(lock) }
+    var lockStatus = stat()
+    if fstat(lock, &lockStatus) == 0, let kind = BoundedFile.kind(of: lockStatus.st_mode) {
+      throw StoreError("\(directory)/.lock: it is \(kind), not a regular file; remove it")
+    }
     flock(lock, LOCK_EX)
+    // Something other than a file where the sightings belong (a FIFO would
+    // block a reader for good) is refused, never moved aside or read.
+    var status = stat()
+    if stat(path, &status) == 0, let kind = BoundedFile.kind(of: status.st_mode) {
+      throw StoreError("\(path): it is \(kind), not a regular file; remove it")
+    }
     var sightings: [IssuanceSighting]
     do {
       sightings = try read(path)

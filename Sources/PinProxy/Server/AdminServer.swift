@@ -18,6 +18,22 @@ import Synchronization
 final class AdminServer: Sendable {
   static let maximumConnections = 16
   static let requestTimeout = 10.0
+  /// Accepts per readiness batch: the connections just accepted are read
+  /// before many more arrive, so the slots never fill with unread ones.
+  static let acceptsPerBatch = 4
+
+  /// What a just-accepted connection has sent, looked at without reading
+  /// it (`MSG_PEEK`): a whole head is a request to answer at once.
+  static func arrival(_ fd: Int32) -> AdminSlots.Arrival {
+    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 1024) { buffer in
+      let count = recv(fd, buffer.baseAddress, buffer.count, Int32(MSG_PEEK | MSG_DONTWAIT))
+      guard count > 0 else { return .nothing }
+      let bytes = UnsafeBufferPointer(rebasing: buffer[0..<count])
+      let end: [UInt8] = [13, 10, 13, 10]
+      let whole = count >= 4 && (0...(count - 4)).contains { bytes[$0..<($0 + 4)].elementsEqual(end) }
+      return whole ? .wholeHead : .partOfHead
+    }
+  }
 
   let listener: Listener
   let slots = AdminSlots(capacity: AdminServer.maximumConnections)
@@ -36,10 +52,12 @@ final class AdminServer: Sendable {
       listener = try Listener(
         address: socketAddress, group: group,
         onExhausted: ProxyServer.exhaustionLogger(context.logger, "admin"),
-        admits: { context.admitsAdmin($0) }
+        admits: { context.admitsAdmin($0) }, acceptsPerBatch: AdminServer.acceptsPerBatch
       ) { fd, peer, loop in
         let connection = Connection(fd: fd, peer: peer.description, loop: loop)
-        guard let slot = slots.admit(on: loop, evict: { connection.close() }) else {
+        guard
+          let slot = slots.admit(on: loop, arrival: AdminServer.arrival(fd), evict: { connection.close() })
+        else {
           return connection.close()
         }
         AdminSession(connection: connection, context: context, rates: rates, slots: slots, slot: slot).start()

@@ -51,9 +51,24 @@ final class AdminSlots: Sendable {
   /// Open connections (evicted ones leave at once).
   var count: Int { table.withLock { $0.entries.count } }
 
+  /// What a new connection had sent by the time it was accepted (a look
+  /// at its socket, nothing consumed).
+  enum Arrival {
+    case nothing
+    case partOfHead
+    /// A whole head (a health probe sends it at once): answered at once.
+    case wholeHead
+  }
+
+  /// Connections with a whole head already there that may be admitted past
+  /// `capacity` when no slot may go: a probe is answered in microseconds.
+  static let answeringOverflow = 4
+
   /// A slot for a new connection on `loop`, whose `evict` closes it on that
-  /// loop; nil when every slot is answering a request.
-  func admit(on loop: EventLoop, evict: @escaping @Sendable () -> Void) -> UInt64? {
+  /// loop; nil when no slot may go (and, for a whole head, the overflow is full).
+  func admit(on loop: EventLoop, arrival: Arrival = .nothing, evict: @escaping @Sendable () -> Void)
+    -> UInt64?
+  {
     let now = DispatchTime.now().uptimeNanoseconds
     let (id, victim): (UInt64?, Entry?) = table.withLock { table in
       var victim: Entry?
@@ -66,12 +81,17 @@ final class AdminSlots: Sendable {
             $1.value.sentPartOfHead ? 0 : 1, $1.value.since
           )
         }
-        guard let oldest else { return (nil, nil) }
-        victim = table.entries.removeValue(forKey: oldest.key)
-        if victim?.heavy == true { table.heavy -= 1 }
+        if let oldest {
+          victim = table.entries.removeValue(forKey: oldest.key)
+          if victim?.heavy == true { table.heavy -= 1 }
+        } else if arrival != .wholeHead || table.entries.count >= capacity + Self.answeringOverflow {
+          return (nil, nil)
+        }
       }
       table.nextID += 1
-      table.entries[table.nextID] = Entry(loop: loop, since: now, evict: evict)
+      var entry = Entry(loop: loop, since: now, evict: evict)
+      entry.sentPartOfHead = arrival == .partOfHead
+      table.entries[table.nextID] = entry
       return (table.nextID, victim)
     }
     if let victim { victim.loop.execute(victim.evict) }
