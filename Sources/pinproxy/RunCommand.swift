@@ -156,6 +156,13 @@ private func installSignal(
   signal(number, SIG_IGN)
   let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
   source.setEventHandler(handler: handler)
+  // `resume` arms the source later, on Dispatch's manager queue; until then
+  // the signal is ignored (SIG_IGN above). Waiting for the registration
+  // means that once "listening" and the ready file say the daemon is up, a
+  // SIGTERM or SIGHUP sent at once is handled, never lost.
+  let registered = DispatchSemaphore(value: 0)
+  source.setRegistrationHandler { registered.signal() }
   source.resume()
+  registered.wait()
   signalSources.append(source)
 }

@@ -19,12 +19,14 @@ final class EgressGuardTests: XCTestCase {
   func testEveryInternalRangeIsRefusedAndNamed() throws {
     let refused = [
       ("10.1.2.3", "10.0.0.0/8"), ("172.16.0.1", "172.16.0.0/12"), ("172.31.255.255", "172.16.0.0/12"),
-      ("192.168.1.1", "192.168.0.0/16"), ("100.64.0.1", "100.64.0.0/10"), ("100.127.255.254", "100.64.0.0/10"),
-      ("0.1.2.3", "0.0.0.0/8"), ("169.254.169.254", "metadata"), ("169.254.1.1", "link-local"),
-      ("127.0.0.1", "loopback"), ("192.0.0.8", "192.0.0.0/24"), ("224.0.0.1", "224.0.0.0/4"),
+      ("192.168.1.1", "192.168.0.0/16"), ("100.64.0.1", "100.64.0.0/10"),
+      ("100.127.255.254", "100.64.0.0/10"),
+      ("0.1.2.3", "unspecified"), ("169.254.169.254", "metadata"), ("169.254.1.1", "is a link-local address"),
+      ("127.0.0.1", "is a loopback address"), ("192.0.0.8", "192.0.0.0/24"), ("224.0.0.1", "224.0.0.0/4"),
       ("239.255.255.250", "224.0.0.0/4"), ("240.0.0.1", "240.0.0.0/4"), ("255.255.255.255", "240.0.0.0/4"),
-      ("fd00::1", "fc00::/7"), ("fc12::1", "fc00::/7"), ("fe80::1", "link-local"), ("ff02::1", "ff00::/8"),
-      ("::1", "loopback"), ("::ffff:10.0.0.1", "10.0.0.0/8"), ("64:ff9b::a01:203", "10.0.0.0/8"),
+      ("fd00::1", "fc00::/7"), ("fc12::1", "fc00::/7"), ("fe80::1", "is a link-local address"),
+      ("ff02::1", "ff00::/8"),
+      ("::1", "is a loopback address"), ("::ffff:10.0.0.1", "10.0.0.0/8"), ("64:ff9b::a01:203", "10.0.0.0/8"),
       ("64:ff9b:1::1", "64:ff9b:1::/48"), ("2002:a01:203::1", "10.1.2.3"),
       ("2002:c0a8:101::", "192.168.0.0/16"),
       // Teredo: the client's IPv4 is the last 32 bits inverted (10.1.2.3 → f5fe:fdfc).
@@ -38,7 +40,9 @@ final class EgressGuardTests: XCTestCase {
   }
 
   func testPublicSpaceAndOpenedNetworksPass() throws {
-    for address in ["93.184.216.34", "8.8.8.8", "2606:4700::1111", "2002:5db8:d822::1", "172.32.0.1", "100.128.0.1"] {
+    for address in [
+      "93.184.216.34", "8.8.8.8", "2606:4700::1111", "2002:5db8:d822::1", "172.32.0.1", "100.128.0.1",
+    ] {
       XCTAssertNil(try refusal(address), address)
     }
     XCTAssertNil(try refusal("10.20.1.1", allowing: ["10.20.0.0/16"]))
@@ -58,7 +62,8 @@ final class EgressGuardTests: XCTestCase {
       """, file: "test.yaml")
     XCTAssertEqual(configuration.defaults.allowedNetworks.map(\.description), ["10.20.0.0/16"])
     let notices = AccessNotice.notices(for: configuration).map(\.message)
-    XCTAssertTrue(notices.contains { $0.contains("defaults.allowedNetworks opens 10.20.0.0/16") }, "\(notices)")
+    XCTAssertTrue(
+      notices.contains { $0.contains("defaults.allowedNetworks opens 10.20.0.0/16") }, "\(notices)")
     XCTAssertThrowsError(
       try ConfigurationParser.parse(
         """

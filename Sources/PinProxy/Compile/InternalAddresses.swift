@@ -42,16 +42,21 @@ struct InternalAddresses: Sendable {
   func egressRefusal(_ address: IPAddress, port: Int) -> String? {
     let bytes = address.bytes
     let judged = InternalAddresses.embeddedIPv4(bytes) ?? bytes
-    if let range = InternalAddresses.specialPurposeRange(judged),
-      !allowedNetworks.contains(where: { $0.contains(judged) || $0.contains(bytes) })
-    {
-      let embedded = judged == bytes ? "" : " (the IPv4 address \(IPAddress(bytes: judged)!) inside it)"
-      return "\(address)\(embedded) is in \(range); only a rule naming the host or defaults.allowedNetworks"
-        + " reaches it"
+    let embedded = judged == bytes ? "" : " (the IPv4 address \(IPAddress(bytes: judged)!) inside it)"
+    // Loopback, link-local (the metadata service among them) and this
+    // machine's own addresses stay closed whatever `allowedNetworks` opens.
+    if judged == [169, 254, 169, 254] {
+      return "\(address)\(embedded) is the cloud metadata service (169.254.169.254)"
     }
-    // Loopback, link-local and this machine's own addresses stay closed
-    // whatever `allowedNetworks` opens.
-    return refusal(address, port: port)
+    if let refusal = refusal(address, port: port) { return refusal }
+    if InternalAddresses.isLoopback(judged) || InternalAddresses.isLinkLocal(judged) {
+      return "\(address)\(embedded) is a loopback or link-local address"
+    }
+    guard let range = InternalAddresses.specialPurposeRange(judged),
+      !allowedNetworks.contains(where: { $0.contains(judged) || $0.contains(bytes) })
+    else { return nil }
+    return "\(address)\(embedded) is in \(range); only a rule naming the host or defaults.allowedNetworks"
+      + " reaches it"
   }
 
   /// The IPv4 address an IPv6 one carries: mapped, compatible and NAT64
@@ -71,7 +76,6 @@ struct InternalAddresses: Sendable {
   /// named for the refusal; nil for an address in public space.
   static func specialPurposeRange(_ bytes: [UInt8]) -> String? {
     let ranges = bytes.count == 4 ? ipv4Ranges : ipv6Ranges
-    if bytes == [169, 254, 169, 254] { return "169.254.169.254 (the cloud metadata service)" }
     return ranges.first { $0.block.contains(bytes) }.map { "\($0.block), \($0.name)" }
   }
 
