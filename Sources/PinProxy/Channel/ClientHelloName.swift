@@ -52,34 +52,37 @@ struct ClientHelloName {
     return verdict
   }
 
-  /// Moves every complete record's payload into `handshake`, then judges
-  /// the ClientHello once it is whole. A ClientHello ends with its last
-  /// record (the client sends nothing else before the server answers).
+  /// Moves complete records' payloads into `handshake` until the
+  /// ClientHello in them is whole, then judges it; what follows it is not
+  /// looked at, so the verdict is the same however the bytes were split.
   private mutating func takeRecords() -> Verdict {
     while received.count - nextRecord >= Self.recordHeader {
       let at = nextRecord
       guard received[at] == Self.handshakeRecord else {
         return .malformed(
-          at == 0 ? "the tunnel's first bytes are not a TLS handshake" : "a ClientHello cut by another record"
-        )
+          at == 0 ? "the tunnel's first bytes are not a TLS handshake" : "a ClientHello cut by another record")
       }
       // Record versions 3.0 (SSL 3) to 3.4 are what ClientHellos carry.
-      guard received[at + 1] == 3, received[at + 2] <= 4 else {
-        return .malformed("not a TLS record version")
-      }
+      guard received[at + 1] == 3, received[at + 2] <= 4 else { return .malformed("not a TLS record version") }
       let length = Int(received[at + 3]) << 8 | Int(received[at + 4])
       guard length > 0, length <= 16_384 else { return .malformed("a handshake record of \(length) bytes") }
       let end = at + Self.recordHeader + length
-      guard end <= received.count else { break }
+      guard end <= received.count else { return .more }
       handshake += received[(at + Self.recordHeader)..<end]
       nextRecord = end
+      if let verdict = judgeHandshake() { return verdict }
     }
-    guard handshake.count >= 4 else { return .more }
+    return .more
+  }
+
+  /// The ClientHello's verdict once the handshake bytes hold all of it; nil before.
+  private func judgeHandshake() -> Verdict? {
+    guard handshake.count >= 4 else { return nil }
     guard handshake[0] == Self.clientHello else {
       return .malformed("the first handshake message is not a ClientHello")
     }
     let length = Int(handshake[1]) << 16 | Int(handshake[2]) << 8 | Int(handshake[3])
-    guard handshake.count >= 4 + length else { return .more }
+    guard handshake.count >= 4 + length else { return nil }
     return Self.serverName(inClientHello: handshake[4..<(4 + length)])
   }
 
