@@ -4,7 +4,8 @@
 # packaged binary needs no Swift and accepts the packaged configuration; and,
 # run as root (on a machine made for the test, as CI's is), it installs with
 # dpkg -i (system user, state directory, unit enabled but not started),
-# removes keeping the configuration, and purges the configuration and state.
+# removes keeping the configuration, and purges the configuration and state,
+# all in a throwaway root that leaves the host's own files and pinproxy alone.
 # Each check prints "package: NAME ok" or "package: NAME FAILED".
 #
 #   scripts/check-deb.sh .build/pinproxy_VERSION_ARCH.deb
@@ -49,8 +50,34 @@ packaged_binary() {
 }
 check "the packaged binary needs no Swift and checks the packaged config" packaged_binary
 
+# Install, remove and purge happen in a throwaway root: new mount and PID
+# namespaces in which /etc, /usr and /var are copy-on-write overlays on a
+# tmpfs and /run is empty (no systemd to start or stop anything for). dpkg,
+# adduser and the unit's enablement change only the overlays, which vanish
+# with the namespaces: the host's files, users, units and its own pinproxy
+# (installed or running, or not) are neither touched nor in the way.
+in_throwaway_root() {
+  command -v unshare >/dev/null || { echo "unshare (util-linux) is required"; return 1; }
+  local layers
+  layers=$(mktemp -d)
+  unshare --mount --pid --fork --mount-proc --propagation private -- bash -c '
+    set -e
+    layers=$1; shift
+    mount -t tmpfs throwaway "$layers"
+    for dir in etc usr var; do
+      mkdir -p "$layers/$dir/upper" "$layers/$dir/work"
+      mount -t overlay throwaway -o "lowerdir=/$dir,upperdir=$layers/$dir/upper,workdir=$layers/$dir/work" "/$dir"
+    done
+    mount -t tmpfs throwaway /run
+    "$@"' bash "$layers" "$@"
+  local result=$?
+  rmdir "$layers" 2>/dev/null
+  return $result
+}
+
 install_remove_purge() {
-  if dpkg -s pinproxy >/dev/null 2>&1; then echo "pinproxy is installed here already; not touching it"; return 1; fi
+  # A pinproxy of the host's own is purged from the throwaway root first.
+  if dpkg -s pinproxy >/dev/null 2>&1; then dpkg -P pinproxy >/dev/null || return 1; fi
   dpkg -i "$deb" || return 1
   getent passwd pinproxy >/dev/null || { echo "no pinproxy user"; return 1; }
   [ "$(stat -c '%U %a' /var/lib/pinproxy)" = "pinproxy 700" ] || { echo "/var/lib/pinproxy: $(stat -c '%U %a' /var/lib/pinproxy)"; return 1; }
@@ -71,7 +98,10 @@ install_remove_purge() {
   [ ! -e /etc/systemd/system/multi-user.target.wants/pinproxy.service ] || { echo "purge left the unit enabled"; return 1; }
 }
 if [ "$(id -u)" = 0 ]; then
-  check "dpkg -i, remove keeps the config, purge removes it and the state" install_remove_purge
+  export deb
+  export -f install_remove_purge
+  check "dpkg -i, remove keeps the config, purge removes it and the state (in a throwaway root)" \
+    in_throwaway_root install_remove_purge
 else
   echo "package: install test needs root (run on a machine made for it, as CI does)"
 fi

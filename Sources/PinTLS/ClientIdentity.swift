@@ -16,11 +16,17 @@ public final class ClientIdentity: @unchecked Sendable {
   }
 
   public init(pkcs12Path: String, passphraseFile: String) throws(LoadError) {
-    guard let data = FileManager.default.contents(atPath: pkcs12Path) else {
-      throw LoadError(description: "\(pkcs12Path): cannot read file")
+    let data: [UInt8]
+    let passphraseData: [UInt8]
+    do {
+      data = try BoundedFile.read(pkcs12Path, limit: 1 << 20)
+    } catch {
+      throw LoadError(description: "\(pkcs12Path): \(error.description)")
     }
-    guard let passphraseData = FileManager.default.contents(atPath: passphraseFile) else {
-      throw LoadError(description: "\(passphraseFile): cannot read passphrase file")
+    do {
+      passphraseData = try BoundedFile.read(passphraseFile, limit: 4096)
+    } catch {
+      throw LoadError(description: "\(passphraseFile): passphrase file: \(error.description)")
     }
     // One trailing newline is part of how files are written, not of the secret.
     var passphrase = String(decoding: passphraseData, as: UTF8.self)

@@ -108,11 +108,15 @@ public final class LocalCA: Sendable {
     } catch {
       throw Failure(description: "cannot create \(directory): \(error)")
     }
-    let lock = open(directory + "/.ca.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
+    let lock = open(directory + "/.ca.lock", O_CREAT | O_RDWR | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW, 0o600)
     guard lock >= 0 else {
       throw Failure(description: "\(directory)/.ca.lock: \(String(cString: strerror(errno)))")
     }
     defer { close(lock) }
+    var lockStatus = stat()
+    if fstat(lock, &lockStatus) == 0, let kind = BoundedFile.kind(of: lockStatus.st_mode) {
+      throw Failure(description: "\(directory)/.ca.lock: it is \(kind), not a regular file; remove it")
+    }
     guard flock(lock, LOCK_EX) == 0 else { throw Failure(description: "cannot lock \(directory)/.ca.lock") }
     defer { flock(lock, LOCK_UN) }
     if FileManager.default.fileExists(atPath: certificatePath) {

@@ -46,8 +46,11 @@ public final class PrivateKey: @unchecked Sendable {
 
   /// Reads a PEM private key (unencrypted).
   public static func load(_ path: String) throws(Failure) -> PrivateKey {
-    guard let data = FileManager.default.contents(atPath: path) else {
-      throw Failure(description: "\(path): cannot read file")
+    let data: [UInt8]
+    do {
+      data = try BoundedFile.read(path, limit: 1 << 20)
+    } catch {
+      throw Failure(description: "\(path): \(error.description)")
     }
     OpenSSLErrorQueue.clear()
     let key: OpaquePointer? = Array(data).withUnsafeBytes { raw in

@@ -49,6 +49,16 @@ final class DocumentNamesTests: XCTestCase {
     XCTAssertEqual(code.problem(with: "UpstreamProtocol", outside: [:]), .noSuchType)
     XCTAssertEqual(code.problem(with: "UpstreamTrust.refusal(of:)", outside: [:]), .noSuchMember("refusal"))
     XCTAssertNil(code.problem(with: "UpstreamTrust.verdict(of:)", outside: [:]))
+    // The labels count: a renamed argument leaves a stale name.
+    XCTAssertEqual(
+      code.problem(with: "UpstreamTrust.verdict(for:)", outside: [:]),
+      .noSuchLabels("UpstreamTrust.verdict(for:)"))
+    XCTAssertNil(code.problem(with: "ForwardSession.channel(_:didReadBuffer:)", outside: [:]))
+    XCTAssertNil(code.problem(with: "ForwardRouter.route(_:inside: tunnel)", outside: [:]))
+    XCTAssertEqual(
+      RepositoryCode.labelSignatures(
+        "func f(\n  _ a: [String: Int], from b: (Int, Int) -> Void,\n  c: Int = 3\n) {", keyword: "func"
+      ).sorted(), ["_:from:", "_:from:c:"])
     XCTAssertEqual(code.problem(with: "Forward/NoSuchFile.swift", outside: [:]), .noSuchFile)
     XCTAssertNil(code.problem(with: "Forward/ExchangeHost.swift", outside: [:]))
     XCTAssertEqual(code.problem(with: "Gone/", outside: [:]), .noSuchFolder)
@@ -82,6 +92,8 @@ struct RepositoryCode {
     case notCode
     case noSuchType
     case noSuchMember(String)
+    /// The member exists, but no declaration of it has these argument labels.
+    case noSuchLabels(String)
     case noSuchFile
     case noSuchFolder
 
@@ -90,6 +102,7 @@ struct RepositoryCode {
       case .notCode: "not a code name"
       case .noSuchType: "no such type, target or module is declared"
       case .noSuchMember(let member): "no declaration of `\(member)`"
+      case .noSuchLabels(let name): "no declaration of `\(name)` has these argument labels"
       case .noSuchFile: "no such file"
       case .noSuchFolder: "no such folder under Sources/"
       }
@@ -101,6 +114,10 @@ struct RepositoryCode {
   var declaringFiles: [String: Set<String>] = [:]
   /// The members each file declares.
   var fileMembers: [String: Set<String>] = [:]
+  /// Each file's functions, initialisers and cases with arguments: their
+  /// argument labels as Swift writes a full name (`_:didReadBuffer:`), once
+  /// with every parameter and once without those that have a default.
+  var fileLabels: [String: [String: Set<String>]] = [:]
   var files: Set<String> = []
   var paths: Set<String> = []
   var folders: Set<String> = []
@@ -147,8 +164,10 @@ struct RepositoryCode {
       "class", "struct", "enum", "protocol", "actor", "typealias", "extension",
     ]
     var members: Set<String> = ["init"]
+    var labels: [String: Set<String>] = [:]
     var inNestedType = false
-    for line in source.split(separator: "\n") {
+    let lines = source.split(separator: "\n", omittingEmptySubsequences: false)
+    for (index, line) in lines.enumerated() {
       let indent = line.prefix { $0 == " " }.count
       var words = line.split(separator: " ")
       while let first = words.first, modifiers.contains(first) || first.hasPrefix("@") { words.removeFirst() }
@@ -172,8 +191,112 @@ struct RepositoryCode {
         )
         if keyword != "case" { break }
       }
+      guard ["func", "init", "case", "subscript"].contains(keyword) else { continue }
+      let member = keyword == "init" || keyword == "subscript" ? String(keyword) : name
+      for signature in Self.labelSignatures(
+        lines[index...].prefix(12).joined(separator: "\n"), keyword: keyword)
+      {
+        labels[member, default: []].insert(signature)
+      }
     }
     fileMembers[file, default: []].formUnion(members)
+    fileLabels[file, default: [:]].merge(labels) { $0.union($1) }
+  }
+
+  /// The argument labels of the declaration that starts `text` (its
+  /// parameter list may run over several lines): every parameter's label,
+  /// and the same without defaulted ones. Empty for a case without values.
+  static func labelSignatures(_ text: String, keyword: Substring) -> [String] {
+    guard let open = text.firstIndex(of: "(") else { return [] }
+    // A case list (`case a, b`) or a property: no parameter list of its own.
+    if keyword == "case", text[..<open].contains(",") || text[..<open].contains("\n") { return [] }
+    var depth = 0
+    var parameters: [String] = []
+    var current = ""
+    for character in text[open...] {
+      switch character {
+      case "(", "[", "<":
+        depth += 1
+        if depth > 1 { current.append(character) }
+      case ")", "]", ">":
+        if character == ">" && current.hasSuffix("-") {
+          current.append(character)
+          continue
+        }
+        depth -= 1
+        if depth == 0 {
+          parameters.append(current)
+          return signatures(parameters, keyword: keyword)
+        }
+        current.append(character)
+      case "," where depth == 1:
+        parameters.append(current)
+        current = ""
+      default:
+        current.append(character)
+      }
+    }
+    return []
+  }
+
+  private static func signatures(_ parameters: [String], keyword: Substring) -> [String] {
+    var all = ""
+    var required = ""
+    for parameter in parameters {
+      let text = parameter.trimmingCharacters(in: .whitespacesAndNewlines)
+      if text.isEmpty { continue }
+      // A case's unlabeled value, or `label name: Type` / `name: Type`.
+      let colon = Self.topLevelColon(text)
+      let label =
+        colon.map { text[..<$0].split(separator: " ").first.map(String.init) ?? "_" } ?? "_"
+      all += label + ":"
+      if !Self.hasTopLevelDefault(text) { required += label + ":" }
+    }
+    return Array(Set([all, required]))
+  }
+
+  private static func topLevelColon(_ text: String) -> String.Index? {
+    var depth = 0
+    for index in text.indices {
+      switch text[index] {
+      case "(", "[", "<": depth += 1
+      case ")", "]", ">": depth -= 1
+      case ":" where depth == 0: return index
+      default: continue
+      }
+    }
+    return nil
+  }
+
+  private static func hasTopLevelDefault(_ text: String) -> Bool {
+    var depth = 0
+    for character in text {
+      switch character {
+      case "(", "[", "<": depth += 1
+      case ")", "]", ">": depth -= 1
+      case "=" where depth == 0: return true
+      default: continue
+      }
+    }
+    return false
+  }
+
+  /// The labels a document writes in `member(…)`: a full name
+  /// (`(_:didReadBuffer:)`) or a call (`(_:inside: tunnel)`, `(a: x, b: y)`).
+  static func documentedLabels(_ text: Substring) -> String {
+    let inner = text.dropFirst().dropLast()
+    if inner.isEmpty { return "" }
+    // A call without labels (`take(key)`): one unlabeled argument per value.
+    if !inner.contains(":") { return String(repeating: "_:", count: inner.split(separator: ",").count) }
+    if inner.contains(",") {
+      return inner.split(separator: ",").map { argument in
+        let words = argument.split(separator: ":", maxSplits: 1)
+        return (words.count == 2 ? words[0].trimmingCharacters(in: .whitespaces) : "_") + ":"
+      }.joined()
+    }
+    return inner.split(separator: ":", omittingEmptySubsequences: false).dropLast().map {
+      $0.trimmingCharacters(in: .whitespaces) + ":"
+    }.joined()
   }
 
   /// Nil when `name` is code that exists (or not code at all: `.notCode`).
@@ -214,6 +337,13 @@ struct RepositoryCode {
     }
     for part in parts.dropFirst(2) where !types.contains(part) {
       guard fileMembers.values.contains(where: { $0.contains(part) }) else { return .noSuchMember(part) }
+    }
+    // `Type.member(label:)`: some declaration of the member has those labels.
+    if let open = name.firstIndex(of: "("), let member = parts.last, parts.count > 1 {
+      let wanted = Self.documentedLabels(name[open...])
+      let files = parts.count == 2 ? Array(declaringFiles[type] ?? []) : Array(fileLabels.keys)
+      let found = files.contains { fileLabels[$0]?[member]?.contains(wanted) == true }
+      if !found { return .noSuchLabels(String(name)) }
     }
     return nil
   }

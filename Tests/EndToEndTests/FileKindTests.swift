@@ -69,6 +69,18 @@ final class FileKindTests: ProxyTestCase {
       XCTAssertEqual(result.status, 2, "\(role): \(result.stdout) \(result.stderr)")
       XCTAssertTrue(result.stderr.contains("it is a FIFO, not a regular file"), "\(role): \(result.stderr)")
     }
+    // The local CA's key, read when the daemon starts: it exits 2 naming it.
+    let run = work + "/run.yaml"
+    try
+      (base("") + """
+
+        localCA: {certificate: "\(Fixtures.path("root-a.pem"))", key: "\(try fifo("ca.key"))"}
+        domains: []
+        """).write(toFile: run, atomically: true, encoding: .utf8)
+    let started = try Subprocess.run(
+      "/usr/bin/timeout", ["20", Subprocess.pinproxyPath, "run", "--config", run])
+    XCTAssertEqual(started.status, 2, started.stderr)
+    XCTAssertTrue(started.stderr.contains("it is a FIFO, not a regular file"), started.stderr)
     // The configuration file itself.
     let config = try fifo("config.yaml")
     let result = try Subprocess.run(

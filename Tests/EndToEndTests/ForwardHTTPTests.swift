@@ -202,3 +202,32 @@ final class ForwardLifecycleTests: ProxyTestCase {
     XCTAssertEqual(try get("http://httpbin.org/hello", through: port).status, 200)
   }
 }
+
+extension ForwardHTTPTests {
+  /// Intercepted clients that stop part way into their TLS handshake with
+  /// the local CA hold slots as half-sent heads do: at the limit they are
+  /// the ones closed, and whole requests inside TLS are served.
+  func testHalfFinishedHandshakesWithTheLocalCAAreEvictedAtTheLimit() throws {
+    let port = try startProxy(
+      map: ["httpbin.org": try origin()], domains: "  - {domain: httpbin.org, anchors: [test]}",
+      extra: "limits: {maxConnections: 20}")
+    var held: [Int32] = []
+    defer { held.forEach { close($0) } }
+    for _ in 0..<20 {
+      guard let fd = Loopback.connect(port: port) else { continue }
+      Loopback.send(fd, "CONNECT httpbin.org:443 HTTP/1.1\r\nHost: httpbin.org:443\r\n\r\n")
+      var answer = [UInt8](repeating: 0, count: 128)
+      _ = answer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+      // A handshake record header and the start of a ClientHello, then nothing.
+      Loopback.send(fd, "\u{16}\u{03}\u{01}\u{02}\u{00}\u{01}\u{00}")
+      held.append(fd)
+    }
+    XCTAssertEqual(held.count, 20)
+    let ca = proxy!.directory.appendingPathComponent("state/ca.pem").path
+    for probe in 1...10 {
+      let result = try Curl.run(
+        ["--max-time", "10", "--cacert", ca, "-x", "http://127.0.0.1:\(port)", "https://httpbin.org/hello"])
+      XCTAssertEqual(result.status, 200, "probe \(probe): \(result.text) \(result.stderr)")
+    }
+  }
+}

@@ -47,6 +47,8 @@ final class PassthroughSNITests: ProxyTestCase {
       }
     }
     XCTAssertTrue(proxy!.child.wait(for: "asks for evil.example, not www.passed.test"), proxy!.log)
+    // The last refusal's line, so that all three are written.
+    XCTAssertTrue(proxy!.waitForLine { $0.contains("asks for www.passed.test, not legacy.test") }, proxy!.log)
     let refused = proxy!.completeLogLines.filter {
       $0.contains(" refused ") && $0.contains("code=denied-by-policy")
     }

@@ -30,8 +30,7 @@ final class SocksTests: ProxyTestCase {
     let result = try curl("socks5h://127.0.0.1:\(port)", "https://httpbin.org/hello")
     XCTAssertEqual(result.stdout, "hello from origin\n", result.stderr)
     XCTAssertTrue(
-      proxy!.completeLogLines.contains { $0.contains(" request ") && $0.contains("host=httpbin.org:443") },
-      proxy!.log)
+      proxy!.waitForLine { $0.contains(" request ") && $0.contains("host=httpbin.org:443") }, proxy!.log)
   }
 
   /// A host the policy denies gets reply 0x02 (not allowed by ruleset)
@@ -43,8 +42,7 @@ final class SocksTests: ProxyTestCase {
     XCTAssertTrue(
       result.stderr.contains("(2)") || result.stderr.lowercased().contains("not allowed"), result.stderr)
     XCTAssertTrue(
-      proxy!.completeLogLines.contains { $0.contains(" refused ") && $0.contains("code=denied-by-policy") },
-      proxy!.log)
+      proxy!.waitForLine { $0.contains(" refused ") && $0.contains("code=denied-by-policy") }, proxy!.log)
   }
 
   /// With proxyAuth: the right password over RFC 1929 is served, a wrong
@@ -64,7 +62,7 @@ final class SocksTests: ProxyTestCase {
       wrong.stderr.lowercased().contains("rejected") || wrong.stderr.contains("authentication"), wrong.stderr)
     let none = try curl("socks5h://127.0.0.1:\(port)", "https://httpbin.org/hello")
     XCTAssertNotEqual(none.status, 0, none.stdout)
-    XCTAssertTrue(proxy!.completeLogLines.contains { $0.contains("socks-refused") }, proxy!.log)
+    XCTAssertTrue(proxy!.waitForLine { $0.contains("socks-refused") }, proxy!.log)
   }
 
   /// Python's PySocks (Debian's python3-socks), the name resolved remotely,

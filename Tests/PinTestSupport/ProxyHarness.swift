@@ -251,6 +251,19 @@ public final class ProxyProcess {
     return text[..<end].split(separator: "\n").map(String.init)
   }
 
+  /// Waits until a complete log line satisfies `matches` (the daemon writes
+  /// its lines from a background thread, after the client already has its
+  /// answer); false after `timeout` seconds. Assert on log lines through
+  /// this, never on `completeLogLines` read at once.
+  public func waitForLine(timeout: Double = 10, _ matches: (String) -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    repeat {
+      if completeLogLines.contains(where: matches) { return true }
+      usleep(20_000)
+    } while Date() < deadline
+    return completeLogLines.contains(where: matches)
+  }
+
   /// Replaces the configuration file (same `{port:NAME}` placeholders) for a reload.
   public func rewrite(config: String) throws {
     var text = config
