@@ -261,7 +261,7 @@ final class ClientReachTests: ProxyTestCase {
     proxy!.child.signal(SIGTERM)
     proxy!.child.waitForExit()
     XCTAssertLessThan(Date().timeIntervalSince(started), 5, proxy!.log)
-    XCTAssertTrue(proxy!.log.contains("unfinished_connections=0"), proxy!.log)
+    XCTAssertTrue(proxy!.child.wait(for: "unfinished_connections=0"), proxy!.log)
   }
 
   func testPortNotAllowedAndListenersThatDoNotInterceptKeepThePlain403() throws {
@@ -323,8 +323,7 @@ final class ClientReachTests: ProxyTestCase {
     // Chromium offers h2 inside the CONNECT: the page was a refusal on one
     // HTTP/2 stream (its log line names the stream).
     XCTAssertTrue(
-      proxy!.completeLogLines.contains { $0.contains("code=pin-mismatch") && $0.contains("stream=") },
-      proxy!.log)
+      proxy!.waitForLine { $0.contains("code=pin-mismatch") && $0.contains("stream=") }, proxy!.log)
     // A host the policy denies: the CONNECT is accepted and the 403 page is
     // what the browser shows, not a generic tunnel error.
     let denied = try Subprocess.run(chromium, common + ["--dump-dom", "https://example.com/"])

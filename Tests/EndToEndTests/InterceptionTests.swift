@@ -59,7 +59,7 @@ final class InterceptionTests: ProxyTestCase {
     XCTAssertTrue(result.stderr.contains("issuer: O=pinproxy; CN=pinproxy local CA"), result.stderr)
     // curl offers h2 first, and an intercepting listener takes it (downstream.http2).
     XCTAssertTrue(result.stderr.contains("ALPN: server accepted h2"), result.stderr)
-    XCTAssertTrue(proxy!.log.contains("local-ca certificate=\(caPath) created=yes"), proxy!.log)
+    XCTAssertTrue(proxy!.child.wait(for: "local-ca certificate=\(caPath) created=yes"), proxy!.log)
   }
 
   func testPinMismatchIsA502InsideTheClientsTLSSession() throws {
@@ -159,6 +159,7 @@ final class InterceptionTests: ProxyTestCase {
         + urls.flatMap { ["-o", "/dev/null", $0] })
     XCTAssertEqual(result.stdout.split(separator: "\n").filter { $0 == "200" }.count, 36, result.stdout)
     for host in hosts {
+      XCTAssertTrue(proxy!.child.wait(for: "minted host=\(host) "), proxy!.log)
       XCTAssertEqual(
         proxy!.log.components(separatedBy: "minted host=\(host) ").count - 1, 1, "\(host): \(proxy!.log)")
     }

@@ -70,6 +70,7 @@ final class LocalClientTests: ProxyTestCase {
         return lines.count == 1 && lines[0].contains("client_user=\(Self.stranger)")
           && lines[0].contains("client_program=curl") && lines[0].contains("allowedUsers")
       }, proxy!.log)
+    XCTAssertTrue(proxy!.waitForLine { $0.contains(" request ") }, proxy!.log)
     let access = try XCTUnwrap(logLines("request").first, proxy!.log)
     XCTAssertTrue(access.contains("client_user=nobody") && access.contains("client_program=curl"), access)
     let metrics = try Curl.run(["http://127.0.0.1:\(adminPort)/metrics"]).text
@@ -162,6 +163,7 @@ final class LocalClientTests: ProxyTestCase {
     XCTAssertEqual(served.stdout, "hello from origin\n\n200", served.stderr)
     XCTAssertTrue(
       try curl(Self.stranger, "http://httpbin.org/hello", proxyHost: "[::1]").stdout.hasSuffix("000"))
+    XCTAssertTrue(proxy!.waitForLine { $0.contains(" request ") }, proxy!.log)
     let access = try XCTUnwrap(logLines("request").first, proxy!.log)
     XCTAssertTrue(access.contains("client=[::1]:") && access.contains("client_user=nobody"), access)
   }

@@ -127,6 +127,7 @@ final class PACTests: ProxyTestCase {
     let direct = try Subprocess.run(chromium, common + ["--dump-dom", "https://direct.test/headers"])
     XCTAssertTrue(direct.stdout.lowercased().contains("host: direct.test"), direct.stdout + direct.stderr)
     XCTAssertFalse(direct.stdout.contains("Via: "), direct.stdout)
+    XCTAssertTrue(proxy!.waitForLine { $0.contains(" request ") && $0.contains("host=pinned.httpbin.org") })
     let lines = proxy!.completeLogLines.filter { $0.contains(" request ") }
     XCTAssertTrue(lines.contains { $0.contains("host=pinned.httpbin.org") }, proxy!.log)
     XCTAssertFalse(lines.contains { $0.contains("direct.test") }, proxy!.log)

@@ -85,9 +85,7 @@ final class ParentProxyTests: ProxyTestCase {
       parent.connects(to: "httpbin.org"), 1,
       "three requests, one pooled connection through one tunnel: \(parent.accessLog)")
     XCTAssertTrue(parent.accessLog.contains(" alice "), "the parent saw the credentials: \(parent.accessLog)")
-    XCTAssertTrue(
-      proxy!.log.contains(" parent=corp received="),
-      "the access line names the parent")
+    XCTAssertTrue(proxy!.child.wait(for: " parent=corp received="), "the access line names the parent")
     XCTAssertFalse(proxy!.log.contains("wonderland"), "the password is never logged")
     XCTAssertFalse(
       origin.requests.joined().lowercased().contains("proxy-authorization"),

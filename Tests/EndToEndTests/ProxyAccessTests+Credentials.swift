@@ -140,6 +140,10 @@ extension ProxyAccessTests {
     XCTAssertEqual(
       origin.requests.filter { $0 == "GET /hello" }.count, 1, "only the right password was forwarded")
     // Java sends without credentials first: that 407 is no failed attempt; the wrong ones are.
+    XCTAssertTrue(
+      try eventually {
+        self.logLines("refused").filter { $0.contains("user name or password is not right") }.count >= 4
+      }, proxy!.log)
     let refused = logLines("refused").filter { $0.contains("code=proxy-auth-required") }
     XCTAssertEqual(
       refused.filter { $0.contains("user name or password is not right") }.count, 4,
@@ -172,6 +176,10 @@ extension ProxyAccessTests {
         XCTAssertFalse(dom.stderr.contains(error), "\(url): \(dom.stderr)")
       }
       XCTAssertFalse(dom.stdout.contains("hello from origin"), dom.stdout)
+      XCTAssertTrue(
+        proxy!.waitForLine {
+          $0.contains(" refused ") && $0.contains("method=\(method) ") && $0.contains("host=\(target)")
+        })
       let line = logLines("refused").first {
         $0.contains("method=\(method) ") && $0.contains("host=\(target)")
       }

@@ -131,7 +131,8 @@ final class ProxyAccessTests: ProxyTestCase {
           - {domain: httpbin.org, anchors: [test]}
         """, listeners: ["v6", "v4only"])
     XCTAssertTrue(
-      proxy!.log.contains("address=[::1]:\(proxy!.ports["v6"]!) listener=v6"), "bound to ::1: \(proxy!.log)")
+      proxy!.child.wait(for: "address=[::1]:\(proxy!.ports["v6"]!) listener=v6"),
+      "bound to ::1: \(proxy!.log)")
     let served = try Curl.run(["-x", "http://[::1]:\(proxy!.ports["v6"]!)", "http://httpbin.org/hello"])
     XCTAssertEqual(served.status, 200, served.stderr + served.text)
     XCTAssertEqual(served.text, "hello from origin\n")

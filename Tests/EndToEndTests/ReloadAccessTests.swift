@@ -40,7 +40,7 @@ final class ReloadAccessTests: ProxyTestCase {
     let (first, second) = try secondRequest(after: renamed, first: Self.open, h2: false)
     XCTAssertEqual(first, "1 200 -")
     XCTAssertEqual(second, "2 403 client-not-allowed", proxy!.log)
-    XCTAssertTrue(proxy!.log.contains("reload-listeners-unchanged"), proxy!.log)
+    XCTAssertTrue(proxy!.child.wait(for: "reload-listeners-unchanged"), proxy!.log)
     let fresh = try get("http://httpbin.org/hello", through: proxy!.ports["forward"]!)
     XCTAssertEqual(fresh.status, 0, "a new connection is closed at accept: \(fresh.text)")
   }

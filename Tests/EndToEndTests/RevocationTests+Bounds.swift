@@ -80,6 +80,7 @@ extension RevocationTests {
     XCTAssertFalse(proxy!.log.contains("fwd.crl\n") || proxy!.log.contains("path=/fwd.crl"), proxy!.log)
     XCTAssertFalse(proxy!.log.contains("path=/own.crl"), proxy!.log)
     // The proxy's own listener saw one client only: the test's.
+    XCTAssertTrue(proxy!.waitForLine { $0.contains(" refused ") }, proxy!.log)
     XCTAssertEqual(proxy!.completeLogLines.filter { $0.contains(" refused ") }.count, 1, proxy!.log)
   }
 }

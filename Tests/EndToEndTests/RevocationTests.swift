@@ -104,7 +104,7 @@ final class RevocationTests: ProxyTestCase {
     let refused = try fetch("good", through: port)
     assertRefused(refused, 502, "revoked")
     XCTAssertTrue(refused.text.contains("keyCompromise"), refused.text)
-    XCTAssertTrue(proxy!.log.contains("code=revoked"), proxy!.log)
+    XCTAssertTrue(proxy!.child.wait(for: "code=revoked"), proxy!.log)
   }
 
   func testAStapleThatDoesNotVerifyIsIgnoredUnlessTheRuleRequiresOne() throws {

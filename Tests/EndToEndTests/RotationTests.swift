@@ -93,6 +93,7 @@ final class RotationTests: ProxyTestCase {
       XCTAssertEqual(refused.connect, "403", "\(name): the CONNECT is refused")
       XCTAssertNotEqual(refused.exit, 0, name)
     }
+    XCTAssertTrue(proxy!.waitForLine { $0.contains("code=pins-not-enforceable") }, proxy!.log)
     let line = try XCTUnwrap(proxy!.completeLogLines.first { $0.contains("code=pins-not-enforceable") })
     XCTAssertTrue(line.contains("rule pay.bank.example pins pay.bank.example"), line)
     XCTAssertTrue(line.contains("listener splice has intercept: false"), line)
@@ -311,6 +312,7 @@ final class RotationTests: ProxyTestCase {
     for generation in 2...3 {
       XCTAssertEqual(try pinproxy(["reload", "--admin", admin]).stdout, "ok generation \(generation)\n")
     }
+    XCTAssertTrue(proxy!.child.wait(for: " local-ca "), proxy!.log)
     XCTAssertEqual(proxy!.completeLogLines.filter { $0.contains(" local-ca ") }.count, 1, proxy!.log)
     // curl without the local CA refuses the minted leaf (alert unknown ca).
     let untrusting = try Subprocess.run(
