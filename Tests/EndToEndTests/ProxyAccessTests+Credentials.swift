@@ -141,7 +141,7 @@ extension ProxyAccessTests {
       origin.requests.filter { $0 == "GET /hello" }.count, 1, "only the right password was forwarded")
     // Java sends without credentials first: that 407 is no failed attempt; the wrong ones are.
     XCTAssertTrue(
-      try eventually {
+      eventually {
         self.logLines("refused").filter { $0.contains("user name or password is not right") }.count >= 4
       }, proxy!.log)
     let refused = logLines("refused").filter { $0.contains("code=proxy-auth-required") }
