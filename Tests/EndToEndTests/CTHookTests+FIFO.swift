@@ -8,15 +8,7 @@ extension CTHookTests {
   /// hook refuses it at once under its lock; once it is gone, a sighting
   /// the hook records is shown by the same daemon within 10 s.
   func testAFIFOWhereTheSightingsBelongBlocksNeitherTheDaemonNorTheHook() throws {
-    let origin = try origin()
-    let intermediate = Fixtures.certificate("int-a.pem").spkiPin
-    let root = Fixtures.certificate("root-a.pem").spkiPin
-    let domains = """
-        - {domain: httpbin.org, includesSubdomains: true, anchors: [test], pinningMode: publicKey, pinnedPublicKeyHashes: ["\(intermediate)", "\(root)"]}
-      """
-    _ = try startProxy(
-      map: ["httpbin.org": origin], domains: domains, extra: #"admin: {address: "127.0.0.1:{port:admin}"}"#,
-      names: ["admin"])
+    _ = try startPinnedDaemon()
     let process = try XCTUnwrap(proxy)
     let sightings = process.directory.appendingPathComponent("state/ct/unpinned-issuances.json").path
     try FileManager.default.createDirectory(

@@ -65,16 +65,22 @@ final class CTHookTests: ProxyTestCase {
     return result
   }
 
-  func testANewKeyUnderANewIssuerIsShownWithinTenSecondsAndARenewalOnAPinnedKeyIsNot() throws {
-    let origin = try origin()
+  /// The daemon with an admin endpoint and httpbin.org (and its subdomains)
+  /// pinned to the fixtures' intermediate and root keys; its listener's port.
+  func startPinnedDaemon() throws -> Int {
     let intermediate = Fixtures.certificate("int-a.pem").spkiPin
     let root = Fixtures.certificate("root-a.pem").spkiPin
     let domains = """
         - {domain: httpbin.org, includesSubdomains: true, anchors: [test], pinningMode: publicKey, pinnedPublicKeyHashes: ["\(intermediate)", "\(root)"]}
       """
-    let port = try startProxy(
-      map: ["httpbin.org": origin], domains: domains, extra: #"admin: {address: "127.0.0.1:{port:admin}"}"#,
-      names: ["admin"])
+    return try startProxy(
+      map: ["httpbin.org": try origin()], domains: domains,
+      extra: #"admin: {address: "127.0.0.1:{port:admin}"}"#, names: ["admin"])
+  }
+
+  func testANewKeyUnderANewIssuerIsShownWithinTenSecondsAndARenewalOnAPinnedKeyIsNot() throws {
+    let port = try startPinnedDaemon()
+    let root = Fixtures.certificate("root-a.pem").spkiPin
     let process = try XCTUnwrap(proxy)
     let admin = "http://127.0.0.1:\(process.ports["admin"]!)"
     XCTAssertEqual(try get("http://httpbin.org/hello", through: port).status, 200, process.log)
