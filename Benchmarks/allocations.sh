@@ -10,6 +10,8 @@
 # round counts), and how many of them OpenSSL made (CRYPTO_malloc: its record buffers, released between records as
 # nginx configures them too). What is left is ours: the loop, the parsers,
 # the machines, the pool, the access to the budget — and must be nothing.
+# Then counts six idle seconds: a daemon with nothing to do allocates
+# nothing either.
 #
 # Usage: Benchmarks/allocations.sh PINPROXY_BINARY
 # Prints the counts and exits 1 when the path allocates.
@@ -41,9 +43,9 @@ for _ in $(seq 100); do [ -e "$work/ready" ] && break; sleep 0.1; done
 
 # One client connection, kept open across both readings of the counter, so
 # that only requests are counted: not the connection's set-up or close.
-python3 - "$listen" "$work/counts" <<'PY'
+python3 - "$listen" "$work/counts" "$work/state/served-chains.json" <<'PY'
 import socket, struct, sys, time
-port, counts = int(sys.argv[1]), sys.argv[2]
+port, counts, served = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 request = b"GET http://httpbin.org/small HTTP/1.1\r\nHost: httpbin.org\r\n\r\n"
 client = socket.create_connection(("127.0.0.1", port))
 client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -90,4 +92,28 @@ print(f"allocations: {requests} keep-alive requests in {elapsed:.1f} s: {ours} a
 # Fewer than one in a hundred requests, in the quietest round.
 if ours * 100 >= requests:
     sys.exit("allocations: the keep-alive request path allocates outside OpenSSL")
+
+# Idle: the client connection open, nothing asked. First the chain the
+# rule accepted is written to served-chains.json (real work, once); then
+# six seconds, long enough for the background ticks to run (the CT
+# sightings stat every 2 s, the served-chain recorder every 5 s, neither
+# with anything to do): an idle daemon allocates nothing. A few are let
+# through for libdispatch growing or retiring a worker thread.
+deadline = time.monotonic() + 15
+while time.monotonic() < deadline:
+    try:
+        if b'"chain"' in open(served, "rb").read():
+            break
+    except OSError:
+        pass
+    time.sleep(0.2)
+else:
+    sys.exit("allocations: the served chain was not written within 15 s")
+before = read()
+time.sleep(6)
+after = read()
+idle = after[0] - before[0]
+print(f"allocations: idle for 6 s: {idle} allocations")
+if idle > 3:
+    sys.exit("allocations: the idle daemon allocates (a background tick that found nothing to do)")
 PY

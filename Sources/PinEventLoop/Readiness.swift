@@ -53,6 +53,12 @@ final class Readiness: @unchecked Sendable {
   let epollFD: Int32
   private let queue: DispatchQueue
   private var source: DispatchSourceRead?
+  /// Signalled when a turn's budget ran out with events left: its handler
+  /// drains again as a fresh item of the queue. A source, not a
+  /// `queue.async` closure: merging data into it allocates nothing, where
+  /// each async closure is a heap block (a keep-alive client at full speed
+  /// would pay one every few requests).
+  private var resumption: DispatchSourceUserDataAdd?
   private var slots: [Slot] = []
   private var free: [UInt32] = []
   private let batch: UnsafeMutablePointer<pp_ready>
@@ -72,12 +78,18 @@ final class Readiness: @unchecked Sendable {
     source.setCancelHandler { _ = Glibc.close(epollFD) }
     source.resume()
     self.source = source
+    let resumption = DispatchSource.makeUserDataAddSource(queue: queue)
+    resumption.setEventHandler { [weak self] in self?.drain() }
+    resumption.resume()
+    self.resumption = resumption
   }
 
   /// The loop is going away: stop watching (the cancel handler closes the epoll fd).
   func shutdown() {
     source?.cancel()
     source = nil
+    resumption?.cancel()
+    resumption = nil
   }
 
   deinit { batch.deallocate() }
@@ -156,6 +168,6 @@ final class Readiness: @unchecked Sendable {
         handler.ready(event.events)
       }
     }
-    queue.async { [weak self] in self?.drain() }
+    resumption?.add(data: 1)
   }
 }

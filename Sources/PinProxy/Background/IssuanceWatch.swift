@@ -13,8 +13,15 @@ import PinTrust
 final class IssuanceWatch: Sendable {
   static let interval: TimeInterval = 2
 
+  /// A file's identity as `stat` gives it; all zero when there is none.
+  /// Four integers, not an array: the tick that finds nothing moved makes
+  /// no allocation.
+  struct Stamp: Equatable, Sendable {
+    var inode = 0, size = 0, changeSeconds = 0, changeNanoseconds = 0
+  }
+
   struct Seen: Sendable {
-    var stamp: [Int] = []
+    var stamp: Stamp? = nil
     var sightings: [IssuanceSighting] = []
     var problem: String?
   }
@@ -23,6 +30,9 @@ final class IssuanceWatch: Sendable {
   private let state = Locked(Seen())
   private let directory: @Sendable () -> String
   private let logger: ProxyLogger?
+  /// On `timer.queue`: the state directory of the last tick and its
+  /// sightings path, so the path is built once per directory.
+  nonisolated(unsafe) private var lastPath: (directory: String, path: String)?
 
   init(logger: ProxyLogger? = nil, stateDirectory: @escaping @Sendable () -> String) {
     self.logger = logger
@@ -37,11 +47,20 @@ final class IssuanceWatch: Sendable {
 
   private func tick() {
     dispatchPrecondition(condition: .onQueue(timer.queue))
-    let path = IssuanceLog.path(stateDirectory: directory())
+    let directory = directory()
+    let path: String
+    if let lastPath, lastPath.directory == directory {
+      path = lastPath.path
+    } else {
+      path = IssuanceLog.path(stateDirectory: directory)
+      lastPath = (directory, path)
+    }
     var info = stat()
     let stamp =
-      stat(path, &info) == 0
-      ? [Int(info.st_ino), Int(info.st_size), Int(info.st_ctim.tv_sec), Int(info.st_ctim.tv_nsec)] : []
+      path.withCString { stat($0, &info) } == 0
+      ? Stamp(
+        inode: Int(info.st_ino), size: Int(info.st_size), changeSeconds: Int(info.st_ctim.tv_sec),
+        changeNanoseconds: Int(info.st_ctim.tv_nsec)) : Stamp()
     guard stamp != state.withLock({ $0.stamp }) else { return }
     do {
       let sightings = try IssuanceLog.read(path)

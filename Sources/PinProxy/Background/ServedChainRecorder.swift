@@ -6,7 +6,10 @@ import PinTrust
 /// a rule's chain changed. Entries of rules no longer configured are
 /// dropped; those of rules that accepted nothing since the start are kept
 /// from the file (a restart forgets nothing the origin still serves). The
-/// file is small (a chain per pinned rule), so it is read each tick.
+/// file is small (a chain per pinned rule), so it is read whenever there is
+/// something to write; a tick that finds neither a chain recorded nor a
+/// reload since the last one does nothing at all (an idle daemon neither
+/// reads nor allocates).
 final class ServedChainRecorder: @unchecked Sendable {
   static let interval: TimeInterval = 5
 
@@ -16,6 +19,8 @@ final class ServedChainRecorder: @unchecked Sendable {
   /// On `timer.queue`: what the file holds, by rule, as certificate fingerprints.
   private var written: [String: [Digest256]]?
   private var path: String?
+  /// On `timer.queue`: the chains' version and the snapshot last handled.
+  private var handled: (chains: Int, snapshot: ObjectIdentifier)?
 
   init(activity: RuleActivity, snapshot: @escaping @Sendable () -> RuntimeSnapshot) {
     self.activity = activity
@@ -29,6 +34,8 @@ final class ServedChainRecorder: @unchecked Sendable {
   private func tick() {
     dispatchPrecondition(condition: .onQueue(timer.queue))
     let current = snapshot()
+    let now = (chains: activity.chainsVersion, snapshot: ObjectIdentifier(current))
+    if let handled, handled == now { return }
     let path = ServedChains.path(stateDirectory: StateDirectory.resolve(current.configuration.stateDirectory))
     if path != self.path { (self.path, written) = (path, nil) }
     var entries = ServedChains.read(path)
@@ -36,7 +43,11 @@ final class ServedChainRecorder: @unchecked Sendable {
     let pinned = Set(current.rules.filter(\.pins).map(\.name))
     entries = entries.filter { pinned.contains($0.key) }
     let fingerprints = entries.mapValues { $0.chain.map(\.fingerprint) }
-    guard fingerprints != written else { return }
-    if ServedChains.write(entries, to: path) { written = fingerprints }
+    guard fingerprints != written else {
+      handled = now
+      return
+    }
+    // A write that failed is tried again at the next tick.
+    if ServedChains.write(entries, to: path) { (written, handled) = (fingerprints, now) }
   }
 }

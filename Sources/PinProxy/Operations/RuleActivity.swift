@@ -34,6 +34,12 @@ final class RuleActivity: Sendable {
   }
 
   private let entries = Mutex([String: Entry]())
+  private let chainsChanges = Atomic(0)
+
+  /// Moves whenever a rule's recorded chain may have changed (a chain
+  /// judged, a reload): the served-chain recorder skips its tick when it has
+  /// not.
+  var chainsVersion: Int { chainsChanges.load(ordering: .acquiring) }
 
   /// An accepted chain under `rule`. `chain` is given only after a full
   /// evaluation (a cache hit met the same chain before): then the pin
@@ -52,6 +58,7 @@ final class RuleActivity: Sendable {
         entries[rule.name]!.judgedUnder = ObjectIdentifier(rule)
         entries[rule.name]!.chain = chain
         entries[rule.name]!.chainSeen = time
+        chainsChanges.add(1, ordering: .releasing)
       }
     }
   }
@@ -85,6 +92,7 @@ final class RuleActivity: Sendable {
   /// until it is read: `health(of:)` shows none judged under a retired rule.
   func reloaded(keeping rules: Set<String>) {
     entries.withLock { entries in entries = entries.filter { rules.contains($0.key) || $0.key == "-" } }
+    chainsChanges.add(1, ordering: .releasing)
   }
 
   func entry(_ rule: String) -> Entry? { entries.withLock { $0[rule] } }
