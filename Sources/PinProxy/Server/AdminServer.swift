@@ -79,8 +79,8 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
   /// The request is a HEAD: its response has no body.
   var isHead = false
   var timer: LoopTimer?
-  /// Part of a head has been read (told to the slots once).
-  var sentPartOfHead = false
+  /// Bytes have been read and the slots told what they were (once).
+  var decided = false
   let rates: RateSampler
   let slots: AdminSlots
   let slot: UInt64
@@ -107,13 +107,17 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
     connection.loop.preconditionInLoop()
     guard !answered else { return }
     do {
-      for event in try parser.feed(bytes) {
-        if case .request(let head) = event { return answer(head) }
+      let events = try parser.feed(bytes)
+      let head = events.lazy.compactMap { event -> HTTPRequestHead? in
+        if case .request(let head) = event { return head }
+        return nil
+      }.first
+      if !decided {
+        decided = true
+        // Pushed out while it waited, or no slot may go for it.
+        guard slots.decide(slot, head == nil ? .partOfHead : .wholeHead) else { return connection.close() }
       }
-      if !sentPartOfHead {
-        sentPartOfHead = true
-        slots.partOfHeadArrived(slot)
-      }
+      if let head { return answer(head) }
     } catch {
       respond(status: error.status, type: "text/plain", body: "\(PrintableText.escaped(error.reason))\n")
     }
