@@ -16,7 +16,7 @@ import XCTest
 /// and `NoDomains.cer` are `foobar-cn.pem`, `altname.pem`, `nodomains.pem`.
 /// Both test roots stand in for the iOS system store.
 final class AFSecurityPolicyTests: XCTestCase {
-  let harness = PolicyHarness()
+  lazy var harness = PolicyHarness()
 
   let httpBinOrgServerTrust = "httpbin-chain.pem"
   let adnNetServerTrust = "adn-chain.pem"

@@ -8,9 +8,9 @@ import XCTest
 /// would lock users out at the first key rotation.
 final class ExportCommandTests: XCTestCase {
   var directory = ""
-  let leaf = Fixtures.certificate("httpbin.pem").spkiPin
-  let intermediate = Fixtures.certificate("int-a.pem").spkiPin
-  let root = Fixtures.certificate("root-a.pem").spkiPin
+  lazy var leaf = Fixtures.certificate("httpbin.pem").spkiPin
+  lazy var intermediate = Fixtures.certificate("int-a.pem").spkiPin
+  lazy var root = Fixtures.certificate("root-a.pem").spkiPin
 
   override func setUpWithError() throws {
     directory = NSTemporaryDirectory() + "export-\(UUID().uuidString)"

@@ -6,7 +6,7 @@ import XCTest
 /// name the list that failed, and expired pins that fail open loudly (start
 /// and reload warnings, the metric, `/policies`, `check`).
 final class PinnedIdentityAndExpiryTests: ProxyTestCase {
-  let wrongKey = Fixtures.certificate("adn.pem").spkiPin
+  lazy var wrongKey = Fixtures.certificate("adn.pem").spkiPin
 
   static func day(_ offset: TimeInterval) -> String {
     Date().addingTimeInterval(offset).formatted(.iso8601.year().month().day())

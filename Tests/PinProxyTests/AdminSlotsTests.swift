@@ -8,7 +8,7 @@ import XCTest
 /// longest on a half head, never one being answered nor one not read yet,
 /// and the heavy views leave a reserve for health checks and scrapes.
 final class AdminSlotsTests: XCTestCase {
-  let loop = EventLoop(name: "admin-slots-test")
+  lazy var loop = EventLoop(name: "admin-slots-test")
 
   func testANewcomerEvictsTheLongestWaitingHeadAndNeverOneBeingAnswered() throws {
     let slots = AdminSlots(capacity: 4)

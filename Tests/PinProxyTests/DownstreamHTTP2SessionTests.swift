@@ -15,7 +15,7 @@ import XCTest
 final class DownstreamHTTP2SessionTests: XCTestCase {
   override class func setUp() { SignalHandling.ignoreSIGPIPE() }
 
-  let group = EventLoopGroup(count: 1)
+  lazy var group = EventLoopGroup(count: 1)
 
   struct Proxy {
     let session: DownstreamHTTP2Session

@@ -13,7 +13,7 @@ import XCTest
 /// in-memory pair, and an upstream link that records what it is asked. What
 /// the h2 client receives is read from the pair's client side.
 final class DownstreamHTTP2StreamTests: XCTestCase {
-  let group = EventLoopGroup(count: 1)
+  lazy var group = EventLoopGroup(count: 1)
 
   final class StandInHost: HTTP2StreamHost {
     let loop: EventLoop

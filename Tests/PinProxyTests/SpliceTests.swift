@@ -10,7 +10,7 @@ import XCTest
 final class SpliceTests: XCTestCase {
   override class func setUp() { SignalHandling.ignoreSIGPIPE() }
 
-  let loop = EventLoop(name: "splice-test")
+  lazy var loop = EventLoop(name: "splice-test")
   let ended = Locked<Int>(0)
 
   /// A splice between a "client" and an "upstream" pair; returns the test's ends.

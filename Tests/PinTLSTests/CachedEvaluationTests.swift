@@ -6,9 +6,9 @@ import XCTest
 
 /// The fingerprint cache in front of the real verifier.
 final class CachedEvaluationTests: XCTestCase {
-  let harness = PolicyHarness()
-  let chain = Fixtures.chain("httpbin-chain.pem")
-  let host = Fixtures.host("httpbin.org")
+  lazy var harness = PolicyHarness()
+  lazy var chain = Fixtures.chain("httpbin-chain.pem")
+  lazy var host = Fixtures.host("httpbin.org")
 
   func testHitSkipsVerification() {
     let compiled = harness.compile(.default)

@@ -15,7 +15,7 @@ final class DynamicPinRulesTests: XCTestCase {
     signer = try PrivateKey.generateP256()
     verifier = try PinListPublicKey(base64: try XCTUnwrap(signer.pinListPublicKey))
   }
-  let leaf = Fixtures.certificate("httpbin.pem")
+  lazy var leaf = Fixtures.certificate("httpbin.pem")
 
   func entry(
     _ name: String = "httpbin.org", _ fingerprint: Digest256? = nil, days: Double = 30, signed: Bool = true

@@ -13,7 +13,7 @@ final class FetchedRevocationTests: XCTestCase {
       bytes: [UInt8](Data(contentsOf: URL(fileURLWithPath: Fixtures.path("revocation/" + name)))))
   }
 
-  let intermediate = Fixtures.x509("revocation/intermediate.pem")[0]
+  lazy var intermediate = Fixtures.x509("revocation/intermediate.pem")[0]
   let url = "http://crl.revocation.test/intermediate.crl"
   let start = Date(timeIntervalSince1970: 1_780_000_000)
 

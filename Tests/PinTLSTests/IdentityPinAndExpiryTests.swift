@@ -8,12 +8,12 @@ import XCTest
 /// `pinnedCAPublicKeyHashes`) and `pinsExpire`, through `RuleEvaluator` with
 /// the real chain verifier and the test PKI (httpbin: leaf ← int-a ← root-a).
 final class IdentityPinAndExpiryTests: XCTestCase {
-  let harness = PolicyHarness()
-  let leaf = Fixtures.certificate("httpbin.pem").spkiFingerprint
-  let intermediateA = Fixtures.certificate("int-a.pem").spkiFingerprint
-  let rootA = Fixtures.certificate("root-a.pem").spkiFingerprint
-  let rootB = Fixtures.certificate("root-b.pem").spkiFingerprint
-  let other = Fixtures.certificate("adn.pem").spkiFingerprint
+  lazy var harness = PolicyHarness()
+  lazy var leaf = Fixtures.certificate("httpbin.pem").spkiFingerprint
+  lazy var intermediateA = Fixtures.certificate("int-a.pem").spkiFingerprint
+  lazy var rootA = Fixtures.certificate("root-a.pem").spkiFingerprint
+  lazy var rootB = Fixtures.certificate("root-b.pem").spkiFingerprint
+  lazy var other = Fixtures.certificate("adn.pem").spkiFingerprint
 
   func decide(
     _ policy: SecurityPolicy, chain: String = "httpbin-chain.pem", host: String? = "httpbin.org",

@@ -5,7 +5,7 @@ import XCTest
 
 /// Scenarios beyond AFNetworking's suite, against the real OpenSSL verifier.
 final class PolicyScenarioTests: XCTestCase {
-  let harness = PolicyHarness()
+  lazy var harness = PolicyHarness()
 
   func code(_ decision: TrustDecision) -> FailureCode? {
     if case .rejected(let failure) = decision { return failure.code }
