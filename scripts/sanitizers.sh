@@ -15,31 +15,58 @@ cd "$(dirname "$0")/.."
 # The package leaves its end-to-end test target out of these builds: only
 # the unit suites and the daemon run under the sanitizers.
 export PINPROXY_UNIT_TESTS_ONLY=1
-units="PinTrustTests|PinHTTPTests|PinHTTP2Tests|PinEventLoopTests|PinTLSTests|AFSecurityPolicyTests|PinProxyTests"
 small=${SANITIZER_SMALL_ROUNDS:-5}
 large=${SANITIZER_LARGE_ROUNDS:-40}
 slack=${SANITIZER_LEAK_SLACK:-4096}
 failed=0
 report() { echo "sanitizers: $1"; }
 
-# Under AddressSanitizer the unit suites run in parallel, each test in its
-# own process (they wait more than they compute): a report ends the test's
-# process, so it fails the test and its output is shown. The counts come
-# from the xUnit file.
-units_run() {
-  local scratch=$1
-  shift
-  swift test --skip-build --scratch-path "$scratch" --disable-swift-testing --filter "$units" \
-    --parallel --num-workers 3 --xunit-output "$scratch/unit.xml" "$@" >"$scratch/unit.log" 2>&1 || return 1
-  eval "$(scripts/xunit-summary.py "$scratch/unit.xml")" && [ "$xunit_failed" -eq 0 ] && [ "$xunit_total" -gt 0 ]
+# The unit suites run directly from the test binary, in two processes at
+# once (this box has two cores), each running its share of the classes one
+# after another: a process per test (swift test --parallel) took four times
+# as long, each sanitized process being slow to start. `swift test` holds a
+# lock on its build directory, so two of them would run one after the
+# other; the binary takes a comma-separated list of classes. The shares are
+# balanced by their time: PinTLSTests (the TLS and trust scenarios) against
+# the rest. A report ends its process: the run fails and the log shows it.
+tls_units="PinTLSTests"
+other_units="PinTrustTests|PinHTTPTests|PinHTTP2Tests|PinEventLoopTests|AFSecurityPolicyTests|PinProxyTests"
+classes_of() {
+  "$1" --list-tests 2>/dev/null | grep -oE "^($2)\.[A-Za-z0-9_]+" | sort -u | paste -sd, -
+}
+# units_in_two SCRATCH NAME [PRELOAD]: runs both shares, writes
+# SCRATCH/unit-NAME.log; sets $unit_tests to the tests run; fails if either
+# process failed or ran nothing.
+units_in_two() {
+  local scratch=$1 name=$2 preload=${3:-} binary="$1/debug/pinproxyPackageTests.xctest" status=0
+  local tls_classes other_classes
+  tls_classes=$(classes_of "$binary" "$tls_units")
+  other_classes=$(classes_of "$binary" "$other_units")
+  if [ -z "$tls_classes" ] || [ -z "$other_classes" ]; then
+    echo "no test classes listed by $binary" >&2
+    return 1
+  fi
+  LD_PRELOAD="$preload" "$binary" "$tls_classes" >"$scratch/unit-$name-tls.log" 2>&1 &
+  local tls=$!
+  LD_PRELOAD="$preload" "$binary" "$other_classes" >"$scratch/unit-$name-others.log" 2>&1 || status=1
+  wait "$tls" || status=1
+  cat "$scratch/unit-$name-tls.log" "$scratch/unit-$name-others.log" >"$scratch/unit-$name.log"
+  unit_tests=0
+  for log in "$scratch/unit-$name-tls.log" "$scratch/unit-$name-others.log"; do
+    local count
+    count=$(grep -oE 'Executed [0-9]+ tests' "$log" | tail -1 | grep -oE '[0-9]+' || echo 0)
+    [ "$count" -gt 0 ] || status=1
+    unit_tests=$((unit_tests + count))
+  done
+  return $status
 }
 
 swift build --build-tests --sanitize=address --scratch-path .build-asan
-if ASAN_OPTIONS=detect_leaks=0 units_run .build-asan --sanitize=address; then
-  report "address: unit tests clean ($xunit_total tests, 0 failures)"
+if ASAN_OPTIONS=detect_leaks=0 units_in_two .build-asan address && ! grep -q "ERROR: AddressSanitizer" .build-asan/unit-address.log; then
+  report "address: unit tests clean ($unit_tests tests, in two processes)"
 else
   failed=1
-  report "address: unit tests FAILED"; grep -E "ERROR: AddressSanitizer|error:" -A20 .build-asan/unit.log | head -60
+  report "address: unit tests FAILED"; grep -E "ERROR: AddressSanitizer|error:" -A20 .build-asan/unit-address.log | head -60
 fi
 
 field() { python3 -c "import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])" "$1" "$2"; }
@@ -58,39 +85,13 @@ else
 fi
 
 swift build --build-tests --sanitize=thread --scratch-path .build-tsan
-# Two processes, each running its half of the suites one after another (a
-# ThreadSanitizer process is slow to start: run each test in its own, they
-# took 4× as long; one process leaves a core idle), every report read from
-# their logs.
-# The test binary is run directly: `swift test` holds a lock on its build
-# directory, so two of them would run one after the other. It takes a
-# comma-separated list of classes.
-tsan_tests=.build-tsan/debug/pinproxyPackageTests.xctest
-tsan_classes() {
-  "$tsan_tests" --list-tests 2>/dev/null | grep -oE "^($1)\.[A-Za-z0-9_]+" | sort -u | paste -sd, -
-}
 gcc -shared -fPIC -O2 -o .build-tsan/keep-openssl-at-exit.so scripts/keep-openssl-at-exit.c -lcrypto
-tsan_run() {
-  LD_PRELOAD="$PWD/.build-tsan/keep-openssl-at-exit.so" "$tsan_tests" "$(tsan_classes "$1")" \
-    >".build-tsan/unit-$2.log" 2>&1
-}
-tsan_run "PinProxyTests" proxy &
-proxy_run=$!
-tsan_status=0
-tsan_run "PinTrustTests|PinHTTPTests|PinHTTP2Tests|PinEventLoopTests|PinTLSTests|AFSecurityPolicyTests" others ||
-  tsan_status=1
-wait "$proxy_run" || tsan_status=1
-cat .build-tsan/unit-proxy.log .build-tsan/unit-others.log >.build-tsan/unit.log
-tests=0
-for log in .build-tsan/unit-proxy.log .build-tsan/unit-others.log; do
-  count=$(grep -oE 'Executed [0-9]+ tests' "$log" | tail -1 | grep -oE '[0-9]+' || echo 0)
-  tests=$((tests + count))
-done
-if [ "$tsan_status" -eq 0 ] && [ "$tests" -gt 0 ] && ! grep -q "WARNING: ThreadSanitizer" .build-tsan/unit.log; then
-  report "thread: unit tests clean ($tests tests, in two processes)"
+if units_in_two .build-tsan thread "$PWD/.build-tsan/keep-openssl-at-exit.so" &&
+  ! grep -q "WARNING: ThreadSanitizer" .build-tsan/unit-thread.log; then
+  report "thread: unit tests clean ($unit_tests tests, in two processes)"
 else
   failed=1
-  report "thread: unit tests FAILED"; grep -E "WARNING: ThreadSanitizer|error:" -A24 .build-tsan/unit.log | head -80
+  report "thread: unit tests FAILED"; grep -E "WARNING: ThreadSanitizer|error:" -A24 .build-tsan/unit-thread.log | head -80
 fi
 workload=$(python3 scripts/sanitizer-workload.py --binary .build-tsan/debug/pinproxy --rounds "$small")
 if [ "$(field "$workload" tsan_warnings)" -eq 0 ]; then
