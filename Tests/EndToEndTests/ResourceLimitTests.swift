@@ -48,11 +48,12 @@ final class ResourceLimitTests: ProxyTestCase {
         return recv(fd, &byte, 1, Int32(MSG_DONTWAIT)) == 0
       }.count
     }
-    // Past the cap of 16, connections are closed straight away (EOF); the
+    // Silent connections are held outside the 16 slots, at most 32 (the
+    // oldest pushed out by a newer one, closed straight away: EOF); the
     // header timeout is 1 s, so at 0.8 s only those may be closed.
     usleep(800_000)
     let early = closedByProxy()
-    XCTAssertGreaterThanOrEqual(early, 40 - 16)
+    XCTAssertGreaterThanOrEqual(early, 40 - 32)
     XCTAssertEqual(try get("http://httpbin.org/hello", through: proxy!.ports["forward"]!).status, 200)
     // The idle ones within the cap go after the header timeout.
     let deadline = Date().addingTimeInterval(15)
