@@ -119,7 +119,7 @@ grep -q "^package: " "$package_log" || { failed=$((failed + 1)); failed_tests+=$
 rm -f "$package_log"
 phase "Debian package (beside the benchmarks)"
 fuzz_log=$(mktemp)
-Fuzz/run.sh "${FUZZ_SECONDS:-3}" 2>&1 | tee "$fuzz_log" || status=1
+FUZZ_CONFIGURATION=debug Fuzz/run.sh "${FUZZ_SECONDS:-3}" 2>&1 | tee "$fuzz_log" || status=1
 passed=$((passed + $(grep -c "^stat::number_of_executed_units" "$fuzz_log" || true)))
 failed=$((failed + $(grep -c "^FAILED: " "$fuzz_log" || true)))
 failed_tests+=$'\n'"$(grep "^FAILED: " "$fuzz_log" || true)"

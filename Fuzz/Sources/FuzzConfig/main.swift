@@ -16,3 +16,8 @@ func fuzzConfig(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
 func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> CInt {
   runFuzzer(argc, argv) { data, size in fuzzConfig(data, size) }
 }
+
+/// The same callback under libFuzzer's own name, for a debug build: there
+/// SwiftPM links libFuzzer's `main`, which calls it.
+@_cdecl("LLVMFuzzerTestOneInput")
+func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt { fuzzConfig(data, size) }

@@ -94,3 +94,8 @@ func checkResponse(_ input: [UInt8], headRequest: Bool) {
 func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> CInt {
   runFuzzer(argc, argv) { data, size in fuzzForwardedHead(data, size) }
 }
+
+/// The same callback under libFuzzer's own name, for a debug build: there
+/// SwiftPM links libFuzzer's `main`, which calls it.
+@_cdecl("LLVMFuzzerTestOneInput")
+func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt { fuzzForwardedHead(data, size) }

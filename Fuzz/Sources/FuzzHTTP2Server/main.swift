@@ -62,3 +62,8 @@ func fuzzHTTP2Server(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
 func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> CInt {
   runFuzzer(argc, argv) { data, size in fuzzHTTP2Server(data, size) }
 }
+
+/// The same callback under libFuzzer's own name, for a debug build: there
+/// SwiftPM links libFuzzer's `main`, which calls it.
+@_cdecl("LLVMFuzzerTestOneInput")
+func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt { fuzzHTTP2Server(data, size) }

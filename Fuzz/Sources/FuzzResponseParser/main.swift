@@ -38,3 +38,8 @@ func parse(_ pieces: [[UInt8]], method: String) -> Outcome {
 func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> CInt {
   runFuzzer(argc, argv) { data, size in fuzzResponseParser(data, size) }
 }
+
+/// The same callback under libFuzzer's own name, for a debug build: there
+/// SwiftPM links libFuzzer's `main`, which calls it.
+@_cdecl("LLVMFuzzerTestOneInput")
+func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt { fuzzResponseParser(data, size) }

@@ -15,7 +15,9 @@ let instant = Date(timeIntervalSince1970: 1_780_000_000)
 
 extension CertificateFile {
   static func fixture(_ path: String) -> X509Certificate {
-    guard let certificate = try? load(path).first else { fatalError("fixture missing: \(path) (run from Fuzz/)") }
+    guard let certificate = try? load(path).first else {
+      fatalError("fixture missing: \(path) (run from Fuzz/)")
+    }
     return certificate
   }
 }
@@ -39,3 +41,8 @@ func fuzzRevocation(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
 func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> CInt {
   runFuzzer(argc, argv) { data, size in fuzzRevocation(data, size) }
 }
+
+/// The same callback under libFuzzer's own name, for a debug build: there
+/// SwiftPM links libFuzzer's `main`, which calls it.
+@_cdecl("LLVMFuzzerTestOneInput")
+func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt { fuzzRevocation(data, size) }
