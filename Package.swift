@@ -14,7 +14,7 @@ let package = Package(
     .library(name: "PinHTTP", targets: ["PinHTTP"]),
     .library(name: "PinHTTP2", targets: ["PinHTTP2"]),
     .library(name: "PinConfig", targets: ["PinConfig"]),
-    .library(name: "PinImport", targets: ["PinImport"]),
+    .library(name: "PinAppFormats", targets: ["PinAppFormats"]),
     .library(name: "PinProxy", targets: ["PinProxy"]),
     .library(name: "PinEventLoop", targets: ["PinEventLoop"]),
   ],
@@ -52,11 +52,11 @@ let package = Package(
       ]
     ),
     // `pinproxy import`: app configurations (ATS, TrustKit, Android) to rules. Pure.
-    .target(name: "PinImport", dependencies: ["PinConfig", "PinTrust"]),
+    .target(name: "PinAppFormats", dependencies: ["PinConfig", "PinTrust"]),
     .executableTarget(
       name: "pinproxy",
       dependencies: [
-        "PinProxy", "PinConfig", "PinTLS", "PinTrust", "PinHTTP", "PinImport", "PinEventLoop",
+        "PinProxy", "PinConfig", "PinTLS", "PinTrust", "PinHTTP", "PinAppFormats", "PinEventLoop",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ]
     ),

@@ -23,7 +23,7 @@ let package = Package(
     .executableTarget(
       name: "FuzzImport",
       dependencies: [
-        "FuzzSupport", .product(name: "PinImport", package: "pinproxy"),
+        "FuzzSupport", .product(name: "PinAppFormats", package: "pinproxy"),
         .product(name: "PinConfig", package: "pinproxy"),
       ]),
     .executableTarget(

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import PinConfig
 import PinHTTP
-import PinImport
+import PinAppFormats
 import PinProxy
 import PinTLS
 

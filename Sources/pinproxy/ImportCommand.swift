@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import PinHTTP
-import PinImport
+import PinAppFormats
 
 /// `pinproxy import ats|trustkit|android FILE`: the pinning and transport
 /// rules an app already ships, as pinproxy `domains:` on standard output.

@@ -60,7 +60,7 @@ final class DocumentNamesTests: XCTestCase {
         "func f(\n  _ a: [String: Int], from b: (Int, Int) -> Void,\n  c: Int = 3\n) {", keyword: "func"
       ).sorted(), ["_:from:", "_:from:c:"])
     XCTAssertEqual(code.problem(with: "Forward/NoSuchFile.swift", outside: [:]), .noSuchFile)
-    XCTAssertNil(code.problem(with: "Forward/ExchangeHost.swift", outside: [:]))
+    XCTAssertNil(code.problem(with: "Routing/ExchangeHost.swift", outside: [:]))
     XCTAssertEqual(code.problem(with: "Gone/", outside: [:]), .noSuchFolder)
     XCTAssertEqual(code.problem(with: "Server/RefusalPage.swift", outside: [:]), .noSuchFile)
     XCTAssertNil(code.problem(with: "Exchange/RefusalPage.swift", outside: [:]))

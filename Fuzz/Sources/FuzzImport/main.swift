@@ -1,6 +1,6 @@
 import FuzzSupport
 import PinConfig
-import PinImport
+import PinAppFormats
 
 /// Any bytes as an Android network security config: reading must end in a
 /// document or an error; a document's rules, written as YAML, must read back

@@ -12,6 +12,13 @@ struct PendingTunnel {
 /// The I/O of a CONNECT the router accepted: a passthrough host is dialled
 /// and spliced raw; an intercepted one gets TLS under a leaf minted for the
 /// host, and the requests inside are served by the same machine.
+/// The answers to a tunnel asked for in another protocol than HTTP: its
+/// opening, and a refusal before it (for SOCKS5, RFC 1928 §6 replies).
+struct TunnelReplies {
+  let opened: [UInt8]
+  let refused: (ProxyFailure) -> [UInt8]
+}
+
 extension ForwardSession {
   /// The reply that opens a tunnel, whichever kind (RFC 9110 §9.3.6: any 2xx).
   static let connectEstablished = Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)
@@ -19,7 +26,7 @@ extension ForwardSession {
   /// The tunnel is open: a CONNECT's 200, or a SOCKS client's success reply.
   func answerTunnelOpened() {
     tunnelAnswered = true
-    client.write(socks ? SocksHandshake.reply(.succeeded) : ForwardSession.connectEstablished)
+    client.write(tunnelReplies?.opened ?? ForwardSession.connectEstablished)
   }
 
   func openPassthrough(_ target: ForwardTarget) {

@@ -62,9 +62,10 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   private var running = false
   /// A refusal was written: close lingeringly when the current run ends.
   private var lingerAfterRun = false
-  /// A SOCKS5 client (`SocksSession` did its handshake): the tunnel's
-  /// opening, and a refusal before it, are SOCKS replies (RFC 1928 §6).
-  var socks = false
+  /// A client that asked for its tunnel in another protocol (a SOCKS5
+  /// client: `SocksSession` did its handshake and sets this): the tunnel's
+  /// opening, and a refusal before it, are answered in that protocol.
+  var tunnelReplies: TunnelReplies?
   /// The tunnel's opening was answered: later refusals are HTTP, inside it.
   var tunnelAnswered = false
   /// A refused local client's answer, held until its program is known
@@ -313,8 +314,8 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
     refusal.report(
       to: context.logger, context.metrics, client: origin, answering: listener.name, loop: loop.index)
     let answer: [UInt8]
-    if socks && !tunnelAnswered {
-      answer = SocksHandshake.reply(SocksHandshake.ReplyCode(refusal.failure))
+    if let tunnelReplies, !tunnelAnswered {
+      answer = tunnelReplies.refused(refusal.failure)
     } else {
       var response = HTTP1Downstream(clientVersion: .http11, closing: true)
       response.refuse(refusal, at: Date())

@@ -171,7 +171,9 @@ final class SocksSession: ChannelDelegate, DrainableSession, @unchecked Sendable
     }
     let session = ForwardSession(
       connection: connection, context: context, listener: listener, admission: admission, origin: origin)
-    session.socks = true
+    session.tunnelReplies = TunnelReplies(
+      opened: SocksHandshake.reply(.succeeded),
+      refused: { SocksHandshake.reply(SocksHandshake.ReplyCode($0)) })
     session.start()
     (Array((head + "\r\n").utf8) + early).withUnsafeBytes { bytes in
       session.channel(connection, didReadBuffer: bytes)
