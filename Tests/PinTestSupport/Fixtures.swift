@@ -1,6 +1,7 @@
 import Foundation
 import PinTLS
 import PinTrust
+import Synchronization
 
 /// The committed test PKI (Tests/Fixtures/make-pki.py) and the fixed clock its
 /// dates were chosen around.
@@ -29,8 +30,18 @@ public enum Fixtures {
     }
   }
 
-  /// Every certificate of a fixture file as values.
-  public static func certificates(_ name: String) -> [Certificate] { x509(name).map { $0.value() } }
+  /// Every certificate of a fixture file as values. Parsed once per file
+  /// and process: the fixture files never change during a run, and a debug
+  /// build's certificate parsing made re-reading them most of some tests'
+  /// time (several seconds under the sanitizers).
+  public static func certificates(_ name: String) -> [Certificate] {
+    if let known = parsed.withLock({ $0[name] }) { return known }
+    let values = x509(name).map { $0.value() }
+    parsed.withLock { $0[name] = values }
+    return values
+  }
+
+  private static let parsed = Mutex<[String: [Certificate]]>([:])
 
   /// The single certificate of a fixture file.
   public static func certificate(_ name: String) -> Certificate { certificates(name)[0] }
