@@ -5,10 +5,13 @@
 # into the committed corpus; with --merge they are merged (minimised) into it
 # afterwards.
 #   Fuzz/run.sh [--merge] [SECONDS] [TARGET ...]
+#   Fuzz/run.sh --build-only   (builds the targets, runs nothing)
 set -euo pipefail
 cd "$(dirname "$0")"
 merge=0
+build_only=0
 if [ "${1:-}" = "--merge" ]; then merge=1; shift; fi
+if [ "${1:-}" = "--build-only" ]; then build_only=1; shift; fi
 seconds=${1:-60}
 [ $# -gt 0 ] && shift
 targets=("$@")
@@ -25,6 +28,7 @@ flags=(-c "$configuration" --scratch-path "$scratch" -Xswiftc -use-ld=lld)
 swift build "${flags[@]}" --disable-build-manifest-caching \
   -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library
 bin=$(swift build "${flags[@]}" --show-bin-path)
+[ $build_only = 0 ] || exit 0
 status=0
 # Swift's crash backtracer can hang under ASan; libFuzzer prints the stack.
 export SWIFT_BACKTRACE=enable=no

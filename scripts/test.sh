@@ -100,6 +100,12 @@ package_log=$(mktemp)
 ( { deb=$(PINPROXY_RELEASE="$PWD/.build-release/release/pinproxy" scripts/package-deb.sh) &&
   scripts/check-deb.sh "$deb"; } >"$package_log" 2>&1 ) &
 package_check=$!
+# The fuzz targets' build, niced beside the benchmarks too: it takes the CPU
+# their runs leave (their figures are not asserted, the allocation guard
+# counts allocations, not time); the fuzzers run after, on a quiet machine.
+fuzz_build_log=$(mktemp)
+( FUZZ_CONFIGURATION=debug nice -n 10 Fuzz/run.sh --build-only >"$fuzz_build_log" 2>&1 ) &
+fuzz_build=$!
 # The benchmarks build and run (a few iterations each, figures not asserted),
 # and the allocation guard counts what a keep-alive request allocates: each
 # check of Benchmarks/smoke.sh counts as one more test.
@@ -118,6 +124,9 @@ failed_tests+=$'\n'"$(grep -E "^package: .* FAILED$" "$package_log" || true)"
 grep -q "^package: " "$package_log" || { failed=$((failed + 1)); failed_tests+=$'\n'"package: not built"; }
 rm -f "$package_log"
 phase "Debian package (beside the benchmarks)"
+wait "$fuzz_build" || { tail -30 "$fuzz_build_log"; echo "the fuzz targets' build failed" >&2; }
+rm -f "$fuzz_build_log"
+phase "fuzz build (the part not hidden behind the benchmarks)"
 fuzz_log=$(mktemp)
 FUZZ_CONFIGURATION=debug Fuzz/run.sh "${FUZZ_SECONDS:-3}" 2>&1 | tee "$fuzz_log" || status=1
 passed=$((passed + $(grep -c "^stat::number_of_executed_units" "$fuzz_log" || true)))
