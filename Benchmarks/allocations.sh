@@ -97,8 +97,10 @@ if ours * 100 >= requests:
 # rule accepted is written to served-chains.json (real work, once); then
 # six seconds, long enough for the background ticks to run (the CT
 # sightings stat every 2 s, the served-chain recorder every 5 s, neither
-# with anything to do): an idle daemon allocates nothing. A few are let
-# through for libdispatch growing or retiring a worker thread.
+# with anything to do): an idle daemon allocates nothing of its own. A few
+# are let through: libdispatch allocates a timer configuration each time a
+# loop's timer is re-armed for a deadline that moved (two in this window),
+# and may grow or retire a worker thread.
 deadline = time.monotonic() + 15
 while time.monotonic() < deadline:
     try:
@@ -114,6 +116,6 @@ time.sleep(6)
 after = read()
 idle = after[0] - before[0]
 print(f"allocations: idle for 6 s: {idle} allocations")
-if idle > 3:
+if idle > 4:
     sys.exit("allocations: the idle daemon allocates (a background tick that found nothing to do)")
 PY

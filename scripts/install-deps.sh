@@ -19,6 +19,9 @@ packages+=(apache2-utils iproute2)
 # and load (HAProxy, stunnel, wrk, socat), strace for system calls per
 # request, gcc for its malloc counter.
 packages+=(haproxy stunnel4 wrk socat strace gcc)
+# Instructions per request (Benchmarks/instructions-per-request.py):
+# valgrind's callgrind, and objcopy to strip the DWARF 5 it cannot read.
+packages+=(valgrind binutils)
 # Parent proxies the tests reach origins through: Squid (with TLS, for
 # ssl-bump) and microsocks (SOCKS5).
 packages+=(squid-openssl microsocks)

@@ -117,8 +117,13 @@ public final class LoopTimer: @unchecked Sendable {
   }
 }
 
-/// The timeouts of one loop, checked by one repeating Dispatch timer that
-/// runs only while something is scheduled.
+/// The timeouts of one loop, behind one Dispatch timer armed for the
+/// earliest deadline (never sooner than `tick` after its last firing, so a
+/// loop with many timers sweeps at most ten times a second). A deadline
+/// pushed later (a keep-alive connection's idle timer, re-armed per
+/// request) moves nothing: the firing that finds it not due re-arms for
+/// the earliest deadline then. An idle loop with one far deadline wakes
+/// once, at it, rather than every `tick`.
 ///
 /// Not confined to a queue: timers are armed and cancelled from any thread,
 /// so every field is guarded by `lock` (the Dispatch timer's handler runs on `queue`).
@@ -135,7 +140,12 @@ final class TimerTable: @unchecked Sendable {
   private var entries: [UInt64: Entry] = [:]
   private var nextID: UInt64 = 0
   private var source: DispatchSourceTimer?
+  /// When `source` fires next (uptime nanoseconds); nil when it is not armed.
+  private var armedFor: UInt64?
+  /// When `source` last fired: the earliest it may fire again is `tick` later.
+  private var lastFired: UInt64 = 0
   static let tick = DispatchTimeInterval.milliseconds(100)
+  static let tickNanoseconds: UInt64 = 100_000_000
 
   init(queue: DispatchQueue) { self.queue = queue }
 
@@ -144,19 +154,28 @@ final class TimerTable: @unchecked Sendable {
     nextID &+= 1
     let id = nextID
     entries[id] = Entry(deadline: deadline, work: work)
-    startIfNeeded()
+    armIfEarlier(deadline)
     lock.unlock()
     return LoopTimer(id: id, table: self)
   }
 
-  /// Starts the sweeping Dispatch timer if it is not running (under `lock`).
-  private func startIfNeeded() {
-    guard source == nil else { return }
-    let timer = DispatchSource.makeTimerSource(queue: queue)
-    timer.schedule(deadline: .now() + TimerTable.tick, repeating: TimerTable.tick, leeway: .milliseconds(20))
-    timer.setEventHandler { [weak self] in self?.fire() }
-    source = timer
-    timer.resume()
+  /// Arms the Dispatch timer for `deadline` when it is not armed or armed
+  /// later (under `lock`); never sooner than `tick` after its last firing.
+  private func armIfEarlier(_ deadline: UInt64) {
+    let target = max(deadline, lastFired &+ TimerTable.tickNanoseconds)
+    if let armedFor, armedFor <= target { return }
+    let timer: DispatchSourceTimer
+    if let source {
+      timer = source
+    } else {
+      timer = DispatchSource.makeTimerSource(queue: queue)
+      timer.setEventHandler { [weak self] in self?.fire() }
+      source = timer
+      timer.resume()
+    }
+    timer.schedule(
+      deadline: DispatchTime(uptimeNanoseconds: target), repeating: .never, leeway: .milliseconds(20))
+    armedFor = target
   }
 
   /// A timer with its own id and no deadline yet.
@@ -175,7 +194,7 @@ final class TimerTable: @unchecked Sendable {
     var replaced: Entry?
     if let work = timer.work {
       replaced = entries.updateValue(Entry(deadline: deadline, work: work), forKey: timer.id)
-      startIfNeeded()
+      armIfEarlier(deadline)
     }
     lock.unlock()
     // A work may hold the last reference to its owner: it is let go of
@@ -201,25 +220,48 @@ final class TimerTable: @unchecked Sendable {
 
   /// Runs (on the loop) every timer whose deadline has passed, earliest
   /// first. Each is taken from the table only when its turn comes: one that
-  /// the work of an earlier one cancelled or re-armed does not run.
+  /// the work of an earlier one cancelled or re-armed does not run. Then
+  /// arms for the earliest deadline left, if any.
   private func fire() {
     let now = DispatchTime.now().uptimeNanoseconds
     lock.lock()
-    let due = entries.filter { $0.value.deadline <= now }.sorted { $0.value.deadline < $1.value.deadline }
+    (armedFor, lastFired) = (nil, now)
+    // Most firings have one timer due: it runs without building a list
+    // (an idle loop's firing allocates nothing).
+    var dueCount = 0
+    var onlyDue: UInt64 = 0
+    for (id, entry) in entries where entry.deadline <= now {
+      dueCount += 1
+      onlyDue = id
+    }
+    let due: [UInt64] =
+      dueCount > 1
+      ? entries.filter { $0.value.deadline <= now }.sorted { $0.value.deadline < $1.value.deadline }.map(
+        \.key)
+      : []
     lock.unlock()
-    for (id, _) in due {
-      lock.lock()
-      let entry = entries[id].flatMap { $0.deadline <= now ? $0 : nil }
-      if entry != nil { entries[id] = nil }
-      lock.unlock()
-      entry?.work()
+    if dueCount == 1 {
+      run(onlyDue, dueAt: now)
+    } else {
+      for id in due { run(id, dueAt: now) }
     }
     lock.lock()
-    if entries.isEmpty, let source {
-      source.cancel()
-      self.source = nil
+    var earliest: UInt64?
+    for entry in entries.values where earliest.map({ entry.deadline < $0 }) ?? true {
+      earliest = entry.deadline
     }
+    if let earliest { armIfEarlier(earliest) }
     lock.unlock()
+  }
+
+  /// Runs timer `id` if it is still due at `now` (an earlier timer's work
+  /// may have cancelled or re-armed it), taking it out of the table first.
+  private func run(_ id: UInt64, dueAt now: UInt64) {
+    lock.lock()
+    let entry = entries[id].flatMap { $0.deadline <= now ? $0 : nil }
+    if entry != nil { entries[id] = nil }
+    lock.unlock()
+    entry?.work()
   }
 
   deinit { source?.cancel() }
