@@ -118,12 +118,12 @@ public final class LoopTimer: @unchecked Sendable {
 }
 
 /// The timeouts of one loop, behind one Dispatch timer armed for the
-/// earliest deadline (never sooner than `tick` after its last firing, so a
+/// earliest deadline (never sooner than `tickNanoseconds` after its last firing, so a
 /// loop with many timers sweeps at most ten times a second). A deadline
 /// pushed later (a keep-alive connection's idle timer, re-armed per
 /// request) moves nothing: the firing that finds it not due re-arms for
 /// the earliest deadline then. An idle loop with one far deadline wakes
-/// once, at it, rather than every `tick`.
+/// once, at it, rather than every 100 ms.
 ///
 /// Not confined to a queue: timers are armed and cancelled from any thread,
 /// so every field is guarded by `lock` (the Dispatch timer's handler runs on `queue`).
@@ -142,9 +142,9 @@ final class TimerTable: @unchecked Sendable {
   private var source: DispatchSourceTimer?
   /// When `source` fires next (uptime nanoseconds); nil when it is not armed.
   private var armedFor: UInt64?
-  /// When `source` last fired: the earliest it may fire again is `tick` later.
+  /// When `source` last fired: the earliest it may fire again is `tickNanoseconds` later.
   private var lastFired: UInt64 = 0
-  static let tick = DispatchTimeInterval.milliseconds(100)
+  /// The shortest time between two firings (100 ms).
   static let tickNanoseconds: UInt64 = 100_000_000
 
   init(queue: DispatchQueue) { self.queue = queue }
@@ -160,7 +160,7 @@ final class TimerTable: @unchecked Sendable {
   }
 
   /// Arms the Dispatch timer for `deadline` when it is not armed or armed
-  /// later (under `lock`); never sooner than `tick` after its last firing.
+  /// later (under `lock`); never sooner than `tickNanoseconds` after its last firing.
   private func armIfEarlier(_ deadline: UInt64) {
     let target = max(deadline, lastFired &+ TimerTable.tickNanoseconds)
     if let armedFor, armedFor <= target { return }
@@ -246,11 +246,9 @@ final class TimerTable: @unchecked Sendable {
       for id in due { run(id, dueAt: now) }
     }
     lock.lock()
-    var earliest: UInt64?
-    for entry in entries.values where earliest.map({ entry.deadline < $0 }) ?? true {
-      earliest = entry.deadline
+    if let earliest = entries.values.min(by: { $0.deadline < $1.deadline }) {
+      armIfEarlier(earliest.deadline)
     }
-    if let earliest { armIfEarlier(earliest) }
     lock.unlock()
   }
 

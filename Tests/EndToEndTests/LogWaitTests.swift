@@ -10,15 +10,17 @@ import XCTest
 /// `eventually`) or after one in the same test; as a failure message, or in
 /// a negative assertion, it may read it at any time.
 final class LogWaitTests: XCTestCase {
-  static let read = try! NSRegularExpression(
-    pattern: #"completeLogLines|\b(?:proxy|process|daemon|child)!?\??\.log\b|logLines\("#)
-  static let wait = try! NSRegularExpression(pattern: #"wait\(for|waitForLine|eventually"#)
-  static let assertion = try! NSRegularExpression(
-    pattern: #"XCTAssert(?:True|Equal|GreaterThan|GreaterThanOrEqual|LessThan)\(|\blet \w+ = "#)
-
-  static func matches(_ pattern: NSRegularExpression, _ text: String) -> Bool {
-    pattern.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil
+  // Regex literals: the compiler checks them, so a bad pattern cannot
+  // trap the test process at run time.
+  static var read: Regex<Substring> {
+    #/completeLogLines|\b(?:proxy|process|daemon|child)!?\??\.log\b|logLines\(/#
   }
+  static var wait: Regex<Substring> { #/wait\(for|waitForLine|eventually/# }
+  static var assertion: Regex<Substring> {
+    #/XCTAssert(?:True|Equal|GreaterThan|GreaterThanOrEqual|LessThan)\(|\blet \w+ = /#
+  }
+
+  static func matches(_ pattern: Regex<Substring>, _ text: String) -> Bool { text.contains(pattern) }
 
   /// The first argument of the assertion starting at `start` (or the rest
   /// of the line of a `let`).
@@ -49,9 +51,8 @@ final class LogWaitTests: XCTestCase {
     let bounds = (functionStarts.sorted() + [source.endIndex])
     for (start, end) in zip(bounds, bounds.dropFirst()) {
       let body = String(source[start..<end])
-      let range = NSRange(body.startIndex..., in: body)
-      for match in assertion.matches(in: body, range: range) {
-        guard let matched = Range(match.range, in: body) else { continue }
+      for match in body.matches(of: assertion) {
+        let matched = match.range
         let argument = firstArgument(body, from: matched.upperBound, isLet: body[matched].hasPrefix("let"))
         guard matches(read, argument), !matches(wait, argument),
           !matches(wait, String(body[..<matched.lowerBound]))

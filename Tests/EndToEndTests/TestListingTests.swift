@@ -12,11 +12,12 @@ import XCTest
 final class TestListingTests: XCTestCase {
   /// What a stored property of a test class may not do when it is made
   /// (a fixture's path, the fixtures' clock and the root are free).
-  static let costly = try! NSRegularExpression(
-    pattern:
-      #"Fixtures\.(?!path\(|now\b|repositoryRoot)|PolicyHarness\(|EventLoop(Group)?\(|Data\(contentsOf|String\(contentsOf"#
-  )
-  static let member = try! NSRegularExpression(pattern: #"^  (?:let|var) \w+ *(?::[^=]+)?= *(.+)$"#)
+  /// (Regex literals: the compiler checks them, so a bad pattern cannot
+  /// trap the test process at run time.)
+  static var costly: Regex<Substring> {
+    #/Fixtures\.(?!path\(|now\b|repositoryRoot)|PolicyHarness\(|EventLoop(?:Group)?\(|Data\(contentsOf|String\(contentsOf/#
+  }
+  static var member: Regex<(Substring, Substring)> { #/^  (?:let|var) \w+ *(?::[^=]+)?= *(.+)$/# }
 
   /// "File:line: text" for each costly stored property of a file that
   /// declares an XCTestCase.
@@ -25,11 +26,7 @@ final class TestListingTests: XCTestCase {
     var found: [String] = []
     for (index, line) in source.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
       let text = String(line)
-      let range = NSRange(text.startIndex..., in: text)
-      guard let match = member.firstMatch(in: text, range: range),
-        let value = Range(match.range(at: 1), in: text),
-        costly.firstMatch(in: text, range: NSRange(value, in: text)) != nil
-      else { continue }
+      guard let match = text.firstMatch(of: member), match.1.contains(costly) else { continue }
       found.append("\(file):\(index + 1): \(text.trimmingCharacters(in: .whitespaces))")
     }
     return found

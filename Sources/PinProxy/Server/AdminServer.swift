@@ -107,11 +107,13 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
     connection.loop.preconditionInLoop()
     guard !answered else { return }
     do {
-      let events = try parser.feed(bytes)
-      let head = events.lazy.compactMap { event -> HTTPRequestHead? in
-        if case .request(let head) = event { return head }
-        return nil
-      }.first
+      var head: HTTPRequestHead?
+      for event in try parser.feed(bytes) {
+        if case .request(let request) = event {
+          head = request
+          break
+        }
+      }
       if !decided {
         decided = true
         // Pushed out while it waited, or no slot may go for it.
