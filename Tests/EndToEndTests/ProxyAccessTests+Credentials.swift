@@ -219,20 +219,37 @@ extension ProxyAccessTests {
       XCTAssertTrue(line.lowercased().contains("pinproxy-error: proxy-auth-required"), line)
     }
 
-    // The right password while throttled: still 429.
-    let blocked = try get(
-      "http://httpbin.org/hello", through: port, ["--proxy-user", "alice:\(Self.password)"])
-    XCTAssertEqual(blocked.status, 429, blocked.text)
-    XCTAssertEqual(blocked.pinproxyError, "proxy-auth-required")
-    let wait = try XCTUnwrap(Int(blocked.headers["retry-after"] ?? ""), "\(blocked.headers)")
+    // The right password while throttled: still 429, from 127.0.0.1 and from
+    // 127.0.0.5 (all of 127.0.0.0/8 is one client: no fresh bucket). One curl
+    // sends them right behind one more wrong guess, a few milliseconds apart:
+    // a token refills every 2 s, and one falling between the loop's last guess
+    // and a later process would serve the right password by design.
+    let proxyURL = "http://127.0.0.1:\(port)"
+    let sequence = try Subprocess.run(
+      "/usr/bin/curl",
+      [
+        "-s", "-o", "/dev/null", "-D", "-", "-x", proxyURL, "--proxy-user", "alice:guess-last-zq",
+        "http://httpbin.org/hello", "--next",
+        "-s", "-o", "/dev/null", "-D", "-", "-x", proxyURL, "--proxy-user", "alice:\(Self.password)",
+        "http://httpbin.org/hello", "--next",
+        "-s", "-o", "/dev/null", "-D", "-", "--interface", "127.0.0.5", "-x", proxyURL,
+        "--proxy-user", "alice:\(Self.password)", "http://httpbin.org/hello",
+      ])
+    let heads = sequence.stdout.components(separatedBy: "\r\n\r\n").filter { !$0.isEmpty }
+    XCTAssertEqual(heads.count, 3, sequence.stdout + sequence.stderr)
+    func field(_ name: String, of head: String) -> String? {
+      head.split(separator: "\r\n").first { $0.lowercased().hasPrefix(name + ":") }
+        .map { $0.dropFirst(name.count + 1).trimmingCharacters(in: .whitespaces) }
+    }
+    for (index, head) in heads.enumerated().dropFirst() {
+      let who = index == 1 ? "the right password" : "127.0.0.5, sharing 127.0.0.1's bucket"
+      XCTAssertTrue(head.hasPrefix("HTTP/1.1 429 "), "\(who): \(head)")
+      XCTAssertEqual(field("pinproxy-error", of: head), "proxy-auth-required", head)
+    }
+    let wait = try XCTUnwrap(
+      Int(field("retry-after", of: heads.count > 1 ? heads[1] : "") ?? ""), sequence.stdout)
     XCTAssertGreaterThan(wait, 0)
     XCTAssertLessThanOrEqual(wait, 3, "one token refills in 2 s")
-    // All of 127.0.0.0/8 is one client: another loopback address gets no fresh bucket.
-    let elsewhere = try Curl.run([
-      "--interface", "127.0.0.5", "-x", "http://127.0.0.1:\(port)", "--proxy-user", "alice:\(Self.password)",
-      "http://httpbin.org/hello",
-    ])
-    XCTAssertEqual(elsewhere.status, 429, "127.0.0.5 shares 127.0.0.1's bucket: \(elsewhere.text)")
     XCTAssertFalse(origins[0].requests.contains("GET /hello"), "nothing was forwarded while throttled")
     // After Retry-After: served.
     usleep(UInt32(wait) * 1_000_000 + 200_000)
