@@ -75,7 +75,7 @@ let package = Package(
     .testTarget(
       name: "PinProxyTests",
       dependencies: ["PinConfig", "PinHTTP", "PinHTTP2", "PinProxy", "PinTLS", "PinTrust", "PinTestSupport"]),
-  ] + endToEndTests,
+  ] + endToEndTests + fuzzTargets,
   swiftLanguageModes: [.v6]
 )
 
@@ -85,4 +85,40 @@ let package = Package(
 var endToEndTests: [Target] {
   guard Context.environment["PINPROXY_UNIT_TESTS_ONLY"] == nil else { return [] }
   return [.testTarget(name: "EndToEndTests", dependencies: ["PinTLS", "PinTrust", "PinTestSupport"])]
+}
+
+/// The libFuzzer targets over the parsers (Fuzz/Sources, corpora in
+/// Fuzz/Corpus), only when PINPROXY_FUZZ_TARGETS is set: Fuzz/build.sh sets
+/// it and builds everything with AddressSanitizer and libFuzzer's coverage,
+/// so the test run's ASan build (scripts/sanitizers.sh) is also the fuzzers'
+/// build. Each executable defines `LLVMFuzzerTestOneInput` and `<Target>_main`
+/// (no top-level code, hence -parse-as-library) and links libFuzzer.
+var fuzzTargets: [Target] {
+  guard Context.environment["PINPROXY_FUZZ_TARGETS"] != nil else { return [] }
+  func fuzzer(_ name: String, _ dependencies: [Target.Dependency]) -> Target {
+    .executableTarget(
+      name: name, dependencies: ["FuzzSupport"] + dependencies, path: "Fuzz/Sources/\(name)",
+      swiftSettings: [.unsafeFlags(["-parse-as-library"])],
+      linkerSettings: [.unsafeFlags(["-sanitize=fuzzer"])])
+  }
+  return [
+    .target(name: "FuzzSupport", dependencies: ["PinHTTP"], path: "Fuzz/Sources/FuzzSupport"),
+    .target(
+      name: "FuzzHTTP2Support", dependencies: ["FuzzSupport", "PinHTTP2"],
+      path: "Fuzz/Sources/FuzzHTTP2Support"),
+    fuzzer("FuzzRequestParser", ["PinHTTP"]),
+    fuzzer("FuzzResponseParser", ["PinHTTP"]),
+    fuzzer("FuzzForwardedHead", ["PinHTTP"]),
+    fuzzer("FuzzConfig", ["PinConfig"]),
+    fuzzer("FuzzImport", ["PinAppFormats", "PinConfig"]),
+    fuzzer("FuzzCertificate", ["PinTLS", "PinTrust"]),
+    fuzzer("FuzzRevocation", ["PinTLS", "PinTrust"]),
+    fuzzer("FuzzProxyAuth", ["PinProxy"]),
+    fuzzer("FuzzHTTP2Server", ["FuzzHTTP2Support", "PinHTTP2"]),
+    fuzzer("FuzzHTTP2Client", ["FuzzHTTP2Support", "PinHTTP2"]),
+    fuzzer("FuzzSOCKS", ["PinProxy"]),
+    fuzzer("FuzzPAC", ["PinProxy"]),
+    fuzzer("FuzzClientHello", ["PinProxy"]),
+    fuzzer("FuzzSockDiag", ["PinEventLoop"]),
+  ]
 }

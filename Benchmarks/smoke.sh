@@ -16,7 +16,7 @@ say() { echo "benchmarks: $1 $2"; [ "$2" = ok ] || status=1; }
 
 # The parent package is a path dependency: SwiftPM's cached build manifest
 # does not notice its source files added or removed, so it is rebuilt each
-# time (as Fuzz/run.sh does).
+# time.
 build_log=$(mktemp)
 swift build --build-path .build-smoke --disable-build-manifest-caching >"$build_log" 2>&1
 build_status=$?

@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (fuzzer + address sanitizers) and runs each:
-# first every input of its committed corpus (Fuzz/Corpus/TARGET), then new
-# inputs for SECONDS (default 60). New inputs go to a scratch directory, not
-# into the committed corpus; with --merge they are merged (minimised) into it
-# afterwards.
+# Runs each libFuzzer target: first every input of its committed corpus
+# (Fuzz/Corpus/TARGET), then new inputs for SECONDS (default 60). New inputs
+# go to a scratch directory, not into the committed corpus; with --merge they
+# are merged (minimised) into it afterwards.
 #   Fuzz/run.sh [--merge] [SECONDS] [TARGET ...]
 #   Fuzz/run.sh --build-only   (builds the targets, runs nothing)
+# The targets are built by Fuzz/build.sh into .build-fuzz (release), unless
+# FUZZ_BIN names a directory that holds them already: the test run passes
+# its AddressSanitizer build's (scripts/sanitizers.sh), a debug build that
+# runs about a tenth as many inputs a second, enough for its 3 s.
 set -euo pipefail
+# FUZZ_BIN relative to where the command was typed.
+[ -z "${FUZZ_BIN:-}" ] || FUZZ_BIN=$(cd "$FUZZ_BIN" && pwd)
 cd "$(dirname "$0")"
 merge=0
 build_only=0
@@ -16,18 +21,15 @@ seconds=${1:-60}
 [ $# -gt 0 ] && shift
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(FuzzRequestParser FuzzResponseParser FuzzForwardedHead FuzzConfig FuzzCertificate FuzzRevocation FuzzProxyAuth FuzzImport FuzzHTTP2Server FuzzHTTP2Client FuzzSockDiag FuzzSOCKS FuzzPAC FuzzClientHello)
-scratch=../.build-fuzz
-# FUZZ_CONFIGURATION=debug (the test run's smoke): an unoptimised build,
-# 50 s instead of 130 s on two cores, running about a tenth as many inputs
-# a second; libFuzzer's own main calls each target's LLVMFuzzerTestOneInput
-# there. Release otherwise (runs of a minute or more).
-configuration=${FUZZ_CONFIGURATION:-release}
-# The parent package is a path dependency: SwiftPM's cached build manifest
-# does not notice source files added to it, so the manifest is rebuilt each time.
-flags=(-c "$configuration" --scratch-path "$scratch" -Xswiftc -use-ld=lld)
-swift build "${flags[@]}" --disable-build-manifest-caching \
-  -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library
-bin=$(swift build "${flags[@]}" --show-bin-path)
+artifacts=../.build-fuzz/artifacts
+if [ -n "${FUZZ_BIN:-}" ]; then
+  bin=$FUZZ_BIN
+else
+  bin=$(./build.sh .build-fuzz release | tail -1)
+fi
+for target in "${targets[@]}"; do
+  [ -x "$bin/$target" ] || { echo "FAILED: $target (no $bin/$target)"; exit 1; }
+done
 [ $build_only = 0 ] || exit 0
 status=0
 # Swift's crash backtracer can hang under ASan; libFuzzer prints the stack.
@@ -51,10 +53,10 @@ report_target() {
     status=1
     echo "FAILED: $target"
     grep -E "ERROR:|SUMMARY:|Fatal error|precondition|#[0-9]+ 0x.* in .*(Pin|Fuzz|main)" "$work/log" | head -40
-    mkdir -p ../.build-fuzz/artifacts
-    cp "$work"/crash-* "$work"/timeout-* "$work"/oom-* ../.build-fuzz/artifacts/ 2>/dev/null || true
+    mkdir -p "$artifacts"
+    cp "$work"/crash-* "$work"/timeout-* "$work"/oom-* "$artifacts/" 2>/dev/null || true
     echo "the failing input is kept in .build-fuzz/artifacts/ (reproduce: $bin/$target FILE)"
-    ls ../.build-fuzz/artifacts/ | tail -3
+    ls "$artifacts" | tail -3
   else
     # INITED comes once every committed input has run.
     replayed=$(grep -oE "^#[0-9]+[[:space:]]+INITED" "$work/log" | grep -oE "[0-9]+" | head -1)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sanitizer builds, each in its own scratch directory:
-#  1. AddressSanitizer: the unit tests (leak detection off here: XCTest and
+#  1. AddressSanitizer (the build the fuzz targets share): the unit tests (leak detection off here: XCTest and
 #     the runtime keep objects alive until exit; leaks are judged in 2).
 #  2. LeakSanitizer on the real daemon: the same end-to-end workload run for
 #     SMALL and LARGE rounds (scripts/sanitizer-workload.py). A leak per
@@ -61,7 +61,9 @@ units_in_two() {
   return $status
 }
 
-swift build --build-tests --sanitize=address --scratch-path .build-asan
+# The AddressSanitizer build carries libFuzzer's coverage and the fuzz
+# targets too (Fuzz/build.sh): scripts/test.sh runs the fuzzers from it.
+Fuzz/build.sh .build-asan debug --build-tests >/dev/null
 # The ThreadSanitizer build, niced beside the ASan runs: it takes the CPU
 # they leave (their tests and the leak workload wait on sockets and
 # children as much as they compute).

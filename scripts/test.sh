@@ -2,20 +2,34 @@
 # Runs every test: unit tests of each module, the AFSecurityPolicy scenarios,
 # end-to-end tests that run the real pinproxy binary against openssl, curl and
 # Python clients; then the sanitizer builds (scripts/sanitizers.sh) and a
-# short run of every fuzz target (Fuzz/run.sh) and a smoke run of the
+# short run of every fuzz target (Fuzz/run.sh, from the AddressSanitizer
+# build) and a smoke run of the
 # benchmarks with the allocation guard (Benchmarks/smoke.sh). The last line
 # counts them all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Each phase's seconds, printed as it ends and again at the end, so a run
 # that grew shows which part did.
+# With each, the CPU seconds its finished processes used (user + system, of
+# every process this script has waited for): on two cores a phase's CPU,
+# not its wall time, says what it costs the phases beside it.
 phases=()
 phase_started=$SECONDS
+children_cpu() {
+  # /proc/PID/stat fields 16 and 17: waited-for children's user and system
+  # clock ticks (the command name, field 2, may hold spaces: cut after it).
+  local fields
+  read -r -a fields <<<"$(sed 's/.*) //' "/proc/$$/stat")"
+  echo $(((fields[13] + fields[14]) / $(getconf CLK_TCK)))
+}
+phase_cpu=$(children_cpu)
 phase() {
-  local took=$((SECONDS - phase_started))
-  phases+=("$1 ${took}s")
-  echo "phase: $1 took ${took}s"
+  local took=$((SECONDS - phase_started)) cpu
+  cpu=$(($(children_cpu) - phase_cpu))
+  phases+=("$1 ${took}s (${cpu} CPU-s)")
+  echo "phase: $1 took ${took}s, ${cpu} CPU-s"
   phase_started=$SECONDS
+  phase_cpu=$(children_cpu)
 }
 scripts/install-deps.sh
 phase "install dependencies"
@@ -100,12 +114,6 @@ package_log=$(mktemp)
 ( { deb=$(PINPROXY_RELEASE="$PWD/.build-release/release/pinproxy" scripts/package-deb.sh) &&
   scripts/check-deb.sh "$deb"; } >"$package_log" 2>&1 ) &
 package_check=$!
-# The fuzz targets' build, niced beside the benchmarks too: it takes the CPU
-# their runs leave (their figures are not asserted, the allocation guard
-# counts allocations, not time); the fuzzers run after, on a quiet machine.
-fuzz_build_log=$(mktemp)
-( FUZZ_CONFIGURATION=debug nice -n 10 Fuzz/run.sh --build-only >"$fuzz_build_log" 2>&1 ) &
-fuzz_build=$!
 # The benchmarks build and run (a few iterations each, figures not asserted),
 # and the allocation guard counts what a keep-alive request allocates: each
 # check of Benchmarks/smoke.sh counts as one more test.
@@ -124,11 +132,8 @@ failed_tests+=$'\n'"$(grep -E "^package: .* FAILED$" "$package_log" || true)"
 grep -q "^package: " "$package_log" || { failed=$((failed + 1)); failed_tests+=$'\n'"package: not built"; }
 rm -f "$package_log"
 phase "Debian package (beside the benchmarks)"
-wait "$fuzz_build" || { tail -30 "$fuzz_build_log"; echo "the fuzz targets' build failed" >&2; }
-rm -f "$fuzz_build_log"
-phase "fuzz build (the part not hidden behind the benchmarks)"
 fuzz_log=$(mktemp)
-FUZZ_CONFIGURATION=debug Fuzz/run.sh "${FUZZ_SECONDS:-3}" 2>&1 | tee "$fuzz_log" || status=1
+FUZZ_BIN="$PWD/.build-asan/debug" Fuzz/run.sh "${FUZZ_SECONDS:-3}" 2>&1 | tee "$fuzz_log" || status=1
 passed=$((passed + $(grep -c "^stat::number_of_executed_units" "$fuzz_log" || true)))
 failed=$((failed + $(grep -c "^FAILED: " "$fuzz_log" || true)))
 failed_tests+=$'\n'"$(grep "^FAILED: " "$fuzz_log" || true)"
