@@ -22,7 +22,7 @@ let package = Package(
     .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
     .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
     .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
-  ],
+  ] + benchmarkDependencies,
   targets: [
     .systemLibrary(
       name: "COpenSSL",
@@ -75,7 +75,7 @@ let package = Package(
     .testTarget(
       name: "PinProxyTests",
       dependencies: ["PinConfig", "PinHTTP", "PinHTTP2", "PinProxy", "PinTLS", "PinTrust", "PinTestSupport"]),
-  ] + endToEndTests + fuzzTargets,
+  ] + endToEndTests + fuzzTargets + benchmarkTargets,
   swiftLanguageModes: [.v6]
 )
 
@@ -120,5 +120,50 @@ var fuzzTargets: [Target] {
     fuzzer("FuzzPAC", ["PinProxy"]),
     fuzzer("FuzzClientHello", ["PinProxy"]),
     fuzzer("FuzzSockDiag", ["PinEventLoop"]),
+  ]
+}
+
+/// The benchmarks (Benchmarks/): ordo-one's package-benchmark targets over the
+/// trust and TLS modules and `pinproxy-load`, an HTTP/1.1 load generator, only
+/// when PINPROXY_BENCHMARKS is set (building and testing pinproxy never
+/// resolves or builds the harness). In the root package so that
+/// Benchmarks/smoke.sh builds them into the test run's own debug build,
+/// compiling pinproxy's modules no second time.
+/// Run: PINPROXY_BENCHMARKS=1 swift package --disable-sandbox benchmark
+var wantsBenchmarks: Bool {
+  Context.environment["PINPROXY_BENCHMARKS"] != nil && Context.environment["PINPROXY_UNIT_TESTS_ONLY"] == nil
+}
+
+var benchmarkDependencies: [Package.Dependency] {
+  guard wantsBenchmarks else { return [] }
+  return [
+    .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.1", traits: ["MallocInterposer"]),
+    .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
+  ]
+}
+
+var benchmarkTargets: [Target] {
+  guard wantsBenchmarks else { return [] }
+  /// A package-benchmark target in Benchmarks/Benchmarks/NAME using the trust and TLS modules.
+  func benchmark(_ name: String) -> Target {
+    .executableTarget(
+      name: name,
+      dependencies: [.product(name: "Benchmark", package: "benchmark"), "PinTrust", "PinTLS"],
+      path: "Benchmarks/Benchmarks/\(name)",
+      plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+    )
+  }
+  return [
+    .systemLibrary(name: "CEpoll", path: "Benchmarks/Sources/CEpoll"),
+    .executableTarget(
+      name: "pinproxy-load",
+      dependencies: [
+        .product(name: "Histogram", package: "hdrhistogram-swift"),
+        .product(name: "ArgumentParser", package: "swift-argument-parser"), "PinHTTP", "CEpoll",
+      ],
+      path: "Benchmarks/Sources/pinproxy-load"
+    ),
+    benchmark("TrustEvaluation"),
+    benchmark("Interception"),
   ]
 }
