@@ -69,7 +69,9 @@ def main():
     work = tempfile.mkdtemp(prefix="pinproxy-sanitizer-")
     origin = subprocess.Popen(
         [sys.executable, os.path.join(FIXTURES, "origin.py"), "--cert", os.path.join(PKI, "httpbin-chain.pem"),
-         "--key", os.path.join(PKI, "httpbin.key")], stdout=subprocess.PIPE, text=True)
+         "--key", os.path.join(PKI, "httpbin.key")], stdout=subprocess.PIPE, text=True,
+        # Its tracebacks for the clients that disconnect mid-body are expected: kept, not printed.
+        stderr=open(os.path.join(work, "origin.log"), "w"))
     line = origin.stdout.readline()
     origin_port = int(line.split()[1])
     h2_origin = subprocess.Popen(
