@@ -51,35 +51,28 @@ release_build=$!
 # XCTest only (the suites are XCTest). Most tests wait on child processes
 # rather than compute, so they run in parallel, each in its own process;
 # those that bind a fixed port or measure a process's memory or CPU
-# (Tests/serial-tests.txt) run one at a time afterwards.
+# (Tests/serial-tests.txt) run one at a time, beside the sanitizers'
+# builds: nothing else binds their ports, and what they measure (resident
+# memory, a daemon's CPU seconds while idle, counts) is not a time that
+# load could stretch. `swift test` locks .build, which the sanitizers do not
+# use.
 serial=$(grep -vE '^\s*(#|$)' Tests/serial-tests.txt | paste -sd '|')
 xunit_dir=$(mktemp -d)
 export PINPROXY_TEARDOWN_LOG="$xunit_dir/teardowns"
 : >"$PINPROXY_TEARDOWN_LOG"
 swift test --skip-build --disable-swift-testing --parallel --num-workers "${TEST_WORKERS:-6}" \
   --skip "$serial" --xunit-output "$xunit_dir/parallel.xml" || status=$?
-swift test --skip-build --disable-swift-testing --parallel --num-workers 1 \
-  --filter "$serial" --xunit-output "$xunit_dir/serial.xml" || status=$?
-phase "XCTest"
+phase "XCTest (parallel)"
 expected=$(swift test list --skip-build --disable-swift-testing 2>/dev/null | grep -c '/' || true)
-summary=$(scripts/xunit-summary.py "$xunit_dir"/parallel.xml "$xunit_dir"/serial.xml) || {
-  echo "no XCTest results found" >&2
-  exit 1
-}
-eval "$summary"
-# Children that took over 2 s to stop (ChildProcess.stop reports them).
-slow_teardowns=$(grep -E "teardown: .* s to stop" "$PINPROXY_TEARDOWN_LOG" | sed -E 's/.*(teardown: )/\1/' | sort | uniq -c || true)
-rm -rf "$xunit_dir"
-total=$xunit_total
-failed=$xunit_failed
-passed=$((total - failed))
-slowest=$xunit_slowest
-failed_tests=$xunit_failed_names
-# A test that never reported (its process died before writing a result) is a failure too.
-if [ "$total" -lt "$expected" ]; then
-  failed=$((failed + expected - total))
-  failed_tests+=$'\n'"$((expected - total)) of $expected tests reported no result"
-fi
+(
+  swift test --skip-build --disable-swift-testing --parallel --num-workers 1 \
+    --filter "$serial" --xunit-output "$xunit_dir/serial.xml" >"$xunit_dir/serial.log" 2>&1
+  echo $? >"$xunit_dir/serial.status"
+) &
+serial_run=$!
+passed=0
+failed=0
+failed_tests=""
 
 # The folders of Sources/PinProxy form layers without cycles: one more test.
 if scripts/folder-layers.py >/dev/null; then
@@ -97,7 +90,27 @@ passed=$((passed + $(grep -cE "^sanitizers: .*(clean|no growth)" "$sanitizer_log
 failed=$((failed + $(grep -cE "^sanitizers: .*FAILED" "$sanitizer_log" || true)))
 failed_tests+=$'\n'"$(grep -E "^sanitizers: .*FAILED" "$sanitizer_log" || true)"
 rm -f "$sanitizer_log"
-phase "sanitizers"
+wait "$serial_run" || true
+cat "$xunit_dir/serial.log"
+[ "$(cat "$xunit_dir/serial.status" 2>/dev/null)" = 0 ] || status=1
+phase "sanitizers (the serial XCTest group beside them)"
+summary=$(scripts/xunit-summary.py "$xunit_dir"/parallel.xml "$xunit_dir"/serial.xml) || {
+  echo "no XCTest results found" >&2
+  exit 1
+}
+eval "$summary"
+# Children that took over 2 s to stop (ChildProcess.stop reports them).
+slow_teardowns=$(grep -E "teardown: .* s to stop" "$PINPROXY_TEARDOWN_LOG" | sed -E 's/.*(teardown: )/\1/' | sort | uniq -c || true)
+rm -rf "$xunit_dir"
+passed=$((passed + xunit_total - xunit_failed))
+failed=$((failed + xunit_failed))
+slowest=$xunit_slowest
+failed_tests+=$'\n'"$xunit_failed_names"
+# A test that never reported (its process died before writing a result) is a failure too.
+if [ "$xunit_total" -lt "$expected" ]; then
+  failed=$((failed + expected - xunit_total))
+  failed_tests+=$'\n'"$((expected - xunit_total)) of $expected tests reported no result"
+fi
 wait "$release_build" || true
 if [ "$(cat "$release_log.status" 2>/dev/null)" != 0 ]; then
   tail -30 "$release_log"
