@@ -40,14 +40,25 @@ status=0
 # The release build users run (static standard library), for the allocation
 # guard and the benchmark smoke: built beside the XCTest run, whose tests
 # mostly wait on child processes, niced so that they keep priority. Its own
-# build path: SwiftPM locks a build directory for every command.
+# build path: SwiftPM locks a build directory for every command. Then, niced
+# too, the Debian package of that binary, built and checked (lintian,
+# contents, the packaged binary and config; as root, installed, removed and
+# purged in a throwaway root): each check counts as one more test. Both take
+# the CPU that the tests and the sanitizers' runs leave while they wait.
 release_log=$(mktemp)
+package_log=$(mktemp)
 (
+  built=0
   nice -n 10 swift build -c release --static-swift-stdlib --product pinproxy --build-path .build-release \
-    >"$release_log" 2>&1
-  echo $? >"$release_log.status"
+    >"$release_log" 2>&1 || built=$?
+  echo "$built" >"$release_log.status"
+  [ "$built" = 0 ] || exit 0
+  {
+    deb=$(PINPROXY_RELEASE="$PWD/.build-release/release/pinproxy" nice -n 10 scripts/package-deb.sh) &&
+      nice -n 10 scripts/check-deb.sh "$deb"
+  } >"$package_log" 2>&1
 ) &
-release_build=$!
+release_and_package=$!
 # XCTest only (the suites are XCTest). Most tests wait on child processes
 # rather than compute, so they run in parallel, each in its own process;
 # those that bind a fixed port or measure a process's memory or CPU
@@ -111,7 +122,8 @@ if [ "$xunit_total" -lt "$expected" ]; then
   failed=$((failed + expected - xunit_total))
   failed_tests+=$'\n'"$((expected - xunit_total)) of $expected tests reported no result"
 fi
-wait "$release_build" || true
+# The release binary (the package goes on being built and checked).
+while [ ! -s "$release_log.status" ] && kill -0 "$release_and_package" 2>/dev/null; do sleep 1; done
 if [ "$(cat "$release_log.status" 2>/dev/null)" != 0 ]; then
   tail -30 "$release_log"
   echo "the release build failed" >&2
@@ -119,22 +131,15 @@ if [ "$(cat "$release_log.status" 2>/dev/null)" != 0 ]; then
 fi
 rm -f "$release_log" "$release_log.status"
 phase "release build (the part not hidden behind the tests)"
-# The Debian package of that release binary, checked (lintian, contents,
-# the packaged binary and config; as root, installed, removed and purged):
-# each check counts as one more test. Built and checked beside the
-# benchmarks' smoke run, whose figures are not asserted.
-package_log=$(mktemp)
-( { deb=$(PINPROXY_RELEASE="$PWD/.build-release/release/pinproxy" scripts/package-deb.sh) &&
-  scripts/check-deb.sh "$deb"; } >"$package_log" 2>&1 ) &
-package_check=$!
-# The fuzzers, niced beside both: the smoke waits on its daemons and load
-# runs for much of its time. Each target still replays its whole committed
-# corpus and then fuzzes for its seconds (libFuzzer's clock), with fewer new
-# inputs where the CPU is shared.
+# The fuzzers, niced beside the benchmarks' smoke, which waits on its
+# daemons and load runs for much of its time. Each target still replays its
+# whole committed corpus and then fuzzes for its seconds (libFuzzer's
+# clock), with fewer new inputs where the CPU is shared.
 fuzz_log=$(mktemp)
 (
-  FUZZ_BIN="$PWD/.build-asan/debug" nice -n 10 Fuzz/run.sh "${FUZZ_SECONDS:-3}" >"$fuzz_log" 2>&1
-  echo $? >"$fuzz_log.status"
+  fuzzed=0
+  FUZZ_BIN="$PWD/.build-asan/debug" nice -n 10 Fuzz/run.sh "${FUZZ_SECONDS:-3}" >"$fuzz_log" 2>&1 || fuzzed=$?
+  echo "$fuzzed" >"$fuzz_log.status"
 ) &
 fuzz_run=$!
 # The benchmarks build and run (a few iterations each, figures not asserted),
@@ -147,14 +152,14 @@ failed=$((failed + $(grep -cE "^benchmarks: .* FAILED$" "$bench_log" || true)))
 failed_tests+=$'\n'"$(grep -E "^benchmarks: .* FAILED$" "$bench_log" || true)"
 rm -f "$bench_log"
 phase "benchmarks smoke"
-wait "$package_check" || status=1
+wait "$release_and_package" || status=1
 cat "$package_log"
 passed=$((passed + $(grep -cE "^package: .* ok$" "$package_log" || true)))
 failed=$((failed + $(grep -cE "^package: .* FAILED$" "$package_log" || true)))
 failed_tests+=$'\n'"$(grep -E "^package: .* FAILED$" "$package_log" || true)"
 grep -q "^package: " "$package_log" || { failed=$((failed + 1)); failed_tests+=$'\n'"package: not built"; }
 rm -f "$package_log"
-phase "Debian package (beside the benchmarks)"
+phase "Debian package (the part not hidden behind the sanitizers and the benchmarks)"
 wait "$fuzz_run" || true
 cat "$fuzz_log"
 [ "$(cat "$fuzz_log.status" 2>/dev/null)" = 0 ] || status=1
