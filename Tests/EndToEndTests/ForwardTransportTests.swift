@@ -63,7 +63,7 @@ final class ForwardTransportTests: ProxyTestCase {
   func testUnreachableUpstreamIs502() throws {
     let port = try startProxy(
       map: [:], domains: "  - {domain: down.httpbin.org, anchors: [test]}",
-      closedPorts: ["down.httpbin.org": try OpenSSLServer.freePort()])
+      closedPorts: ["down.httpbin.org": try OpenSSLServer.closedPort()])
     let result = try get("http://down.httpbin.org/hello", through: port)
     assertRefused(result, 502, "upstream-unreachable")
     // The client learns the target only; why it failed is for the operator's log.

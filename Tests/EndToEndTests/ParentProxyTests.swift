@@ -314,7 +314,7 @@ final class ParentProxyTests: ProxyTestCase {
 
   func testAParentThatIsDownIsUnreachableNotTheOrigin() throws {
     let origin = try origin()
-    let closed = try OpenSSLServer.freePort()
+    let closed = try OpenSSLServer.closedPort()
     let port = try startProxy(
       parentPort: closed, credentialsFile: try credentials("alice:wonderland"), origin: origin)
     let result = try get("http://httpbin.org:\(origin.port)/hello", through: port)

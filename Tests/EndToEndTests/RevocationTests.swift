@@ -248,7 +248,7 @@ final class RevocationTests: ProxyTestCase {
     proxy!.stop()
     // Down: nothing listens where the distribution point's name leads.
     let down = try server("good")
-    let closed = try OpenSSLServer.freePort()
+    let closed = try OpenSSLServer.closedPort()
     port = try startProxy(["good": down.port], revocation: "{crl: require}", fetchPort: closed)
     let refused = try fetch("good", through: port)
     assertRefused(refused, 502, "revocation-unknown")
@@ -286,7 +286,7 @@ final class RevocationTests: ProxyTestCase {
     let log = try String(contentsOfFile: responder.log, encoding: .utf8)
     XCTAssertEqual(log.split(separator: "\n").filter { $0.hasPrefix("GET /M") }.count, 2, log)
     proxy!.stop()
-    let closed = try OpenSSLServer.freePort()
+    let closed = try OpenSSLServer.closedPort()
     port = try startProxy(["good": good.port], revocation: "{ocsp: hardFail}", fetchPort: closed)
     assertRefused(try fetch("good", through: port), 502, "revocation-unknown")
     proxy!.stop()
@@ -357,7 +357,7 @@ final class RevocationTests: ProxyTestCase {
     XCTAssertEqual(try fetch("good", through: port).status, 200, proxy!.log)
     proxy!.stop()
     helpers.forEach { $0.stop() }
-    let closed = try OpenSSLServer.freePort()
+    let closed = try OpenSSLServer.closedPort()
     port = try startProxy(
       ["good": good.port, "revoked": revoked.port], revocation: "{crl: require}", fetchPort: closed, top: top)
     XCTAssertEqual(try fetch("good", through: port).status, 200, proxy!.log)

@@ -149,7 +149,7 @@ final class TunnelClientCertificateTests: ProxyTestCase {
   /// The upstream is dialled only for a verified client: with it closed, an
   /// allowed client's tunnel fails upstream, a refused one never gets there.
   func testARefusedClientCausesNoUpstreamConnection() throws {
-    let closed = try OpenSSLServer.freePort()
+    let closed = try OpenSSLServer.closedPort()
     let port = try startTunnel(names: "{cn: [pos-terminal-1]}", closedUpstream: closed)
     _ = try curl(port, client: "intruder")
     XCTAssertTrue(PinListServer.eventually(timeout: 5) { !self.refusedLines().isEmpty }, proxy!.log)

@@ -88,7 +88,7 @@ final class UpstreamReachTests: ProxyTestCase {
   /// and the code only; the OS and OpenSSL detail is in the log.
   func testRefusalBodiesDoNotDescribeWhatWasListening() throws {
     let origin = try origin()
-    let closed = try OpenSSLServer.freePort()
+    let closed = try OpenSSLServer.closedPort()
     let plain = try OpenSSLServer.freePort()
     let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     defer { close(listener) }

@@ -109,6 +109,30 @@ public final class OpenSSLServer {
     return true
   }
 
+  /// A loopback port where a connection is refused for as long as this test
+  /// process lives: bound and never listened on, so no other test running
+  /// beside it can take the port (a port merely found free can be, and a
+  /// "closed" upstream then answers).
+  public static func closedPort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = 0
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) { pointer in
+      pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
+        bind(fd, raw, length) == 0 && getsockname(fd, raw, &length) == 0
+      }
+    }
+    guard bound else {
+      close(fd)
+      throw NSError(domain: "OpenSSLServer", code: 2)
+    }
+    // The descriptor stays open until the process exits: one test per process.
+    return Int(UInt16(bigEndian: address.sin_port))
+  }
+
   /// Asks the kernel for a free loopback port.
   public static func freePort() throws -> Int {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
