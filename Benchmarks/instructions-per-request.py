@@ -20,6 +20,12 @@ as a copy with `objcopy --strip-debug` (symbols kept).
 
 Usage: Benchmarks/instructions-per-request.py PINPROXY [--requests N]
        [--warmup N] [--idle SECONDS] [--json]
+       Benchmarks/instructions-per-request.py PINPROXY --ceiling FILE
+The second form is the ratchet the test run keeps (Benchmarks/smoke.sh):
+pinproxy alone, the keep-alive load only, a short window (the requests and
+warm-up FILE names), no idle window; it fails when pinproxy's own code
+spends more instructions per request than FILE's ceiling. The ceiling is
+lowered as each step of the data path lands; a count, not a time.
 """
 import argparse
 import collections
@@ -194,6 +200,23 @@ class Measured:
         self.log.close()
 
 
+def read_ceiling(path):
+    """`key: value` lines (own, requests, warmup); `#` starts a comment."""
+    values = {}
+    for number, line in enumerate(open(path, encoding="utf-8"), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        key, sep, value = line.partition(":")
+        if not sep or key.strip() not in ("own", "requests", "warmup") or not value.strip().isdigit():
+            sys.exit(f"instructions: {path}:{number}: expected `own|requests|warmup: NUMBER`")
+        values[key.strip()] = int(value.strip())
+    missing = {"own", "requests", "warmup"} - values.keys()
+    if missing:
+        sys.exit(f"instructions: {path}: missing {', '.join(sorted(missing))}")
+    return values
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("pinproxy")
@@ -203,7 +226,13 @@ def main():
     parser.add_argument("--json", action="store_true", help="print the figures as JSON only")
     parser.add_argument("--keep", action="store_true",
                         help="keep the work directory and its callgrind files (for callgrind_annotate)")
+    parser.add_argument("--ceiling", metavar="FILE",
+                        help="the ratchet: keep-alive only, pinproxy only; fail above FILE's ceiling")
     args = parser.parse_args()
+    ceiling = None
+    if args.ceiling:
+        ceiling = read_ceiling(args.ceiling)
+        args.requests, args.warmup, args.idle = ceiling["requests"], ceiling["warmup"], 0
     for tool in ("valgrind", "callgrind_control", "nginx", "objcopy"):
         if not shutil.which(tool):
             sys.exit(f"instructions: {tool} is not installed (scripts/install-deps.sh installs it)")
@@ -247,14 +276,20 @@ def main():
             ("pinproxy", [binary, "run", "--config", f"{work}/proxy.yaml"], "pinproxy", proxy_port,
              REQUEST_ABSOLUTE),
         ]
+        if ceiling:
+            peers = peers[1:]
+        loads = (("keep-alive", True),) if ceiling else (("keep-alive", True), ("new connection", False))
         for name, argv, program, port, request in peers:
             peer = Measured(name, argv, work, program)
             measured.append(peer)
             wait_listening(port, name)
-            for load, keep_alive in (("keep-alive", True), ("new connection", False)):
+            for load, keep_alive in loads:
                 run_requests(port, request, args.warmup, keep_alive)
                 costs = peer.window(lambda: run_requests(port, request, args.requests, keep_alive))
                 results[(name, load)] = {k: v / args.requests for k, v in costs.items()}
+            if not args.idle:
+                peer.stop()
+                continue
             if name == "pinproxy":
                 # The chain the rule accepted is written to served-chains.json
                 # at the recorder's next tick (once, real work): idle starts
@@ -268,6 +303,14 @@ def main():
             if peer.proc.poll() is None:
                 peer.stop()
         subprocess.run(["nginx", "-c", f"{work}/origin.conf", "-s", "stop"], stderr=subprocess.DEVNULL)
+    if ceiling:
+        own = results[("pinproxy", "keep-alive")]["own"]
+        verdict = "within" if own <= ceiling["own"] else "ABOVE"
+        print(f"instructions: pinproxy's own code, {own / 1000:.1f}k per keep-alive request "
+              f"({args.requests} after {args.warmup}), {verdict} the ceiling of {ceiling['own'] / 1000:.1f}k "
+              f"({args.ceiling})")
+        shutil.rmtree(work, ignore_errors=True)
+        sys.exit(0 if own <= ceiling["own"] else 1)
     if args.json:
         print(json.dumps({f"{n}/{l}": v for (n, l), v in results.items()}, indent=1))
     else:
@@ -276,7 +319,9 @@ def main():
         print(f"{'':28} {'own':>9} {'libssl':>9} {'libcrypto':>9} {'libc':>9} {'other':>9} {'total':>9} {'× nginx':>8}")
         for load in ("keep-alive", "new connection", "idle"):
             for name in ("nginx", "pinproxy"):
-                row = results[(name, load)]
+                row = results.get((name, load))
+                if row is None:
+                    continue
                 ratio = row["total"] / results[("nginx", load)]["total"] if results[("nginx", load)]["total"] else 0
                 print(f"{name + ', ' + load:28} " + " ".join(f"{row.get(k, 0) / 1000:8.1f}k" for k in
                       ("own", "libssl", "libcrypto", "libc", "other", "total"))

@@ -4,7 +4,8 @@
 # set), runs each package-benchmark target for a few iterations
 # (BENCHMARK_SMOKE=1; figures are printed, never asserted), checks that the
 # load generator starts, runs Benchmarks/compare once, briefly, against nginx,
-# and runs the allocation guard (Benchmarks/allocations.sh), both with the
+# runs the allocation guard (Benchmarks/allocations.sh) and the instruction
+# ratchet (Benchmarks/instructions-per-request.py --ceiling), all with the
 # release pinproxy the test run built (PINPROXY_RELEASE).
 #
 # The benchmarks are a debug build: the point is that their code builds and
@@ -67,5 +68,17 @@ elif timeout 120 ./allocations.sh "$pinproxy"; then
   say allocations ok
 else
   say allocations FAILED
+fi
+# The instruction ratchet: pinproxy's own instructions per keep-alive
+# request, counted by callgrind over a short window of the release build,
+# against the committed ceiling (Benchmarks/instructions-ceiling). A count,
+# not a time: the machine's load cannot move it.
+if [ -z "${PINPROXY_RELEASE:-}" ]; then
+  say instructions FAILED
+  echo "  the ratchet counts a release build: set PINPROXY_RELEASE" >&2
+elif timeout 300 ./instructions-per-request.py "$pinproxy" --ceiling instructions-ceiling; then
+  say instructions ok
+else
+  say instructions FAILED
 fi
 exit "$status"
