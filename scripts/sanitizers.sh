@@ -37,7 +37,8 @@ field() { python3 -c "import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]
 # loops and timers), and every other class the binary lists, so that no
 # suite is ever left out. A report ends its process: the run fails and the
 # log shows it.
-share_patterns=("^PinTLSTests\." "^PinProxyTests\." "^(PinTLSTests|PinProxyTests)\.")
+# grep's arguments choosing each share's tests.
+shares=("-E ^PinTLSTests\." "-E ^PinProxyTests\." "-vE ^(PinTLSTests|PinProxyTests)\.")
 # units SCRATCH NAME [PRELOAD]: runs the shares, writes SCRATCH/unit-NAME.log;
 # sets $unit_tests to the tests run; fails if a process failed or ran
 # nothing, or fewer tests ran than the binary lists.
@@ -46,11 +47,8 @@ units() {
   local listed index classes pids=() logs=()
   listed=$("$binary" --list-tests 2>/dev/null | grep -E '^[A-Za-z0-9_]+\.[A-Za-z0-9_]+/' || true)
   for index in 0 1 2; do
-    if [ "$index" = 2 ]; then
-      classes=$(grep -vE "${share_patterns[2]}" <<<"$listed" | cut -d/ -f1 | sort -u | paste -sd, -)
-    else
-      classes=$(grep -E "${share_patterns[$index]}" <<<"$listed" | cut -d/ -f1 | sort -u | paste -sd, -)
-    fi
+    # shellcheck disable=SC2086 # the share's flag and pattern are two words
+    classes=$(grep ${shares[$index]} <<<"$listed" | cut -d/ -f1 | sort -u | paste -sd, -)
     if [ -z "$classes" ]; then
       echo "no test classes for share $index listed by $binary" >&2
       return 1

@@ -114,6 +114,19 @@ public final class OpenSSLServer {
   /// beside it can take the port (a port merely found free can be, and a
   /// "closed" upstream then answers).
   public static func closedPort() throws -> Int {
+    // The descriptor stays open until the process exits: one test per process.
+    try boundLoopbackSocket().port
+  }
+
+  /// Asks the kernel for a free loopback port.
+  public static func freePort() throws -> Int {
+    let (fd, port) = try boundLoopbackSocket()
+    close(fd)
+    return port
+  }
+
+  /// A TCP socket bound to 127.0.0.1 on a port the kernel picks, not listening.
+  private static func boundLoopbackSocket() throws -> (fd: Int32, port: Int) {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
@@ -129,26 +142,7 @@ public final class OpenSSLServer {
       close(fd)
       throw NSError(domain: "OpenSSLServer", code: 2)
     }
-    // The descriptor stays open until the process exits: one test per process.
-    return Int(UInt16(bigEndian: address.sin_port))
-  }
-
-  /// Asks the kernel for a free loopback port.
-  public static func freePort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = 0
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) { pointer in
-      pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
-        bind(fd, raw, length) == 0 && getsockname(fd, raw, &length) == 0
-      }
-    }
-    guard bound else { throw NSError(domain: "OpenSSLServer", code: 2) }
-    return Int(UInt16(bigEndian: address.sin_port))
+    return (fd, Int(UInt16(bigEndian: address.sin_port)))
   }
 }
 
