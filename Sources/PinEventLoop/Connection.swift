@@ -39,7 +39,13 @@ public final class Connection: ByteChannel, ReadinessHandler, @unchecked Sendabl
 
   public let loop: EventLoop
   public let fd: Int32
-  public let peer: String
+  /// The peer as accepted (a client), or nil for a connection named by
+  /// text (an upstream dialled by name).
+  public let peerAddress: SocketAddress?
+  private let peerLabel: String?
+  /// The peer as log lines show it: formatted when a line asks, not per
+  /// accepted connection.
+  public var peer: String { peerLabel ?? peerAddress?.description ?? "?" }
   /// Held strongly until `channelDidClose` has been delivered: the
   /// session that owns this connection lives exactly as long as it is open.
   public var delegate: (any ChannelDelegate)?
@@ -66,7 +72,14 @@ public final class Connection: ByteChannel, ReadinessHandler, @unchecked Sendabl
   /// calls `resumeReading()`, so it can set the delegate first.
   public init(fd: Int32, peer: String, loop: EventLoop) {
     self.fd = fd
-    self.peer = peer
+    (peerAddress, peerLabel) = (nil, peer)
+    self.loop = loop
+  }
+
+  /// An accepted connection, known by its peer's socket address.
+  public init(fd: Int32, address: SocketAddress, loop: EventLoop) {
+    self.fd = fd
+    (peerAddress, peerLabel) = (address, nil)
     self.loop = loop
   }
 

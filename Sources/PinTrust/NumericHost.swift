@@ -12,6 +12,26 @@ enum NumericHost {
   /// True when the last label is a number in one of those forms: such a host
   /// is an IPv4 address or invalid, never a DNS name.
   static func endsInNumber(_ text: Substring) -> Bool {
+    // Per accepted host: the bytes of the last label, with no split and no
+    // lowercased copy. A label with non-ASCII bytes takes the Character
+    // path below, whose meaning (`isHexDigit`) this one must not change.
+    var bytes = text.utf8[...]
+    if bytes.last == UInt8(ascii: ".") { bytes.removeLast() }
+    let last = bytes.lastIndex(of: UInt8(ascii: ".")).map { bytes[bytes.index(after: $0)...] } ?? bytes
+    guard !last.isEmpty else { return false }
+    guard last.allSatisfy({ $0 < 0x80 }) else { return endsInNumberSlowly(text) }
+    if last.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) { return true }
+    guard last.count >= 2, last.first == UInt8(ascii: "0"),
+      last.dropFirst().first! | 0x20 == UInt8(ascii: "x")
+    else { return false }
+    return last.dropFirst(2).allSatisfy { byte in
+      (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= UInt8(ascii: "a") && byte | 0x20 <= UInt8(ascii: "f"))
+    }
+  }
+
+  /// The label-splitting reading, kept for non-ASCII labels (and as the
+  /// oracle of NumericHostTests).
+  static func endsInNumberSlowly(_ text: Substring) -> Bool {
     var labels = text.split(separator: ".", omittingEmptySubsequences: false)
     if labels.count > 1, labels.last?.isEmpty == true { labels.removeLast() }
     guard let last = labels.last, !last.isEmpty else { return false }

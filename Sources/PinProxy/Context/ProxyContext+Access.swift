@@ -45,8 +45,7 @@ extension RuntimeSnapshot {
     -> String?
   {
     let access = access(for: listener)
-    if let denial = access.denial(of: listener, to: peerAddressBytes(client.peer) ?? [], local: client.local)
-    {
+    if let denial = access.denial(of: listener, to: client.address, local: client.local) {
       return denial
     }
     return access.authenticator?.inheritanceRefusal(credential)?.reason
@@ -130,7 +129,7 @@ extension ProxyContext {
   /// per listener and user; the logged one is closed once its program is
   /// known (the client, waiting for an answer, is still there to be found),
   /// so at most that many sockets wait a moment.
-  func admitsUser(_ local: LocalPeer, fd: Int32, peer: String, listener: ListenerConfig) -> Bool {
+  func admitsUser(_ local: LocalPeer, fd: Int32, peer: SocketAddress, listener: ListenerConfig) -> Bool {
     if snapshot.access(for: listener).admitsUser(local) { return true }
     metrics.clientsRefused.increment([listener.name, "user"])
     let user = local.uid.map(String.init) ?? "unknown"
@@ -143,7 +142,7 @@ extension ProxyContext {
       logger.log(
         .warning, "client-refused",
         [
-          "listener": listener.name, "client": peer, "client_user": local.user,
+          "listener": listener.name, "client": peer.description, "client_user": local.user,
           "client_program": local.program, "code": FailureCode.clientNotAllowed.rawValue,
           "reason": "user not in allowedUsers; closed at accept (logged once a minute per user)",
         ])

@@ -40,6 +40,16 @@ final class RuleActivity: Sendable {
   /// judged, a reload): the served-chain recorder skips its tick when it has
   /// not.
   var chainsVersion: Int { chainsChanges.load(ordering: .acquiring) }
+  private let chainsObserver = Mutex<(@Sendable () -> Void)?>(nil)
+
+  /// `changed` runs (on the thread that moved it) whenever `chainsVersion`
+  /// moves: the served-chain recorder arms its timer from it.
+  func observeChains(_ changed: @escaping @Sendable () -> Void) { chainsObserver.withLock { $0 = changed } }
+
+  private func chainsMoved() {
+    chainsChanges.add(1, ordering: .releasing)
+    chainsObserver.withLock { $0 }?()
+  }
 
   /// An accepted chain under `rule`. `chain` is given only after a full
   /// evaluation (a cache hit met the same chain before): then the pin
@@ -48,7 +58,7 @@ final class RuleActivity: Sendable {
     let health = chain.map {
       PinHealth.assess(rule.policy.policy, chain: $0, hasDynamicList: rule.pinStore != nil, at: time)
     }
-    entries.withLock { entries in
+    let judged = entries.withLock { entries in
       entries[rule.name, default: Entry()].lastVerdict = Verdict(outcome: "accepted", time: time)
       entries[rule.name]!.lastByOutcome["accepted"] = time
       // Replaced by every chain judged, one that met no pin included (a
@@ -58,9 +68,11 @@ final class RuleActivity: Sendable {
         entries[rule.name]!.judgedUnder = ObjectIdentifier(rule)
         entries[rule.name]!.chain = chain
         entries[rule.name]!.chainSeen = time
-        chainsChanges.add(1, ordering: .releasing)
+        return true
       }
+      return false
     }
+    if judged { chainsMoved() }
   }
 
   /// The pin health judged under `rule` itself (not under a rule of the same
@@ -92,7 +104,7 @@ final class RuleActivity: Sendable {
   /// until it is read: `health(of:)` shows none judged under a retired rule.
   func reloaded(keeping rules: Set<String>) {
     entries.withLock { entries in entries = entries.filter { rules.contains($0.key) || $0.key == "-" } }
-    chainsChanges.add(1, ordering: .releasing)
+    chainsMoved()
   }
 
   func entry(_ rule: String) -> Entry? { entries.withLock { $0[rule] } }

@@ -46,7 +46,7 @@ struct ForwardRouter {
     let access = snapshot.access(for: listener)
     authenticator = access.authenticator
     refusal = access.denial(
-      of: listener, to: client.flatMap { peerAddressBytes($0.peer) }, local: client?.local
+      of: listener, to: client?.address, local: client?.local
     ).map {
       ProxyFailure(status: 403, code: .clientNotAllowed, reason: $0)
     }

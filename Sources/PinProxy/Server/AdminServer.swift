@@ -54,7 +54,7 @@ final class AdminServer: Sendable {
         onExhausted: ProxyServer.exhaustionLogger(context.logger, "admin"),
         admits: { context.admitsAdmin($0) }, acceptsPerBatch: AdminServer.acceptsPerBatch
       ) { fd, peer, loop in
-        let connection = Connection(fd: fd, peer: peer.description, loop: loop)
+        let connection = Connection(fd: fd, address: peer, loop: loop)
         guard
           let slot = slots.admit(on: loop, arrival: AdminServer.arrival(fd), evict: { connection.close() })
         else {
@@ -220,7 +220,7 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
   /// client may ask: a reload changes what the proxy does.
   private func reload(_ head: HTTPRequestHead) {
     answered = true
-    let address = peerAddressBytes(connection.peer) ?? []
+    let address = connection.peerAddress?.addressBytes ?? []
     if context.snapshot.adminAccess?.token == nil, !ClientAddressRules.loopback.allows(address) {
       return respond(
         status: 403, type: "text/plain", body: "a reload from another address needs the admin token\n")
@@ -277,7 +277,7 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
       // and serves nothing meanwhile (its token, if any, is gone with it).
       return { self.respond(status: 403, type: "text/plain", body: "the admin endpoint is not configured\n") }
     }
-    let address = peerAddressBytes(connection.peer) ?? []
+    let address = connection.peerAddress?.addressBytes ?? []
     let scraper = (path == "/metrics" || path == "/healthz") && access.metricsClients.allows(address)
     // DNS rebinding: a request served without a token could come from a web
     // page the operator visits that pointed its own name at this address,

@@ -190,11 +190,10 @@ public final class ProxyServer: Sendable {
   static func accept(
     fd: Int32, peer address: SocketAddress, loop: EventLoop, config: ListenerConfig, context: ProxyContext
   ) {
-    let peer = address.description
     let local = context.localPeer(fd: fd, peer: address, loop: loop)
-    if let local, !context.admitsUser(local, fd: fd, peer: peer, listener: config) { return }
-    let origin = ClientOrigin(peer: peer, local: local)
-    let connection = Connection(fd: fd, peer: peer, loop: loop)
+    if let local, !context.admitsUser(local, fd: fd, peer: address, listener: config) { return }
+    let origin = ClientOrigin(address: address, local: local)
+    let connection = Connection(fd: fd, address: address, loop: loop)
     let limits = context.snapshot.limits
     let registry = context.registry(for: loop)
     let decision = context.admission.admit(client: origin.key, limits: limits) {
@@ -207,7 +206,7 @@ public final class ProxyServer: Sendable {
       case .processLimit(let limit): reason = "connection limit \(limit) reached"
       case .admitted: reason = ""
       }
-      var fields = ["client": peer, "reason": reason]
+      var fields = ["client": origin.peer, "reason": reason]
       origin.addFields(to: &fields)
       context.logger.log(.warning, "connection-limit", fields: fields)
       let failure = ProxyFailure(status: 503, code: .upstreamUnreachable, reason: reason)
@@ -236,8 +235,10 @@ public final class ProxyServer: Sendable {
         connection: connection, context: context, listener: config, admission: ticket, origin: origin
       ).start()
     case .socks5:
-      SocksSession(connection: connection, context: context, listener: config, admission: ticket, origin: origin)
-        .start()
+      SocksSession(
+        connection: connection, context: context, listener: config, admission: ticket, origin: origin
+      )
+      .start()
     case .tunnel:
       guard let upstream = config.upstream else { return connection.close() }
       TunnelSession(
