@@ -4,6 +4,18 @@ import PackageDescription
 // Dependencies point one way (docs/ARCHITECTURE.md): PinTrust ← PinTLS ← PinProxy ← pinproxy,
 // PinTrust ← PinConfig ← PinProxy; PinHTTP and PinEventLoop (over CLinuxEpoll) stand alone. PinTrust is pure
 // Swift: it never sees an OpenSSL pointer. PinConfig never sees a socket or a TLS context.
+
+// The data path's modules (PinEventLoop, PinHTTP, PinProxy) drop the *dynamic* exclusivity checks in release
+// builds only (issue 57, part 7). Why: every stored property of a class touched per request (the session, the
+// connection, the pool) paid swift_beginAccess/endAccess — about 8k of the 89k instructions of our own code per
+// keep-alive request and 16k per new connection (Benchmarks/instructions-per-request.py). What keeps it safe: the
+// compile-time exclusivity diagnostics stay on in every build, and debug and fuzz builds keep the dynamic checks
+// too — every unit, end-to-end, fuzz and sanitizer run of scripts/test.sh (the ThreadSanitizer suites among them),
+// so an overlapping access on a tested path fails a test. Bounds, overflow and precondition checks stay in every
+// build (never -Ounchecked: every byte is hostile).
+let dataPathSettings: [SwiftSetting] =
+  Context.environment["PINPROXY_FUZZ_TARGETS"] != nil
+  ? [] : [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
 let package = Package(
   name: "pinproxy",
   platforms: [.macOS(.v14)],
@@ -33,14 +45,14 @@ let package = Package(
     .target(name: "PinTLS", dependencies: ["COpenSSL", "PinTrust"]),
     // libxcrypt, for the htpasswd hashes of proxy authentication.
     .systemLibrary(name: "CCrypt", providers: [.apt(["libcrypt-dev"])]),
-    .target(name: "PinHTTP"),
+    .target(name: "PinHTTP", swiftSettings: dataPathSettings),
     .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
     // HTTP/2 framing over nghttp2, memory-driven (no sockets): a codec that
     // turns bytes into events and submissions into bytes.
     .target(name: "PinHTTP2", dependencies: ["CNghttp2", "PinHTTP"]),
     // epoll and accept4, which Glibc's Swift module does not export (a header of static inline shims).
     .target(name: "CLinuxEpoll"),
-    .target(name: "PinEventLoop", dependencies: ["CLinuxEpoll"]),
+    .target(name: "PinEventLoop", dependencies: ["CLinuxEpoll"], swiftSettings: dataPathSettings),
     // The configuration model and its YAML reader: no TLS, no sockets, no
     // runtime types. The data path sees only the parsed values.
     .target(name: "PinConfig", dependencies: ["PinTrust", .product(name: "Yams", package: "Yams")]),
@@ -49,7 +61,8 @@ let package = Package(
       dependencies: [
         "PinTrust", "PinTLS", "PinHTTP", "PinHTTP2", "PinEventLoop", "PinConfig", "CCrypt",
         .product(name: "Logging", package: "swift-log"),
-      ]
+      ],
+      swiftSettings: dataPathSettings
     ),
     // `pinproxy import`: app configurations (ATS, TrustKit, Android) to rules. Pure.
     .target(name: "PinAppFormats", dependencies: ["PinConfig", "PinTrust"]),

@@ -98,7 +98,7 @@ final class Readiness: @unchecked Sendable {
   func register(_ fd: Int32, _ interest: Interest, handler: any ReadinessHandler) throws(SocketError)
     -> ReadinessToken
   {
-    dispatchPrecondition(condition: .onQueue(queue))
+    assertOnQueue(queue)
     let slot: UInt32
     if let reused = free.popLast() {
       slot = reused
@@ -117,7 +117,7 @@ final class Readiness: @unchecked Sendable {
   }
 
   func modify(_ fd: Int32, _ token: ReadinessToken, _ interest: Interest) throws(SocketError) {
-    dispatchPrecondition(condition: .onQueue(queue))
+    assertOnQueue(queue)
     guard pp_epoll_ctl(epollFD, PP_EPOLL_CTL_MOD, fd, interest.epollEvents, token.raw) == 0 else {
       throw SocketError(operation: "epoll_ctl mod", code: errno)
     }
@@ -126,7 +126,7 @@ final class Readiness: @unchecked Sendable {
   /// Removes `fd` (still open: the caller closes it after this) and drops
   /// the handler; events for it later in the current batch are ignored.
   func deregister(_ fd: Int32, _ token: ReadinessToken) {
-    dispatchPrecondition(condition: .onQueue(queue))
+    assertOnQueue(queue)
     _ = pp_epoll_ctl(epollFD, PP_EPOLL_CTL_DEL, fd, 0, 0)
     release(token)
   }
@@ -139,7 +139,7 @@ final class Readiness: @unchecked Sendable {
   /// socket already fetched in this batch meets a released slot, whose
   /// generation no longer matches, and is dropped.
   func forgetBeforeClose(_ token: ReadinessToken) {
-    dispatchPrecondition(condition: .onQueue(queue))
+    assertOnQueue(queue)
     release(token)
   }
 
@@ -154,7 +154,7 @@ final class Readiness: @unchecked Sendable {
   /// Handles what is ready, in batches, until epoll reports nothing (or the
   /// turn's budget ran out: then the rest continues as a new queue item).
   private func drain() {
-    dispatchPrecondition(condition: .onQueue(queue))
+    assertOnQueue(queue)
     for _ in 0..<Readiness.roundsPerTurn {
       let count = pp_epoll_wait(epollFD, batch, Int32(Readiness.batchSize))
       if count < 0 && errno == EINTR { continue }
