@@ -6,7 +6,7 @@ extension UpstreamAcquirer {
   /// `connection` (`UpstreamBudget.connectionID`).
   init(context: ProxyContext, snapshot: RuntimeSnapshot, loop: EventLoop, client: String, connection: UInt64)
   {
-    pool = context.pool(for: loop)
+    pool = context.pool(for: loop)  // once per session and snapshot
     dialer = context.dialer(for: snapshot)
     self.loop = loop
     limits = snapshot.httpLimits

@@ -1,10 +1,14 @@
 import PinEventLoop
 
 extension ForwardSession {
-  /// The upstream acquirer for this session's loop and snapshot.
+  /// The upstream acquirer for this session's loop and snapshot: made at
+  /// the first request under a snapshot, not for every request.
   var acquirer: UpstreamAcquirer {
-    UpstreamAcquirer(
+    if let acquirerUnderSnapshot { return acquirerUnderSnapshot }
+    let made = UpstreamAcquirer(
       context: context, snapshot: snapshot, loop: loop, client: clientKey, connection: budgetConnection)
+    acquirerUnderSnapshot = made
+    return made
   }
 
   /// For the request the machine is serving; its answer is recognised by

@@ -82,7 +82,10 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   var clientKey: String { origin.key }
   /// This connection in the upstream budget: its first socket is its own.
   let budgetConnection = UpstreamBudget.connectionID()
-  var pool: UpstreamPool { context.pool(for: loop) }
+  /// The loop's pool, looked up once (the session never leaves its loop).
+  let pool: UpstreamPool
+  /// `acquirer`, kept while `snapshot` is in force.
+  var acquirerUnderSnapshot: UpstreamAcquirer?
 
   init(
     connection: Connection, context: ProxyContext, listener: ListenerConfig, admission: AdmissionTicket,
@@ -95,6 +98,7 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
     self.context = context
     snapshot = context.snapshot
     self.origin = origin
+    pool = context.pool(for: connection.loop)
     machine = ForwardMachine(
       router: ForwardRouter(snapshot: snapshot, listener: listener, client: origin),
       limits: snapshot.httpLimits, client: origin.key, clock: { DispatchTime.now().uptimeNanoseconds })
@@ -163,6 +167,7 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   /// dialled or taken from the pool, under the new snapshot only.
   private func adoptCurrentSnapshot() {
     snapshot = context.snapshot
+    acquirerUnderSnapshot = nil
     machine.router = ForwardRouter(snapshot: snapshot, listener: listener, client: origin)
   }
 

@@ -53,15 +53,19 @@ final class UpstreamBudget: Sendable {
     /// Adds `delta` for `connection` of `client`, changed in place (a copy
     /// taken out and written back would copy the table on every request).
     mutating func add(_ client: String, _ connection: UInt64, _ delta: Int) {
-      if perClient[client] == nil {
+      // One look-up per call: the entry is changed in place through its index.
+      guard let index = perClient.index(forKey: client) else {
         guard delta > 0 else { return }
         var table: [UInt64: Int] = [:]
         swap(&table, &spareTable)
-        perClient[client] = ClientCounts(byConnection: table)
+        var counts = ClientCounts(byConnection: table)
+        counts.add(connection, delta)
+        perClient[client] = counts
+        return
       }
-      perClient[client]!.add(connection, delta)
-      if perClient[client]!.total <= 0, let gone = perClient.removeValue(forKey: client) {
-        spareTable = gone.byConnection
+      perClient.values[index].add(connection, delta)
+      if perClient.values[index].total <= 0 {
+        spareTable = perClient.remove(at: index).value.byConnection
         spareTable.removeAll(keepingCapacity: spareTable.capacity <= 64)
       }
     }

@@ -102,7 +102,8 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
   /// full, or when it was verified under a pin list that has since been replaced.
   func put(_ connection: UpstreamConnection, idleTimeout: Double, maxIdle: Int) {
     loop.preconditionInLoop()
-    guard connection.isReusable, (idle[connection.key]?.entries.count ?? 0) < maxIdle,
+    let existing = idle[connection.key]
+    guard connection.isReusable, (existing?.entries.count ?? 0) < maxIdle,
       connection.key.policy.generation >= generation, pins.isCurrent(connection.key.policy.pinList)
     else {
       return connection.close()
@@ -114,7 +115,7 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
     let deadline = EventLoop.deadline(after: idleTimeout)
     if sweepDeadline.map({ deadline < $0 }) ?? true { arm(at: deadline, after: idleTimeout) }
     let list: IdleList
-    if let existing = idle[connection.key] {
+    if let existing {
       list = existing
     } else {
       if idle.count >= Self.maxEmptyLists { idle = idle.filter { !$0.value.entries.isEmpty } }
