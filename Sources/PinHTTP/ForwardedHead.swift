@@ -182,8 +182,8 @@ public enum ForwardedHead {
   /// Appends the fields `endToEnd` keeps, in order, as received.
   static func appendEndToEnd(_ headers: HTTPHeaders, dropping fixed: HeaderNameSet, to bytes: inout [UInt8]) {
     let named = dropped(headers, fixed: fixed)
-    for field in headers where !named.contains(field.nameBytes) {
-      HTTPSerializer.appendField(name: field.nameBytes, value: field.valueSlice, to: &bytes)
+    headers.forEachField { name, value in
+      if !named.contains(name) { HTTPSerializer.appendField(name: name, value: value, to: &bytes) }
     }
   }
 }

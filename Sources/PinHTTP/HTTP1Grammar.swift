@@ -190,43 +190,81 @@ enum HTTP1Grammar {
     limits: HTTPLimits
   ) throws(HTTPParseError) -> HTTPHeaders {
     guard !bytes.isEmpty else { return HTTPHeaders() }
+    // Over the bytes in place, as nginx's ngx_http_parse_header_line does:
+    // no slice per line, no bounds check per byte; names and values are
+    // kept as ranges of `storage` (a slice's indices are the storage's).
+    let base = bytes.startIndex
     // One allocation for the table: every line is a field (the section has
     // no bare CR, so each CR ends one).
-    var lines = 1
-    for byte in bytes where byte == cr { lines += 1 }
+    let lines = bytes.withUnsafeBufferPointer { section in
+      section.reduce(1) { $1 == cr ? $0 + 1 : $0 }
+    }
     var headers = HTTPHeaders(
       parsedFrom: storage, capacity: min(lines, limits.maxHeaderCount + 1), table: consume table)
-    var lineStart = bytes.startIndex
-    while lineStart < bytes.endIndex {
-      var lineEnd = lineStart
-      while lineEnd < bytes.endIndex && bytes[lineEnd] != cr { lineEnd += 1 }
-      let line = bytes[lineStart..<lineEnd]
-      lineStart = min(bytes.endIndex, lineEnd + 2)
-      guard let first = line.first else { throw HTTPParseError(.badRequest, "empty header line") }
-      guard first != 0x20 && first != 0x09 else {
-        throw HTTPParseError(.badRequest, "obs-fold in header section")
-      }
-      guard let colon = line.firstIndex(of: 0x3a), colon > line.startIndex,
-        line[line.startIndex..<colon].allSatisfy(isTokenCharacter)
-      else {
-        throw HTTPParseError(.badRequest, "malformed header field (whitespace before the colon or no name)")
-      }
-      let nameBytes = line[line.startIndex..<colon]
-      let rawValue = line[(colon + 1)...].drop { $0 == 0x20 || $0 == 0x09 }
-      var value = rawValue
-      while let last = value.last, last == 0x20 || last == 0x09 { value = value.dropLast() }
-      guard value.allSatisfy({ $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7f) }) else {
-        throw HTTPParseError(
-          .badRequest, "control character in header \(String(decoding: nameBytes.prefix(200), as: UTF8.self))"
-        )
-      }
-      headers.appendParsed(name: nameBytes.indices, value: value.indices)
-      guard headers.count <= limits.maxHeaderCount else {
-        throw HTTPParseError(.headersTooLarge, "more than \(limits.maxHeaderCount) header fields")
+    try bytes.withUnsafeBufferPointer { (section) throws(HTTPParseError) in
+      let count = section.count
+      var lineStart = 0
+      while lineStart < count {
+        var lineEnd = lineStart
+        while lineEnd < count && section[lineEnd] != cr { lineEnd += 1 }
+        defer { lineStart = min(count, lineEnd + 2) }
+        guard lineEnd > lineStart else { throw HTTPParseError(.badRequest, "empty header line") }
+        let first = section[lineStart]
+        guard first != 0x20 && first != 0x09 else {
+          throw HTTPParseError(.badRequest, "obs-fold in header section")
+        }
+        // The name: token characters up to the first colon.
+        var colon = lineStart
+        while colon < lineEnd && section[colon] != 0x3a { colon += 1 }
+        guard colon < lineEnd, colon > lineStart, isToken(section, lineStart, colon) else {
+          throw HTTPParseError(.badRequest, "malformed header field (whitespace before the colon or no name)")
+        }
+        // The value, without the whitespace around it.
+        var valueStart = colon + 1
+        while valueStart < lineEnd && (section[valueStart] == 0x20 || section[valueStart] == 0x09) {
+          valueStart += 1
+        }
+        var valueEnd = lineEnd
+        while valueEnd > valueStart && (section[valueEnd - 1] == 0x20 || section[valueEnd - 1] == 0x09) {
+          valueEnd -= 1
+        }
+        for index in valueStart..<valueEnd {
+          let byte = section[index]
+          guard byte == 0x09 || (byte >= 0x20 && byte != 0x7f) else {
+            let name = UnsafeBufferPointer(rebasing: section[lineStart..<min(colon, lineStart + 200)])
+            throw HTTPParseError(
+              .badRequest, "control character in header \(String(decoding: name, as: UTF8.self))")
+          }
+        }
+        headers.appendParsed(
+          name: (base + lineStart)..<(base + colon), value: (base + valueStart)..<(base + valueEnd))
+        guard headers.count <= limits.maxHeaderCount else {
+          throw HTTPParseError(.headersTooLarge, "more than \(limits.maxHeaderCount) header fields")
+        }
       }
     }
     return headers
   }
+
+  /// Whether bytes `start..<end` are all token characters (two words of
+  /// bits, one test a byte).
+  @inline(__always)
+  private static func isToken(_ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> Bool {
+    for index in start..<end where !isTokenByte(bytes[index]) { return false }
+    return true
+  }
+
+  @inline(__always)
+  static func isTokenByte(_ byte: UInt8) -> Bool {
+    if byte < 64 { return tokenBitsLow >> UInt64(byte) & 1 != 0 }
+    if byte < 128 { return tokenBitsHigh >> UInt64(byte - 64) & 1 != 0 }
+    return false
+  }
+
+  /// `isTokenCharacter` as bits, bytes 0–63 and 64–127 (HTTP1GrammarTests
+  /// holds the two to the same answer for every byte).
+  static let tokenBitsLow: UInt64 = 0x03ff_6cfa_0000_0000
+  static let tokenBitsHigh: UInt64 = 0x57ff_ffff_c7ff_fffe
 
   static func splitStartLine(_ head: ArraySlice<UInt8>) -> (ArraySlice<UInt8>, ArraySlice<UInt8>) {
     guard let end = head.firstIndex(of: cr) else { return (head, []) }

@@ -153,8 +153,24 @@ public struct HTTPHeaders: Sendable, Equatable, RandomAccessCollection {
   {
     let start = Int(entry.name.lowerBound)
     let end = Int(entry.name.upperBound)
-    return end - start == name.count
-      && ASCII.equalsIgnoringCase(UnsafeBufferPointer(rebasing: bytes[start..<end]), name)
+    guard end - start == name.count else { return false }
+    let field = UnsafeBufferPointer(rebasing: bytes[start..<end])
+    // A String's bytes in place (a small one's copied to the stack): the
+    // compare is then a loop over two buffers, not over a UTF8View.
+    return name.withContiguousStorageIfAvailable { ASCII.equalsIgnoringCase(field, $0) }
+      ?? ASCII.equalsIgnoringCase(field, name)
+  }
+
+  /// Calls `body` with each field's name and value, in order, as the bytes
+  /// in place (no `Field` made, nothing retained per field).
+  func forEachField(_ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void) {
+    storage.withUnsafeBufferPointer { bytes in
+      for entry in entries {
+        body(
+          UnsafeBufferPointer(rebasing: bytes[range(entry.name)]),
+          UnsafeBufferPointer(rebasing: bytes[range(entry.value)]))
+      }
+    }
   }
 
   /// The position of the first field of that name at or after `start`.
@@ -272,6 +288,17 @@ enum ASCII {
   static func lower(_ byte: UInt8) -> UInt8 { (0x41...0x5a).contains(byte) ? byte | 0x20 : byte }
   /// Optional whitespace (RFC 9110 §5.6.3): space or horizontal tab.
   static func isBlank(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
+
+  /// Two buffers of bytes, equal but for the case of ASCII letters.
+  static func equalsIgnoringCase(_ bytes: UnsafeBufferPointer<UInt8>, _ other: UnsafeBufferPointer<UInt8>)
+    -> Bool
+  {
+    guard bytes.count == other.count else { return false }
+    for index in 0..<bytes.count where bytes[index] != other[index] {
+      guard lower(bytes[index]) == lower(other[index]) else { return false }
+    }
+    return true
+  }
 
   static func equalsIgnoringCase<Bytes: Collection<UInt8>, S: Sequence<UInt8>>(_ bytes: Bytes, _ other: S)
     -> Bool
