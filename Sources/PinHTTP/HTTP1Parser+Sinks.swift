@@ -106,6 +106,14 @@ public struct CopiedEvents: HTTP1EventSink {
   public mutating func removeAll() { list.removeAll(keepingCapacity: list.capacity <= 64) }
   public mutating func append(_ event: HTTP1Parser.Event) { list.append(event) }
   public mutating func appendBody(_ bytes: UnsafeRawBufferPointer) { list.append(.body(Array(bytes))) }
+
+  /// Hands each event to `body`, in order, moved out of the list (not
+  /// copied and then released with it); the list is left empty, its
+  /// storage kept.
+  public mutating func takeEach(_ body: (consuming HTTP1Parser.Event) -> Void) {
+    list.reverse()
+    while let event = list.popLast() { body(event) }
+  }
 }
 
 /// Events with body bytes lent, in a list reused from read to read: the

@@ -13,9 +13,19 @@ struct RingBuffer<Element> {
   var isEmpty: Bool { count == 0 }
   var first: Element? { count == 0 ? nil : storage[head] }
 
-  mutating func append(_ element: Element) {
+  /// Consumed: the element moves into its slot (no reference count change).
+  mutating func append(_ element: consuming Element) {
     if count == storage.count { grow() }
     storage[(head + count) % storage.count] = element
+    count += 1
+  }
+
+  /// Puts an element back in front: the one just popped, when it cannot be
+  /// handled yet (moved out and back, never copied).
+  mutating func prepend(_ element: consuming Element) {
+    if count == storage.count { grow() }
+    head = (head + storage.count - 1) % storage.count
+    storage[head] = element
     count += 1
   }
 

@@ -31,7 +31,7 @@ extension ForwardMachine {
     _ upstream: Upstream, exchange id: Int, pooled: Bool, tls: UpstreamTLS,
     protocol name: WireProtocol = .http1
   ) {
-    guard case .exchanging = state, exchange?.exchange.id == id else {
+    guard case .exchanging = state, inExchange({ $0.exchange.id }) == id else {
       return actions.append(.exchange(.closeUpstream(upstream)))
     }
     exchange!.upstreamReady(upstream, pooled: pooled, tls: tls, protocol: name, &exchangeActions)
@@ -42,7 +42,7 @@ extension ForwardMachine {
   /// The dial for exchange `id` (or for the passthrough tunnel) failed.
   mutating func dialFailed(_ failure: ProxyFailure, exchange id: Int?) {
     switch state {
-    case .exchanging where exchange?.exchange.id == id:
+    case .exchanging where inExchange({ $0.exchange.id }) == id:
       exchange!.dialFailed(failure, &exchangeActions)
       runExchangeActions()
     case .openingTunnel(let head, let target?) where id == nil:
@@ -53,7 +53,7 @@ extension ForwardMachine {
   }
 
   mutating func responseTimerFired(exchange id: Int, after seconds: Double) {
-    guard case .exchanging = state, exchange?.exchange.id == id else { return }
+    guard case .exchanging = state, inExchange({ $0.exchange.id }) == id else { return }
     exchange!.responseTimerFired(after: seconds, &exchangeActions)
     runExchangeActions()
   }
@@ -70,7 +70,7 @@ extension ForwardMachine {
   }
 
   mutating func upstreamDrained(_ upstream: Upstream) {
-    guard case .exchanging = state, exchange?.isServed(by: upstream) == true else { return }
+    guard case .exchanging = state, inExchange({ $0.isServed(by: upstream) }) == true else { return }
     process()
   }
 
@@ -111,7 +111,7 @@ extension ForwardMachine {
     case .respondHead:
       guard let head = exchange!.takeResponseHead() else { break }
       if draining { response.closing = true }
-      _ = response.sendHead(head, upstreamProtocol: exchange!.exchange.upstreamProtocol)
+      _ = response.sendHead(head, upstreamProtocol: inExchange { $0.exchange.upstreamProtocol }!)
       writeResponse(pausing: nil)
     case .respondBody(let bytes, let upstream):
       response.sendBody(bytes)
@@ -127,7 +127,7 @@ extension ForwardMachine {
       closeNow()
     case .finished:
       servedRequests += 1
-      let requestComplete = exchange!.exchange.requestComplete
+      let requestComplete = inExchange { $0.exchange.requestComplete }!
       // The request head's storage serves the next request's head.
       parser.recycle(exchange!.exchange.request.headers)
       exchange = nil

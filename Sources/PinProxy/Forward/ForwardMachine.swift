@@ -131,6 +131,16 @@ struct ForwardMachine<Upstream: SameUpstream> {
 
   mutating func nextAction() -> Action? { actions.popFirst() }
 
+  /// Reads the current exchange in place; nil when there is none. Reading
+  /// `exchange?.x` as a value copies the whole machine first (its head and
+  /// buffers retained and released) to read one field; an inout access
+  /// projects into the stored optional.
+  @inline(__always)
+  mutating func inExchange<R>(_ read: (inout ExchangeMachine<Upstream>) -> R) -> R? {
+    guard exchange != nil else { return nil }
+    return read(&exchange!)
+  }
+
   /// Idle keep-alive: served a request, nothing of the next one yet.
   var isIdleBetweenRequests: Bool {
     guard case .awaitingRequest = state else { return false }
@@ -138,6 +148,7 @@ struct ForwardMachine<Upstream: SameUpstream> {
   }
 
   var isAwaitingRequest: Bool { if case .awaitingRequest = state { true } else { false } }
+  var isExchanging: Bool { if case .exchanging = state { true } else { false } }
 
   // MARK: Client events
 
@@ -170,7 +181,7 @@ struct ForwardMachine<Upstream: SameUpstream> {
   ) throws(HTTPParseError) {
     defer { clientEvents.removeAll() }
     try call(&parser, &clientEvents)
-    pending.append(contentsOf: clientEvents.list)
+    clientEvents.takeEach { pending.append($0) }
   }
 
   mutating func clientEOF() {
@@ -226,30 +237,31 @@ struct ForwardMachine<Upstream: SameUpstream> {
 
   /// Handles queued events as far as the state allows.
   mutating func process() {
-    while let event = pending.first {
-      switch (state, event) {
-      case (.awaitingRequest, .request(let head)):
-        _ = pending.popFirst()
+    // Each event is moved out of the queue, and moved back when it must
+    // wait: never copied (a head's copy retains every buffer it holds).
+    // The state is matched apart from the event: a tuple of the two would
+    // copy both.
+    while let event = pending.popFirst() {
+      switch event {
+      case .request(let head) where isAwaitingRequest:
         begin(head)
-      case (.exchanging, .body(let bytes)) where exchange?.hasUpstream == true:
-        _ = pending.popFirst()
+      case .body(let bytes) where isExchanging && inExchange({ $0.hasUpstream }) == true:
         exchange!.requestBody(bytes, &exchangeActions)
         runExchangeActions()
-      case (.exchanging, .end(let trailers))
-      where exchange?.hasUpstream == true && exchange?.exchange.requestComplete == false:
-        _ = pending.popFirst()
+      case .end(let trailers)
+      where isExchanging && inExchange({ $0.hasUpstream && !$0.exchange.requestComplete }) == true:
         exchange!.requestEnd(trailers, &exchangeActions)
         runExchangeActions()
-      case (.exchanging, .end)
-      where exchange?.isConnecting == true && exchange?.exchange.hasBody == false
-        && exchange?.exchange.requestComplete == false:
+      case .end
+      where isExchanging
+        && inExchange({ $0.isConnecting && !$0.exchange.hasBody && !$0.exchange.requestComplete }) == true:
         // A request without a body is complete at its head: no need to stop
         // reading (a pause and resume per request cost two epoll_ctl calls).
-        _ = pending.popFirst()
         exchange!.requestEnd(HTTPHeaders(), &exchangeActions)
         runExchangeActions()
       default:
         // Wait: the upstream is not ready, or a pipelined request waits its turn.
+        pending.prepend(event)
         return actions.append(.pauseClient)
       }
     }
