@@ -42,4 +42,17 @@ final class LocalProgramsTests: XCTestCase {
     XCTAssertEqual(recent[inode]?.pid, child.processIdentifier)
     XCTAssertTrue(LocalPrograms.processes(holding: [inode], ownedBy: [getuid() &+ 1]).isEmpty)
   }
+
+  /// The link text of a descriptor, read as bytes: only `socket:[DIGITS]`
+  /// within UInt32 is a socket's inode.
+  func testSocketLinksAreReadStrictly() {
+    XCTAssertEqual(LocalPrograms.socketInode("socket:[12345]"), 12345)
+    XCTAssertEqual(LocalPrograms.socketInode("socket:[4294967295]"), UInt32.max)
+    for text in [
+      "socket:[4294967296]", "socket:[]", "socket:[12a]", "socket:[1", "pipe:[1]", "socket:[-1]",
+      "anon_inode:[eventfd]", "/dev/null", "socket:[99999999999]",
+    ] {
+      XCTAssertNil(LocalPrograms.socketInode(text), text)
+    }
+  }
 }

@@ -212,14 +212,12 @@ final class LocalPrograms: Sendable {
       let fds = opendir("/proc/\(pid)/fd")
     else { return 0 }
     defer { closedir(fds) }
+    let directory = dirfd(fds)
     var program: String?
     var descriptors = 0
-    while descriptors < maximumDescriptorsPerScan, let fd = readdir(fds) {
+    while descriptors < maximumDescriptorsPerScan, let entry = readdir(fds) {
       descriptors += 1
-      let name = entryName(fd)
-      guard name.first != ".", let target = link("/proc/\(pid)/fd/\(name)"),
-        let inode = socketInode(target), inodes.contains(inode)
-      else { continue }
+      guard let inode = socketInode(at: directory, entry), inodes.contains(inode) else { continue }
       program = program ?? programName(pid)
       found[inode] = (pid, program ?? "unknown")
     }
@@ -239,8 +237,40 @@ final class LocalPrograms: Sendable {
 
   /// `socket:[12345]` → 12345.
   static func socketInode(_ link: String) -> UInt32? {
-    guard link.hasPrefix("socket:["), link.hasSuffix("]") else { return nil }
-    return UInt32(link.dropFirst(8).dropLast())
+    var link = link
+    return link.withUTF8 { socketInode(bytes: $0) }
+  }
+
+  /// The same from the link's bytes: decimal digits only, within UInt32.
+  static func socketInode(bytes: UnsafeBufferPointer<UInt8>) -> UInt32? {
+    let prefix: StaticString = "socket:["
+    let start = prefix.utf8CodeUnitCount
+    guard bytes.count > start + 1, bytes.count <= start + 11, bytes[bytes.count - 1] == UInt8(ascii: "]"),
+      prefix.withUTF8Buffer({ $0.elementsEqual(bytes[..<start]) })
+    else { return nil }
+    var value: UInt64 = 0
+    for byte in bytes[start..<(bytes.count - 1)] {
+      guard byte >= 0x30 && byte <= 0x39 else { return nil }
+      value = value * 10 + UInt64(byte - 0x30)
+    }
+    return value <= UInt64(UInt32.max) ? UInt32(value) : nil
+  }
+
+  /// The socket inode a descriptor entry of `/proc/PID/fd` links to, read
+  /// relative to the open directory: per descriptor, one readlinkat and no
+  /// path or String made (a scan reads every descriptor of a process).
+  /// `.` and `..` are not links: nil.
+  private static func socketInode(at directory: Int32, _ entry: UnsafeMutablePointer<dirent>) -> UInt32? {
+    withUnsafeTemporaryAllocation(of: CChar.self, capacity: 32) { buffer in
+      let count = withUnsafeBytes(of: &entry.pointee.d_name) { name in
+        readlinkat(
+          directory, name.baseAddress!.assumingMemoryBound(to: CChar.self), buffer.baseAddress!, buffer.count)
+      }
+      guard count > 0, count < buffer.count else { return nil }
+      return socketInode(
+        bytes: UnsafeBufferPointer(
+          start: UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: UInt8.self), count: count))
+    }
   }
 
   /// The executable's file name, else the kernel's short name (`comm`).

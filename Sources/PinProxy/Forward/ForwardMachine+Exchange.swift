@@ -129,7 +129,7 @@ extension ForwardMachine {
       servedRequests += 1
       let requestComplete = inExchange { $0.exchange.requestComplete }!
       // The request head's storage serves the next request's head.
-      parser.recycle(exchange!.exchange.request.headers)
+      parser.recycle(inExchange { $0.exchange.request.headers }!)
       exchange = nil
       // A response that ended before the request body did leaves the client's
       // stream mid-message: the connection cannot carry another request.

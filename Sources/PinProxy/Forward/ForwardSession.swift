@@ -227,6 +227,9 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
 
   // MARK: Actions
 
+  /// Inlined into `run`, where the action is an owned local: its payloads
+  /// are then moved out rather than the whole action copied to bind them.
+  @inline(__always)
   private func execute(_ action: ForwardMachine<UpstreamRef>.Action) {
     switch action {
     case .resumeClient(let upstream):

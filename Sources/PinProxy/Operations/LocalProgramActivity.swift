@@ -67,11 +67,7 @@ final class LocalProgramActivity: Sendable {
     let key = Key(uid: local.uid, program: local.program)
     let user = local.user
     table.withLock { table in
-      // A known program (every request but its first): one look-up.
-      if let index = table.index(forKey: key) {
-        return table.values[index].add(minute: minute, requests: requests, refusals: refusals)
-      }
-      if table.count >= LocalProgramActivity.maximumPrograms,
+      if table[key] == nil, table.count >= LocalProgramActivity.maximumPrograms,
         let stalest = table.min(by: { $0.value.lastMinute < $1.value.lastMinute })?.key
       {
         table[stalest] = nil

@@ -25,11 +25,23 @@ struct ForwardRouter {
   /// rule lookup are then done once per connection, not once per request.
   /// Sound because the snapshot is fixed for the router's lifetime and the
   /// decision depends on nothing else.
-  private var last: (from: RouteInput, key: UpstreamKey, route: UpstreamRoute)?
+  private var last: Decided?
   /// The target last handed out: a client asking for the same path again
   /// (a poll, a health check, a benchmark) gets the same immutable object,
   /// not a new one.
   private var lastTarget: ForwardTarget?
+
+  /// One object, not a tuple of values: the router (and so the machine
+  /// holding it) is copied with one reference, and the memo is read
+  /// without copying a host, a key and a route through their metadata.
+  private final class Decided {
+    let from: RouteInput
+    let key: UpstreamKey
+    let route: UpstreamRoute
+    init(_ from: RouteInput, _ key: UpstreamKey, _ route: UpstreamRoute) {
+      (self.from, self.key, self.route) = (from, key, route)
+    }
+  }
 
   private struct RouteInput: Equatable {
     var scheme: String
@@ -111,7 +123,7 @@ struct ForwardRouter {
     // Inside an intercepted CONNECT the port was checked on the CONNECT line.
     if tunnel == nil, let refusal = portRefusal(port) { return .refuse(refusal) }
     let key = UpstreamKey(host: host, port: port, tls: tls, policy: route.identity)
-    last = (input, key, route)
+    last = Decided(input, key, route)
     let target = ForwardTarget(key: key, route: route, path: path)
     lastTarget = target
     return .forward(target)

@@ -53,19 +53,23 @@ final class UpstreamBudget: Sendable {
     /// Adds `delta` for `connection` of `client`, changed in place (a copy
     /// taken out and written back would copy the table on every request).
     mutating func add(_ client: String, _ connection: UInt64, _ delta: Int) {
-      // One look-up per call: the entry is changed in place through its index.
-      guard let index = perClient.index(forKey: client) else {
+      if perClient[client] == nil {
         guard delta > 0 else { return }
-        var table: [UInt64: Int] = [:]
-        swap(&table, &spareTable)
-        var counts = ClientCounts(byConnection: table)
+        // The spare table is swapped in, never copied: a second reference
+        // alive at the first insertion would copy it (an allocation per
+        // request for a client that holds one socket at a time).
+        var counts = ClientCounts()
+        swap(&counts.byConnection, &spareTable)
         counts.add(connection, delta)
         perClient[client] = counts
         return
       }
-      perClient.values[index].add(connection, delta)
-      if perClient.values[index].total <= 0 {
-        spareTable = perClient.remove(at: index).value.byConnection
+      // Through the subscript, which changes the entry in place (the
+      // `values` view copied the entry's table on every change).
+      if perClient[client]!.add(connection, delta) <= 0, var gone = perClient.removeValue(forKey: client) {
+        // Swapped out, not assigned: a copy would share the storage with
+        // `gone`, and emptying it would allocate a new table per request.
+        swap(&spareTable, &gone.byConnection)
         spareTable.removeAll(keepingCapacity: spareTable.capacity <= 64)
       }
     }
@@ -82,11 +86,14 @@ final class UpstreamBudget: Sendable {
       total < cap || (connection != 0 && byConnection[connection, default: 0] == 0)
     }
 
-    mutating func add(_ connection: UInt64, _ delta: Int) {
+    /// Returns the new total.
+    @discardableResult
+    mutating func add(_ connection: UInt64, _ delta: Int) -> Int {
       total += delta
-      guard connection != 0 else { return }
+      guard connection != 0 else { return total }
       let held = byConnection[connection, default: 0] + delta
       byConnection[connection] = held > 0 ? held : nil
+      return total
     }
   }
 
