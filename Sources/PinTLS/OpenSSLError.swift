@@ -16,5 +16,11 @@ enum OpenSSLErrorQueue {
     return messages.isEmpty ? "unknown OpenSSL error" : messages.joined(separator: "; ")
   }
 
-  static func clear() { ERR_clear_error() }
+  /// Empties the queue before a call whose failure is read from it
+  /// (`SSL_get_error` consults `ERR_peek_error`). Peeked first: clearing an
+  /// already empty queue still walks all its slots, three times a request
+  /// on the keep-alive path (SSL_read, SSL_write).
+  static func clear() {
+    if ERR_peek_error() != 0 { ERR_clear_error() }
+  }
 }
