@@ -214,7 +214,15 @@ extension Listener {
 public enum Connector {
   public enum Failure: Error, Sendable {
     case timedOut(String)
+    /// The peer answered with a reset (ECONNREFUSED): nothing listens there.
     case refused(String)
+    /// Any other failure: no route, no address, no socket.
+    case unreachable(String)
+
+    /// The failure of a connect that ended with `code` (an errno).
+    static func failed(_ message: String, errno code: Int32) -> Failure {
+      code == ECONNREFUSED ? .refused(message) : .unreachable(message)
+    }
   }
 
   public static func connect(
@@ -223,21 +231,23 @@ public enum Connector {
   ) {
     loop.preconditionInLoop()
     guard let address = addresses.first else {
-      return completion(.failure(.refused("no address to connect to")))
+      return completion(.failure(.unreachable("no address to connect to")))
     }
     let rest = Array(addresses.dropFirst())
     let fd = socket(address.family, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else {
-      return completion(.failure(.refused("socket: \(String(cString: strerror(errno)))")))
+      return completion(.failure(.unreachable("socket: \(String(cString: strerror(errno)))")))
     }
     Socket.makeNonBlocking(fd)
     let result = address.withSockaddr { Glibc.connect(fd, $0, $1) }
     if result == 0 { return completion(.success(fd)) }
     guard errno == EINPROGRESS else {
-      let message = "\(address): \(String(cString: strerror(errno)))"
+      let code = errno
+      let message = "\(address): \(String(cString: strerror(code)))"
       _ = Glibc.close(fd)
       return rest.isEmpty
-        ? completion(.failure(.refused(message))) : connect(to: rest, on: loop, timeout: timeout, completion)
+        ? completion(.failure(.failed(message, errno: code)))
+        : connect(to: rest, on: loop, timeout: timeout, completion)
     }
     PendingConnect(fd: fd, address: address, loop: loop, timeout: timeout) { outcome in
       switch outcome {
@@ -280,7 +290,7 @@ final class PendingConnect: ReadinessHandler, @unchecked Sendable {
     do {
       token = try loop.readiness.register(fd, .write, handler: self)
     } catch {
-      return finish(.failure(.refused("\(address): \(error)")))
+      return finish(.failure(.unreachable("\(address): \(error)")))
     }
     timer = loop.schedule(after: timeout) { [self] in
       finish(.failure(.timedOut("connect to \(address) took longer than \(timeout) s")))
@@ -291,7 +301,9 @@ final class PendingConnect: ReadinessHandler, @unchecked Sendable {
     var error: Int32 = 0
     var length = socklen_t(MemoryLayout<Int32>.size)
     _ = getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
-    finish(error == 0 ? .success(fd) : .failure(.refused("\(address): \(String(cString: strerror(error)))")))
+    finish(
+      error == 0
+        ? .success(fd) : .failure(.failed("\(address): \(String(cString: strerror(error)))", errno: error)))
   }
 
   private func finish(_ outcome: Result<Int32, Connector.Failure>) {

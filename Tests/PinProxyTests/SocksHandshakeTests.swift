@@ -72,3 +72,20 @@ final class SocksHandshakeTests: XCTestCase {
     for input in inputs { XCTAssertNil(SocksFuzzing.run(input), "\(input.prefix(12))") }
   }
 }
+
+/// The reply a refused CONNECT gets comes from the failure's code and the
+/// dial's outcome, never from the words of its reason.
+final class SocksReplyCodeTests: XCTestCase {
+  func testTheDialOutcomeNotTheReasonChoosesTheReply() {
+    let refused = ProxyFailure.cannotConnect("down.test:443", detail: "Connection refused", refused: true)
+    XCTAssertEqual(SocksHandshake.ReplyCode(refused), .connectionRefused)
+    let noRoute = ProxyFailure.cannotConnect("down.test:443", detail: "No route to host")
+    XCTAssertEqual(SocksHandshake.ReplyCode(noRoute), .hostUnreachable)
+    let misleading = ProxyFailure.unreachable("the origin refused us, says this reason")
+    XCTAssertEqual(SocksHandshake.ReplyCode(misleading), .hostUnreachable)
+    XCTAssertEqual(SocksHandshake.ReplyCode(.timeout("no connection within 5 s")), .ttlExpired)
+    XCTAssertEqual(
+      SocksHandshake.ReplyCode(ProxyFailure(status: 403, code: .deniedByPolicy, reason: "no rule")),
+      .notAllowedByRuleset)
+  }
+}

@@ -14,7 +14,7 @@ final class LocalPeer: Sendable {
   /// The client socket's 4-tuple as the kernel was asked for it: whether
   /// the socket still exists is asked again before its process is looked for.
   let tuple: SocketTuple?
-  private let found = Mutex<Found>(Found())
+  private let found = Locked<Found>(Found())
 
   struct Found: Sendable {
     var user: String?

@@ -35,7 +35,7 @@ final class LocalPrograms: Sendable {
     var urgent = false
     var urgentScanScheduled = false
   }
-  private let state = Mutex<State>(State())
+  private let state = Locked<State>(State())
   /// Asks, on `queue`, whether a waiting peer's socket still exists: one
   /// that is gone has no process to find, and costs no walk over /proc.
   private let diag = SockDiagSocket()

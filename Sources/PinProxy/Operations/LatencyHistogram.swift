@@ -1,4 +1,5 @@
 import Dispatch
+import PinTrust
 import Synchronization
 
 /// A Prometheus histogram family with fixed series, one set of cells per
@@ -30,7 +31,7 @@ final class LatencyHistogram: Sendable {
   private let boundNanoseconds: [UInt64]
   private let loops: [Cells]
   private let shared: Cells
-  private let sharedLock = Mutex(())
+  private let sharedLock = Locked(())
   /// Cells per series: one per bucket (`+Inf` last), then the sum in nanoseconds.
   private let stride: Int
 

@@ -1,4 +1,5 @@
 import Dispatch
+import PinTrust
 import Synchronization
 
 /// Requests and refusals of the programs on this host, by user and
@@ -38,7 +39,7 @@ final class LocalProgramActivity: Sendable {
     }
   }
 
-  private let table = Mutex<[Key: Counts]>([:])
+  private let table = Locked<[Key: Counts]>([:])
   static let maximumPrograms = 128
 
   /// A program's activity over the last hour.

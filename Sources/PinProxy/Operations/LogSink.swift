@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import PinTrust
 import Synchronization
 
 /// Standard error, shared by every log line, in one order.
@@ -28,9 +29,9 @@ public final class LogSink: Sendable {
 
   private let fd: Int32
   private let capacity: Int
-  private let pending = Mutex(Pending())
+  private let pending = Locked(Pending())
   /// Held while bytes go to the fd, so batches and event lines never interleave.
-  private let output = Mutex(())
+  private let output = Locked(())
   private let wake = DispatchSemaphore(value: 0)
 
   public init(fd: Int32, capacity: Int = 1 << 20) {

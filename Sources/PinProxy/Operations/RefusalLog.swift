@@ -111,7 +111,7 @@ final class RefusalLog: Sendable {
     var keys: [String] = []
     var expectations: [String: RuleExpectation] = [:]
   }
-  private let state = Mutex(State())
+  private let state = Locked(State())
 
   /// The rules of the configuration now in force (at start and each reload).
   func rulesChanged(_ expectations: [String: RuleExpectation]) {

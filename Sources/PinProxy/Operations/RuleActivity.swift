@@ -33,14 +33,14 @@ final class RuleActivity: Sendable {
     var lastByOutcome: [String: Date] = [:]
   }
 
-  private let entries = Mutex([String: Entry]())
+  private let entries = Locked([String: Entry]())
   private let chainsChanges = Atomic(0)
 
   /// Moves whenever a rule's recorded chain may have changed (a chain
   /// judged, a reload): the served-chain recorder skips its tick when it has
   /// not.
   var chainsVersion: Int { chainsChanges.load(ordering: .acquiring) }
-  private let chainsObserver = Mutex<(@Sendable () -> Void)?>(nil)
+  private let chainsObserver = Locked<(@Sendable () -> Void)?>(nil)
 
   /// `changed` runs (on the thread that moved it) whenever `chainsVersion`
   /// moves: the served-chain recorder arms its timer from it.

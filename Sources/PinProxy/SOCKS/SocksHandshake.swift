@@ -180,8 +180,7 @@ extension SocksHandshake.ReplyCode {
   init(_ failure: ProxyFailure) {
     switch failure.code {
     case .deniedByPolicy, .clientNotAllowed, .proxyAuthRequired: self = .notAllowedByRuleset
-    case .upstreamUnreachable:
-      self = failure.reason.lowercased().contains("refused") ? .connectionRefused : .hostUnreachable
+    case .upstreamUnreachable: self = failure.connectionRefused ? .connectionRefused : .hostUnreachable
     case .upstreamTimeout: self = .ttlExpired
     default: self = failure.status == 403 ? .notAllowedByRuleset : .generalFailure
     }

@@ -16,7 +16,7 @@ final class RateSampler: Sendable {
   }
   static let interval = 5.0
   static let kept = 13
-  private let samples = Mutex([Sample]())
+  private let samples = Locked([Sample]())
   private let metrics: ProxyMetrics
   /// Set up once in `init`, then only resumed and cancelled.
   private nonisolated(unsafe) let timer: DispatchSourceTimer

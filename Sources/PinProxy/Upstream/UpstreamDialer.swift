@@ -89,6 +89,8 @@ struct UpstreamDialer {
             failure.detail = reason
             completion(.failure(failure))
           case .failure(.refused(let reason)):
+            completion(.failure(.cannotConnect(key.description, detail: reason, refused: true)))
+          case .failure(.unreachable(let reason)):
             completion(.failure(.cannotConnect(key.description, detail: reason)))
           case .success(let fd):
             self.handshake(
@@ -152,7 +154,7 @@ struct UpstreamDialer {
       Connector.connect(to: addresses, on: loop, timeout: timeouts.upstreamConnect) { connected in
         let fd: Int32
         switch connected {
-        case .failure(.timedOut(let why)), .failure(.refused(let why)):
+        case .failure(.timedOut(let why)), .failure(.refused(let why)), .failure(.unreachable(let why)):
           return fail("unreachable", .parentUnreachable(parent, target, why: why))
         case .success(let connected):
           fd = connected

@@ -19,6 +19,11 @@ public struct ProxyFailure: Error, Sendable {
   public var detail: String?
   /// For a pin failure on an otherwise valid chain: the pin to add, where.
   var advice: PinRotationAdvice?
+  /// An `upstream-unreachable` dial that the target itself refused (a
+  /// reset: nothing listens on the port), as opposed to one with no route:
+  /// a SOCKS5 client is told which (RFC 1928 §6, 0x05 or 0x04) from this,
+  /// never from the reason's words.
+  var connectionRefused = false
   /// Fields the answer needs beside the standard ones: the challenge of a
   /// 407 (`Proxy-Authenticate`), the `Retry-After` of a 429.
   public var headers: [(name: String, value: String)] = []
@@ -59,8 +64,10 @@ public struct ProxyFailure: Error, Sendable {
   }
 
   /// A dial that failed: the response names the target only.
-  static func cannotConnect(_ target: String, detail: String) -> ProxyFailure {
-    .unreachable("cannot connect to \(target)", detail: detail)
+  static func cannotConnect(_ target: String, detail: String, refused: Bool = false) -> ProxyFailure {
+    var failure = ProxyFailure.unreachable("cannot connect to \(target)", detail: detail)
+    failure.connectionRefused = refused
+    return failure
   }
 
   /// A TLS handshake that failed: the response names the code and target only.
