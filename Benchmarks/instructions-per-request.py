@@ -10,7 +10,11 @@ connection pooled. Two loads: one keep-alive client connection, and a new
 client connection per request. Each: WARMUP requests, the counters zeroed,
 REQUESTS requests one at a time, the counters dumped. Then the idle rate:
 IDLE seconds with nothing asked, reported per second (work bound to time,
-not to requests: timers, file polling).
+not to requests: timers, file polling). pinproxy's idle window starts once
+its thread count has held still for 8 s (printed): Dispatch's worker threads
+left from the loads exit a few seconds after them, each running OpenSSL's
+per-thread clean-up (about 20-30k instructions), which is the loads' tail,
+not idle work. A window that still meets one shows it in libcrypto.
 
 Counts are exact, so two runs of the same binaries agree within about 1%
 however busy the machine is; instructions are not cycles (cache misses and
@@ -106,6 +110,24 @@ def wait_for_served_chain(path, seconds=15):
             pass
         time.sleep(0.2)
     sys.exit(f"instructions: {path} was not written within {seconds} s")
+
+
+def wait_for_threads_to_settle(pid, quiet=8, limit=60):
+    """Waits until the process's thread count has not changed for `quiet`
+    seconds (at most `limit`); returns (threads, seconds waited)."""
+    started = time.monotonic()
+    last, since = None, time.monotonic()
+    while time.monotonic() - started < limit:
+        try:
+            count = len(os.listdir(f"/proc/{pid}/task"))
+        except OSError:
+            break
+        if count != last:
+            last, since = count, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            break
+        time.sleep(0.5)
+    return last, time.monotonic() - started
 
 
 def per_object(path):
@@ -295,6 +317,14 @@ def main():
                 # at the recorder's next tick (once, real work): idle starts
                 # after it.
                 wait_for_served_chain(f"{work}/state/served-chains.json")
+                # Dispatch's worker threads left over from the loads exit
+                # once idle for a few seconds, each running OpenSSL's
+                # per-thread clean-up: the tail of the loads, not work an
+                # idle daemon repeats. Idle starts once the threads settle
+                # (printed, so the wait is seen, not hidden).
+                settled = wait_for_threads_to_settle(peer.proc.pid)
+                print(f"instructions: pinproxy's threads settled at {settled[0]} after {settled[1]:.0f} s",
+                      file=sys.stderr)
             costs = peer.window(lambda: time.sleep(args.idle))
             results[(name, "idle")] = {k: v / args.idle for k, v in costs.items()}
             peer.stop()
