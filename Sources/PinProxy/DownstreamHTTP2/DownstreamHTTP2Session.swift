@@ -46,7 +46,11 @@ final class DownstreamHTTP2Session: ChannelDelegate, DrainableSession, HTTP2Stre
   let session: HTTP2Session
   let context: ProxyContext
   /// Replaced by the current one before a new stream is routed (a reload governs what follows it).
-  var snapshot: RuntimeSnapshot
+  var snapshot: RuntimeSnapshot {
+    didSet { acquirerUnderSnapshot = nil }
+  }
+  /// `acquirer`, kept while `snapshot` is in force (one per snapshot, not per stream).
+  private var acquirerUnderSnapshot: UpstreamAcquirer?
   let listener: ListenerConfig
   let tunnel: ConnectTarget
   /// The proxy credential the CONNECT carried (listeners with `proxyAuth`):
@@ -129,8 +133,11 @@ final class DownstreamHTTP2Session: ChannelDelegate, DrainableSession, HTTP2Stre
   var isServing: Bool { if case .serving = state { true } else { false } }
 
   var acquirer: UpstreamAcquirer {
-    UpstreamAcquirer(
+    if let acquirerUnderSnapshot { return acquirerUnderSnapshot }
+    let made = UpstreamAcquirer(
       context: context, snapshot: snapshot, loop: loop, client: clientKey, connection: budgetConnection)
+    acquirerUnderSnapshot = made
+    return made
   }
 
   func release(_ link: any UpstreamLink) { link.release(to: UpstreamRelease(pool: pool, snapshot: snapshot)) }

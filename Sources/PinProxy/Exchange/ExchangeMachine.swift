@@ -101,10 +101,7 @@ struct ExchangeMachine<Upstream: SameUpstream> {
 
   /// The head `respondHead` named, handed over once: held no longer, so
   /// the upstream parser's storage it lies in is free for the next response.
-  mutating func takeResponseHead() -> HTTPResponseHead? {
-    defer { responseHead = nil }
-    return responseHead
-  }
+  mutating func takeResponseHead() -> HTTPResponseHead? { responseHead.take() }
 
   /// What the exchange was, once its response has started (for the access
   /// line and metrics, after `record`).

@@ -22,8 +22,8 @@ extension ForwardMachine {
 
   /// The finished exchange's record, for its access line; held no longer.
   mutating func takeFinishedRecord() -> ExchangeRecord? {
-    defer { finishedRecord = nil }
-    return finishedRecord
+    // Moved out, not copied and then cleared (a record holds the head).
+    finishedRecord.take()
   }
 
   /// A connection for exchange `id`: `pooled` when taken from the pool.

@@ -8,7 +8,10 @@ import PinHTTP
 ///
 /// Runs on its loop; `completion` is called there, once. The caller must
 /// close a link it can no longer use.
-struct UpstreamAcquirer {
+///
+/// A class: a session keeps one per snapshot and asks it for every
+/// request, passing one reference rather than copying nine fields.
+final class UpstreamAcquirer {
   let pool: UpstreamPool
   let dialer: UpstreamDialer
   let loop: EventLoop
@@ -22,6 +25,14 @@ struct UpstreamAcquirer {
   /// The client connection asking (`UpstreamBudget.connectionID`): its
   /// first socket is never refused for its address's cap.
   let connection: UInt64
+
+  init(
+    pool: UpstreamPool, dialer: UpstreamDialer, loop: EventLoop, limits: HTTPLimits, metrics: ProxyMetrics,
+    idleTimeout: Double, budget: UpstreamBudget, client: String, connection: UInt64
+  ) {
+    (self.pool, self.dialer, self.loop, self.limits, self.metrics) = (pool, dialer, loop, limits, metrics)
+    (self.idleTimeout, self.budget, self.client, self.connection) = (idleTimeout, budget, client, connection)
+  }
 
   typealias Completion = (Result<(link: any UpstreamLink, pooled: Bool), ProxyFailure>) -> Void
 
