@@ -6,6 +6,16 @@ import PinHTTP
 /// side is this connection's — framed by `HTTP1Downstream`, its outcome
 /// deciding whether the connection serves another request.
 extension ForwardMachine {
+  /// Reads the current exchange in place; nil when there is none. Reading
+  /// `exchange?.x` as a value copies the whole machine first (its head and
+  /// buffers retained and released) to read one field; an inout access
+  /// projects into the stored optional.
+  @inline(__always)
+  mutating func inExchange<R>(_ read: (inout ExchangeMachine<Upstream>) -> R) -> R? {
+    guard exchange != nil else { return nil }
+    return read(&exchange!)
+  }
+
   /// The response bytes `writeClient` actions name (read with a range of theirs).
   var clientOutput: [UInt8] { response.output }
 

@@ -131,16 +131,6 @@ struct ForwardMachine<Upstream: SameUpstream> {
 
   mutating func nextAction() -> Action? { actions.popFirst() }
 
-  /// Reads the current exchange in place; nil when there is none. Reading
-  /// `exchange?.x` as a value copies the whole machine first (its head and
-  /// buffers retained and released) to read one field; an inout access
-  /// projects into the stored optional.
-  @inline(__always)
-  mutating func inExchange<R>(_ read: (inout ExchangeMachine<Upstream>) -> R) -> R? {
-    guard exchange != nil else { return nil }
-    return read(&exchange!)
-  }
-
   /// Idle keep-alive: served a request, nothing of the next one yet.
   var isIdleBetweenRequests: Bool {
     guard case .awaitingRequest = state else { return false }
