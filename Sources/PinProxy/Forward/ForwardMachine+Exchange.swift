@@ -26,8 +26,8 @@ extension ForwardMachine {
   /// The request of exchange `id` as its upstream link sends it, while it is
   /// the current one. Read in place: binding the optional exchange would copy
   /// the whole exchange machine.
-  func forwardedRequest(exchange id: Int) -> ForwardedRequest? {
-    exchange?.exchange.id == id ? exchange?.forwardedRequest : nil
+  mutating func forwardedRequest(exchange id: Int) -> ForwardedRequest? {
+    inExchange { $0.exchange.id == id ? $0.forwardedRequest : nil } ?? nil
   }
 
   /// The finished exchange's record, for its access line; held no longer.
@@ -104,7 +104,7 @@ extension ForwardMachine {
       case .record:
         // Kept here: by the time the session reports it, `.finished` may
         // have let the exchange go and the next request begun.
-        finishedRecord = exchange?.record
+        finishedRecord = inExchange { $0.record } ?? nil
         actions.append(.exchange(action))
       default:
         actions.append(.exchange(action))

@@ -190,7 +190,7 @@ struct ForwardMachine<Upstream: SameUpstream> {
   }
 
   mutating func clientDrained() {
-    if case .exchanging = state, let upstream = exchange?.upstream {
+    if case .exchanging = state, let upstream = inExchange({ $0.upstream }) ?? nil {
       actions.append(.resumeUpstream(upstream))
     }
   }
@@ -266,7 +266,7 @@ struct ForwardMachine<Upstream: SameUpstream> {
       return actions.append(.pauseClient)
     }
     if case .exchanging = state {
-      actions.append(.resumeClient(unlessBackedUp: exchange?.upstream))
+      actions.append(.resumeClient(unlessBackedUp: inExchange { $0.upstream } ?? nil))
     } else {
       actions.append(.resumeClient(unlessBackedUp: nil))
     }
@@ -430,7 +430,7 @@ struct ForwardMachine<Upstream: SameUpstream> {
   /// Answers with the failure, logs it, and closes after flushing.
   mutating func fail(_ failure: ProxyFailure, request: HTTPRequestHead? = nil, target: ForwardTarget? = nil) {
     var refusal = Refusal(failure, request: request, target: target, tunnel: tunnel)
-    refusal.started = exchange?.exchange.started ?? clock()
+    refusal.started = inExchange { $0.exchange.started } ?? clock()
     abandonExchange()
     cancelHeadTimer()
     actions.append(.refuse(refusal))

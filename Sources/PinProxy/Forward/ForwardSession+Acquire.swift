@@ -14,8 +14,13 @@ extension ForwardSession {
   /// For the request the machine is serving; its answer is recognised by
   /// the exchange's id (a later exchange ignores it).
   func acquireUpstream(poolAllowed: Bool) {
-    guard let exchange = machine.exchange?.exchange else { return }
-    let (id, target, bodyFollows) = (exchange.id, exchange.target, exchange.hasBody)
+    // Read in place: binding `machine.exchange?.exchange` copies the whole
+    // exchange machine to read three fields.
+    guard
+      let (id, target, bodyFollows) = machine.inExchange({
+        ($0.exchange.id, $0.exchange.target, $0.exchange.hasBody)
+      })
+    else { return }
     let acquirer = self.acquirer
     // A pooled connection is taken at once, with no closure to allocate.
     if poolAllowed, let taken = acquirer.takePooled(target, bodyFollows: bodyFollows) {

@@ -284,7 +284,7 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   // MARK: ExchangeHost (the current request's exchange)
 
   func armResponseTimer() {
-    responseTimerExchange = machine.exchange?.exchange.id ?? 0
+    responseTimerExchange = machine.inExchange { $0.exchange.id } ?? 0
     responseTimer.schedule(after: snapshot.timeouts.upstreamResponse)
   }
 
