@@ -15,12 +15,12 @@ enum HTTP1Grammar {
     let start = index
     var position = max(start, resumeAt)
     while position < input.count {
-      // Eight bytes a step while none of them is LF, CR or NUL and the limit
-      // is not within them: those bytes need nothing but skipping.
+      // Eight bytes a step up to the first LF, CR or NUL, while the limit is
+      // not within the step: the bytes before it need nothing but skipping.
       while position + 8 <= input.count && position + 8 - start <= limit {
-        let word = input.loadUnaligned(fromByteOffset: position, as: UInt64.self)
-        if hasLineByte(word) { break }
-        position += 8
+        let skipped = firstLineByte(ByteWord.load(input, position))
+        position += skipped
+        if skipped < 8 { break }
       }
       guard position < input.count else { break }
       let byte = input[position]
@@ -50,15 +50,18 @@ enum HTTP1Grammar {
     return nil
   }
 
-  /// Whether any byte of `word` is LF, CR or NUL (the bit trick for a zero
-  /// byte, applied to the word and to it XORed with LF and with CR bytes;
-  /// exact as to whether one exists).
+  /// Where the first LF, CR or NUL of `word` lies (8: none).
   @inline(__always)
-  static func hasLineByte(_ word: UInt64) -> Bool {
-    let ones: UInt64 = 0x0101_0101_0101_0101
-    let highs: UInt64 = 0x8080_8080_8080_8080
-    func hasZero(_ value: UInt64) -> Bool { (value &- ones) & ~value & highs != 0 }
-    return hasZero(word) || hasZero(word ^ (ones &* UInt64(lf))) || hasZero(word ^ (ones &* UInt64(cr)))
+  static func firstLineByte(_ word: UInt64) -> Int {
+    ByteWord.first(ByteWord.zeros(word) | ByteWord.equal(word, lf) | ByteWord.equal(word, cr))
+  }
+
+  /// Where the first control byte or DEL of `word` lies (8: none): the
+  /// bytes a field value may not hold, but for HTAB (which the caller lets
+  /// pass) and the CR that ends the line.
+  @inline(__always)
+  static func firstControlByte(_ word: UInt64) -> Int {
+    ByteWord.first(ByteWord.below(word, 0x20) | ByteWord.equal(word, 0x7f))
   }
 
   /// One CRLF-terminated line starting at `index`, without its CRLF.
@@ -190,68 +193,68 @@ enum HTTP1Grammar {
     limits: HTTPLimits
   ) throws(HTTPParseError) -> HTTPHeaders {
     guard !bytes.isEmpty else { return HTTPHeaders() }
-    // Over the bytes in place, as nginx's ngx_http_parse_header_line does:
-    // no slice per line, no bounds check per byte; names and values are
-    // kept as ranges of `storage` (a slice's indices are the storage's).
+    // Over the bytes in place, one pass a line, as nginx's
+    // ngx_http_parse_header_line does: names and values are kept as ranges
+    // of `storage` (a slice's indices are the storage's). A field line takes
+    // at least four bytes (`a:` CRLF), which sizes the table without a pass
+    // to count lines.
     let base = bytes.startIndex
-    // One allocation for the table: every line is a field (the section has
-    // no bare CR, so each CR ends one).
-    let lines = bytes.withUnsafeBufferPointer { section in
-      section.reduce(1) { $1 == cr ? $0 + 1 : $0 }
-    }
     var headers = HTTPHeaders(
-      parsedFrom: storage, capacity: min(lines, limits.maxHeaderCount + 1), table: consume table)
-    try bytes.withUnsafeBufferPointer { (section) throws(HTTPParseError) in
+      parsedFrom: storage, capacity: min(bytes.count / 4 + 1, limits.maxHeaderCount + 1), table: consume table
+    )
+    try bytes.withUnsafeBufferPointer { (buffer) throws(HTTPParseError) in
+      let section = UnsafeRawBufferPointer(buffer)
       let count = section.count
       var lineStart = 0
       while lineStart < count {
-        var lineEnd = lineStart
-        while lineEnd < count && section[lineEnd] != cr { lineEnd += 1 }
-        defer { lineStart = min(count, lineEnd + 2) }
-        guard lineEnd > lineStart else { throw HTTPParseError(.badRequest, "empty header line") }
         let first = section[lineStart]
+        guard first != cr else { throw HTTPParseError(.badRequest, "empty header line") }
         guard first != 0x20 && first != 0x09 else {
           throw HTTPParseError(.badRequest, "obs-fold in header section")
         }
-        // The name: token characters up to the first colon.
+        // The name: token characters, then the colon.
         var colon = lineStart
-        while colon < lineEnd && section[colon] != 0x3a { colon += 1 }
-        guard colon < lineEnd, colon > lineStart, isToken(section, lineStart, colon) else {
+        while colon < count && isTokenByte(section[colon]) { colon += 1 }
+        guard colon > lineStart, colon < count, section[colon] == 0x3a else {
           throw HTTPParseError(.badRequest, "malformed header field (whitespace before the colon or no name)")
         }
-        // The value, without the whitespace around it.
         var valueStart = colon + 1
-        while valueStart < lineEnd && (section[valueStart] == 0x20 || section[valueStart] == 0x09) {
+        while valueStart < count && (section[valueStart] == 0x20 || section[valueStart] == 0x09) {
           valueStart += 1
+        }
+        // The value runs to the CR ending the line (the section has no bare
+        // CR) or to the section's end; eight bytes a step while none of them
+        // is a control byte, which only HTAB and that CR may be.
+        var lineEnd = valueStart
+        scan: while lineEnd < count {
+          while lineEnd + 8 <= count {
+            let skipped = firstControlByte(ByteWord.load(section, lineEnd))
+            lineEnd += skipped
+            if skipped < 8 { break }
+          }
+          guard lineEnd < count else { break }
+          let byte = section[lineEnd]
+          if byte == cr { break scan }
+          guard byte == 0x09 || (byte >= 0x20 && byte != 0x7f) else {
+            let name = UnsafeRawBufferPointer(rebasing: section[lineStart..<min(colon, lineStart + 200)])
+            throw HTTPParseError(
+              .badRequest, "control character in header \(String(decoding: name, as: UTF8.self))")
+          }
+          lineEnd += 1
         }
         var valueEnd = lineEnd
         while valueEnd > valueStart && (section[valueEnd - 1] == 0x20 || section[valueEnd - 1] == 0x09) {
           valueEnd -= 1
-        }
-        for index in valueStart..<valueEnd {
-          let byte = section[index]
-          guard byte == 0x09 || (byte >= 0x20 && byte != 0x7f) else {
-            let name = UnsafeBufferPointer(rebasing: section[lineStart..<min(colon, lineStart + 200)])
-            throw HTTPParseError(
-              .badRequest, "control character in header \(String(decoding: name, as: UTF8.self))")
-          }
         }
         headers.appendParsed(
           name: (base + lineStart)..<(base + colon), value: (base + valueStart)..<(base + valueEnd))
         guard headers.count <= limits.maxHeaderCount else {
           throw HTTPParseError(.headersTooLarge, "more than \(limits.maxHeaderCount) header fields")
         }
+        lineStart = lineEnd + 2
       }
     }
     return headers
-  }
-
-  /// Whether bytes `start..<end` are all token characters (two words of
-  /// bits, one test a byte).
-  @inline(__always)
-  private static func isToken(_ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> Bool {
-    for index in start..<end where !isTokenByte(bytes[index]) { return false }
-    return true
   }
 
   @inline(__always)

@@ -1,0 +1,34 @@
+/// Eight bytes a step: where the first byte of a kind lies in a word read
+/// from a buffer. Each test marks the high bit of the bytes it matches
+/// (the zero-byte test `(v - 0x01…) & ~v & 0x80…` and its variants); the
+/// lowest mark is exact, while higher ones may be set by a borrow out of a
+/// true one — so only the first is ever read (`first`), as glibc's
+/// `strlen` reads its word tests.
+enum ByteWord {
+  static let ones: UInt64 = 0x0101_0101_0101_0101
+  static let highs: UInt64 = 0x8080_8080_8080_8080
+
+  /// Bytes `offset..<offset + 8` of `buffer`, the first in the lowest bits.
+  @inline(__always)
+  static func load(_ buffer: UnsafeRawBufferPointer, _ offset: Int) -> UInt64 {
+    UInt64(littleEndian: buffer.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+  }
+
+  /// Marks the bytes that are zero.
+  @inline(__always)
+  static func zeros(_ word: UInt64) -> UInt64 { (word &- ones) & ~word & highs }
+
+  /// Marks the bytes below `bound` (at most 0x80).
+  @inline(__always)
+  static func below(_ word: UInt64, _ bound: UInt8) -> UInt64 {
+    (word &- ones &* UInt64(bound)) & ~word & highs
+  }
+
+  /// Marks the bytes equal to `byte`.
+  @inline(__always)
+  static func equal(_ word: UInt64, _ byte: UInt8) -> UInt64 { zeros(word ^ (ones &* UInt64(byte))) }
+
+  /// The offset of the first marked byte; 8 when none is.
+  @inline(__always)
+  static func first(_ marks: UInt64) -> Int { marks.trailingZeroBitCount &>> 3 }
+}
