@@ -11,20 +11,34 @@
 /// are always dropped and written anew.
 public enum ForwardedHead {
   /// Fields a `Connection` token may not remove: framing and routing.
-  static let protected = HeaderNameSet(["content-length", "transfer-encoding", "host"])
+  static let protected = Dropped.bits(.contentLength, .transferEncoding, .host)
 
   /// Always connection-specific.
-  static let hopByHopNames = [
-    "connection", "proxy-connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade",
+  static let hopByHop: [KnownField] = [
+    .connection, .proxyConnection, .keepAlive, .te, .trailer, .transferEncoding, .upgrade,
   ]
   /// What a request drops: hop-by-hop fields, the framing it gets anew, the
   /// Host it gets anew, and Proxy-Authorization (meant for this proxy).
-  static let droppedFromRequests = HeaderNameSet(
-    hopByHopNames + ["content-length", "host", "proxy-authorization"])
+  static let droppedFromRequests = Dropped.bits(hopByHop + [.contentLength, .host, .proxyAuthorization])
   /// What a response drops: hop-by-hop fields, the framing it gets anew, and
   /// Proxy-Authenticate (this proxy's own challenge, never the origin's).
-  static let droppedFromResponses = HeaderNameSet(
-    hopByHopNames + ["content-length", "proxy-authenticate"])
+  static let droppedFromResponses = Dropped.bits(hopByHop + [.contentLength, .proxyAuthenticate])
+
+  /// The fields a head does not pass on: known ones by their bits (every
+  /// fixed one is known), and whatever other names its `Connection` fields
+  /// list that it carries (rare: made only then).
+  struct Dropped {
+    var known: UInt32
+    var named: HeaderNameSet?
+
+    static func bits(_ fields: KnownField...) -> UInt32 { bits(fields) }
+    static func bits(_ fields: [KnownField]) -> UInt32 { fields.reduce(0) { $0 | $1.bit } }
+
+    func drops(_ known: UInt8, _ name: UnsafeBufferPointer<UInt8>) -> Bool {
+      if known != HTTPHeaders.Entry.unknown { return self.known & (1 &<< UInt32(known)) != 0 }
+      return named?.contains(name) ?? false
+    }
+  }
 
   /// Fields a trailer section may not carry on (RFC 9110 §6.5.1): framing,
   /// routing, request modifiers, authentication, response control and
@@ -119,7 +133,7 @@ public enum ForwardedHead {
       // HEAD and 304 may state the length the body would have had (RFC 9110
       // §8.6); it is passed on normalised, and only when it is one valid value.
       if head.status != 204 && !(100..<200).contains(head.status),
-        head.headers.contains("Content-Length"),
+        head.headers.contains(.contentLength),
         let length = try? HTTP1Framing.contentLength(head.headers)
       {
         HTTPSerializer.appendField(name: "Content-Length", decimal: length, to: &bytes)
@@ -158,32 +172,39 @@ public enum ForwardedHead {
   /// and whatever `Connection`/`Proxy-Connection` name — except the
   /// protected framing and routing fields, whose tokens are ignored. Names
   /// are compared as bytes, without building a string per field.
-  static func endToEnd(_ headers: HTTPHeaders, dropping fixed: HeaderNameSet) -> HTTPHeaders {
-    let named = dropped(headers, fixed: fixed)
+  static func endToEnd(_ headers: HTTPHeaders, dropping fixed: UInt32) -> HTTPHeaders {
+    let drop = dropped(headers, fixed: fixed)
     var kept = headers
-    kept.filter { field in !named.contains(field.nameBytes) }
+    kept.keepFields { known, name in !drop.drops(known, name) }
     return kept
   }
 
   /// `fixed` and what `Connection`/`Proxy-Connection` name (less the
   /// protected names). Most heads have neither field, or only
-  /// `Connection: keep-alive`: then `fixed` itself, copied by reference.
-  static func dropped(_ headers: HTTPHeaders, fixed: HeaderNameSet) -> HeaderNameSet {
-    var named = fixed
-    // Already named (`keep-alive` is), or protected: nothing to add.
+  /// `Connection: keep-alive` or `close`: then `fixed` alone.
+  static func dropped(_ headers: HTTPHeaders, fixed: UInt32) -> Dropped {
+    var drop = Dropped(known: fixed, named: nil)
     func add(_ token: UnsafeBufferPointer<UInt8>) {
-      if !named.contains(token) && !protected.contains(token) { named.insert(token) }
+      if let known = KnownField.recognize(token) {
+        if protected & known.bit == 0 { drop.known |= known.bit }
+        return
+      }
+      // Another name matters only if the head carries it (`close` is an
+      // option, seldom a field): nothing is made for the usual tokens.
+      guard headers.contains(name: token), drop.named?.contains(token) != true else { return }
+      drop.named = drop.named ?? HeaderNameSet([])
+      drop.named!.insert(token)
     }
-    headers.forEachToken("Connection", add)
-    headers.forEachToken("Proxy-Connection", add)
-    return named
+    headers.forEachToken(.connection, add)
+    headers.forEachToken(.proxyConnection, add)
+    return drop
   }
 
   /// Appends the fields `endToEnd` keeps, in order, as received.
-  static func appendEndToEnd(_ headers: HTTPHeaders, dropping fixed: HeaderNameSet, to bytes: inout [UInt8]) {
-    let named = dropped(headers, fixed: fixed)
-    headers.forEachField { name, value in
-      if !named.contains(name) { HTTPSerializer.appendField(name: name, value: value, to: &bytes) }
+  static func appendEndToEnd(_ headers: HTTPHeaders, dropping fixed: UInt32, to bytes: inout [UInt8]) {
+    let drop = dropped(headers, fixed: fixed)
+    headers.forEachField { known, name, value in
+      if !drop.drops(known, name) { HTTPSerializer.appendField(name: name, value: value, to: &bytes) }
     }
   }
 }

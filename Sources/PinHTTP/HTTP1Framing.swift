@@ -6,11 +6,10 @@ enum HTTP1Framing {
   /// together, any other transfer coding, or disagreeing lengths are refused:
   /// these are the shapes two parsers may frame differently.
   static func request(_ headers: HTTPHeaders) throws(HTTPParseError) -> Body {
-    let codings = headers.tokens("Transfer-Encoding")
-    let hasLength = headers.contains("Content-Length")
-    if headers.contains("Transfer-Encoding") {
+    let hasLength = headers.contains(.contentLength)
+    if headers.contains(.transferEncoding) {
       guard !hasLength else { throw HTTPParseError(.badRequest, "both Transfer-Encoding and Content-Length") }
-      guard codings == ["chunked"] else {
+      guard headers.hasOnlyToken(.transferEncoding, "chunked") else {
         throw HTTPParseError(.badRequest, "Transfer-Encoding other than a single chunked")
       }
       return .chunked
@@ -24,48 +23,65 @@ enum HTTP1Framing {
     if method == "HEAD" || head.status == 204 || head.status == 304 || (100..<200).contains(head.status) {
       return .none
     }
-    if head.headers.contains("Transfer-Encoding") {
-      guard !head.headers.contains("Content-Length") else {
+    if head.headers.contains(.transferEncoding) {
+      guard !head.headers.contains(.contentLength) else {
         throw HTTPParseError(.badRequest, "response has both Transfer-Encoding and Content-Length")
       }
-      guard head.headers.tokens("Transfer-Encoding") == ["chunked"] else {
+      guard head.headers.hasOnlyToken(.transferEncoding, "chunked") else {
         throw HTTPParseError(.badRequest, "response Transfer-Encoding other than a single chunked")
       }
       return .chunked
     }
-    if head.headers.contains("Content-Length") { return .length(try contentLength(head.headers)) }
+    if head.headers.contains(.contentLength) { return .length(try contentLength(head.headers)) }
     return .untilClose
   }
 
   /// All Content-Length values (and list elements) must be the same digits.
   static func contentLength(_ headers: HTTPHeaders) throws(HTTPParseError) -> Int {
-    var first: ArraySlice<UInt8>?
-    // Only the Content-Length fields are looked at as values.
-    var next = headers.index(named: "Content-Length", from: 0)
-    while let index = next {
-      let field = headers[index]
-      next = headers.index(named: "Content-Length", from: index + 1)
-      var start = field.valueSlice.startIndex
-      while start <= field.valueSlice.endIndex {
-        let end = field.valueSlice[start...].firstIndex(of: UInt8(ascii: ",")) ?? field.valueSlice.endIndex
-        var element = field.valueSlice[start..<end]
-        while let byte = element.first, ASCII.isBlank(byte) { element = element.dropFirst() }
-        while let byte = element.last, ASCII.isBlank(byte) { element = element.dropLast() }
+    // Every element of every field, each compared with the first, in place
+    // (the values are valid through the one call that lends them).
+    var first: UnsafeBufferPointer<UInt8>?
+    var differ = false
+    var parsed: Result<Int, HTTPParseError>?
+    headers.forEachValue(.contentLength) { value in
+      var start = 0
+      while start <= value.count {
+        var end = start
+        while end < value.count && value[end] != UInt8(ascii: ",") { end += 1 }
+        var (low, high) = (start, end)
+        while low < high && ASCII.isBlank(value[low]) { low += 1 }
+        while high > low && ASCII.isBlank(value[high - 1]) { high -= 1 }
+        let element = UnsafeBufferPointer(rebasing: value[low..<high])
         if let first {
           guard first.elementsEqual(element) else {
-            throw HTTPParseError(.badRequest, "differing Content-Length values")
+            differ = true
+            return false
           }
         } else {
           first = element
+          parsed =
+            decimal(element).map { .success($0) }
+            ?? .failure(
+              HTTPParseError(
+                .badRequest,
+                "invalid Content-Length \"\(String(decoding: element.prefix(40), as: UTF8.self))\""))
         }
         start = end + 1
       }
+      return true
     }
-    guard let first else { throw HTTPParseError(.badRequest, "differing Content-Length values") }
-    guard !first.isEmpty, first.count <= 18, first.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
-      let shown = String(decoding: first.prefix(40), as: UTF8.self)
-      throw HTTPParseError(.badRequest, "invalid Content-Length \"\(shown)\"")
+    guard !differ, let parsed else { throw HTTPParseError(.badRequest, "differing Content-Length values") }
+    return try parsed.get()
+  }
+
+  /// 1 to 18 decimal digits (so the value fits an Int), or nil.
+  private static func decimal(_ digits: UnsafeBufferPointer<UInt8>) -> Int? {
+    guard !digits.isEmpty, digits.count <= 18 else { return nil }
+    var value = 0
+    for digit in digits {
+      guard digit >= 0x30 && digit <= 0x39 else { return nil }
+      value = value * 10 + Int(digit - 0x30)
     }
-    return first.reduce(0) { $0 * 10 + Int($1 - 0x30) }
+    return value
   }
 }

@@ -145,14 +145,14 @@ enum HTTP1Grammar {
   /// pick different Hosts would route one request two ways. CONNECT names its
   /// authority in the target, so there Host may be absent (old clients omit it).
   static func checkHost(_ headers: HTTPHeaders, version: HTTPVersion, method: String) throws(HTTPParseError) {
-    guard let first = headers.index(named: "Host", from: 0) else {
+    guard let first = headers.index(of: .host, from: 0) else {
       if version == .http11 && method != "CONNECT" {
         throw HTTPParseError(.badRequest, "an HTTP/1.1 request needs a Host header field")
       }
       return
     }
     // One pass finds the first and looks on for a second.
-    guard headers.index(named: "Host", from: first + 1) == nil else {
+    guard headers.index(of: .host, from: first + 1) == nil else {
       throw HTTPParseError(.badRequest, "more than one Host header field")
     }
     let host = headers[first].valueSlice
@@ -246,8 +246,10 @@ enum HTTP1Grammar {
         while valueEnd > valueStart && (section[valueEnd - 1] == 0x20 || section[valueEnd - 1] == 0x09) {
           valueEnd -= 1
         }
+        let known = KnownField.recognize(UnsafeBufferPointer(rebasing: buffer[lineStart..<colon]))
         headers.appendParsed(
-          name: (base + lineStart)..<(base + colon), value: (base + valueStart)..<(base + valueEnd))
+          name: (base + lineStart)..<(base + colon), value: (base + valueStart)..<(base + valueEnd),
+          known: known)
         guard headers.count <= limits.maxHeaderCount else {
           throw HTTPParseError(.headersTooLarge, "more than \(limits.maxHeaderCount) header fields")
         }

@@ -204,8 +204,8 @@ extension HTTPHeaders {
   /// `keep-alive`, and never after a Transfer-Encoding, whose framing an
   /// HTTP/1.0 peer may not share (RFC 9112 §6.1).
   func keepsAlive(_ version: HTTPVersion) -> Bool {
-    if version == .http10 && contains("Transfer-Encoding") { return false }
-    if containsToken("Connection", "close") { return false }
-    return version == .http11 || containsToken("Connection", "keep-alive")
+    if version == .http10 && contains(.transferEncoding) { return false }
+    if containsToken(.connection, "close") { return false }
+    return version == .http11 || containsToken(.connection, "keep-alive")
   }
 }

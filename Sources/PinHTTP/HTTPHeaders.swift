@@ -40,16 +40,22 @@ public struct HTTPHeaders: Sendable, Equatable, RandomAccessCollection {
     public var value: String { String(decoding: valueSlice, as: UTF8.self) }
   }
 
-  /// Where one field's name and value lie in `storage`.
+  /// Where one field's name and value lie in `storage`, and which known
+  /// field it is (`KnownField.rawValue`; `unknown` for any other name).
   struct Entry: Sendable {
     var name: Range<Int32>
     var value: Range<Int32>
+    var known: UInt8
+    static let unknown: UInt8 = 0xff
   }
 
   /// The bytes every entry points into: a parsed section's head, then the
   /// bytes of fields added since.
   private var storage: [UInt8] = []
   private var entries: [Entry] = []
+  /// The known fields present (`KnownField.bit`): kept as fields are added
+  /// and removed, so asking for an absent one reads no entry.
+  private var present: UInt32 = 0
 
   public init(_ pairs: [(String, String)] = []) {
     for (name, value) in pairs { add(name, value) }
@@ -72,12 +78,20 @@ public struct HTTPHeaders: Sendable, Equatable, RandomAccessCollection {
     return (storage, entries)
   }
 
-  /// A field the parser found at these ranges of the storage.
-  mutating func appendParsed(name: Range<Int>, value: Range<Int>) {
+  /// A field the parser found at these ranges of the storage, recognised
+  /// there as `known` (or not one).
+  mutating func appendParsed(name: Range<Int>, value: Range<Int>, known: KnownField?) {
     entries.append(
       Entry(
         name: Int32(name.lowerBound)..<Int32(name.upperBound),
-        value: Int32(value.lowerBound)..<Int32(value.upperBound)))
+        value: Int32(value.lowerBound)..<Int32(value.upperBound), known: known?.rawValue ?? Entry.unknown))
+    if let known { present |= known.bit }
+  }
+
+  /// Works `present` out again after entries were removed.
+  private mutating func recountKnown() {
+    present = 0
+    for entry in entries where entry.known != Entry.unknown { present |= 1 &<< UInt32(entry.known) }
   }
 
   // MARK: Collection
@@ -111,7 +125,10 @@ public struct HTTPHeaders: Sendable, Equatable, RandomAccessCollection {
     storage += name
     let valueStart = storage.count
     storage += value
-    appendParsed(name: nameStart..<valueStart, value: valueStart..<storage.count)
+    let known = storage.withUnsafeBufferPointer {
+      KnownField.recognize(UnsafeBufferPointer(rebasing: $0[nameStart..<valueStart]))
+    }
+    appendParsed(name: nameStart..<valueStart, value: valueStart..<storage.count, known: known)
   }
 
   /// Replaces every field of that name with one.
@@ -124,6 +141,7 @@ public struct HTTPHeaders: Sendable, Equatable, RandomAccessCollection {
     storage.withUnsafeBufferPointer { bytes in
       entries.removeAll { Self.name(of: $0, in: bytes, is: name.utf8) }
     }
+    recountKnown()
   }
 
   /// Keeps only the fields for which `keep` holds.
@@ -131,6 +149,18 @@ public struct HTTPHeaders: Sendable, Equatable, RandomAccessCollection {
     let kept = indices.filter { keep(self[$0]) }
     guard kept.count < entries.count else { return }
     entries = kept.map { entries[$0] }
+    recountKnown()
+  }
+
+  /// Keeps only the fields for which `keep` holds, given each field's known
+  /// identity and its name in place.
+  mutating func keepFields(_ keep: (_ known: UInt8, _ name: UnsafeBufferPointer<UInt8>) -> Bool) {
+    let kept = storage.withUnsafeBufferPointer { bytes in
+      entries.filter { keep($0.known, UnsafeBufferPointer(rebasing: bytes[range($0.name)])) }
+    }
+    guard kept.count < entries.count else { return }
+    entries = kept
+    recountKnown()
   }
 
   // MARK: Equality: the same fields in the same order, byte for byte
@@ -161,33 +191,60 @@ public struct HTTPHeaders: Sendable, Equatable, RandomAccessCollection {
       ?? ASCII.equalsIgnoringCase(field, name)
   }
 
-  /// Calls `body` with each field's name and value, in order, as the bytes
-  /// in place (no `Field` made, nothing retained per field).
-  func forEachField(_ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void) {
+  /// Calls `body` with each field's known identity (`Entry.known`), name and
+  /// value, in order, as the bytes in place (no `Field` made, nothing
+  /// retained per field).
+  func forEachField(_ body: (UInt8, UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void) {
     storage.withUnsafeBufferPointer { bytes in
       for entry in entries {
         body(
-          UnsafeBufferPointer(rebasing: bytes[range(entry.name)]),
+          entry.known, UnsafeBufferPointer(rebasing: bytes[range(entry.name)]),
           UnsafeBufferPointer(rebasing: bytes[range(entry.value)]))
       }
     }
   }
 
+  /// Whether a field of that known name is present: one bit read.
+  @inline(__always)
+  public func contains(_ field: KnownField) -> Bool { present & field.bit != 0 }
+
+  /// Whether a field has this name, given in place.
+  func contains(name: UnsafeBufferPointer<UInt8>) -> Bool {
+    storage.withUnsafeBufferPointer { bytes in entries.contains { Self.name(of: $0, in: bytes, is: name) } }
+  }
+
+  /// The position of the first field of that known name at or after `start`.
+  func index(of field: KnownField, from start: Int) -> Int? {
+    guard contains(field) else { return nil }
+    return entries[start...].firstIndex { $0.known == field.rawValue }
+  }
+
   /// The position of the first field of that name at or after `start`.
   func index(named name: String, from start: Int) -> Int? {
-    storage.withUnsafeBufferPointer { bytes in
+    if let known = KnownField.recognize(name) { return index(of: known, from: start) }
+    return storage.withUnsafeBufferPointer { bytes in
       entries[start...].firstIndex { Self.name(of: $0, in: bytes, is: name.utf8) }
     }
   }
 
-  /// Calls `body` with the value of each field of that name, in order, as
-  /// bytes in place; stops when it returns false.
+  /// Calls `body` with the value of each field of that known name, in
+  /// order, as bytes in place; stops when it returns false. Nothing is read
+  /// when there is none (most heads, for most of these).
+  func forEachValue(_ field: KnownField, _ body: (UnsafeBufferPointer<UInt8>) -> Bool) {
+    guard contains(field) else { return }
+    storage.withUnsafeBufferPointer { bytes in
+      for entry in entries where entry.known == field.rawValue {
+        if !body(UnsafeBufferPointer(rebasing: bytes[range(entry.value)])) { return }
+      }
+    }
+  }
+
+  /// The same for any name: a known one is looked up by its identity.
   func forEachValue(_ name: String, _ body: (UnsafeBufferPointer<UInt8>) -> Bool) {
+    if let known = KnownField.recognize(name) { return forEachValue(known, body) }
     storage.withUnsafeBufferPointer { bytes in
       for entry in entries where Self.name(of: entry, in: bytes, is: name.utf8) {
-        let value = UnsafeBufferPointer(
-          rebasing: bytes[Int(entry.value.lowerBound)..<Int(entry.value.upperBound)])
-        if !body(value) { return }
+        if !body(UnsafeBufferPointer(rebasing: bytes[range(entry.value)])) { return }
       }
     }
   }
@@ -256,20 +313,30 @@ public struct HTTPHeaders: Sendable, Equatable, RandomAccessCollection {
   /// Calls `body` with each comma-separated list element of every field of
   /// that name, trimmed, as received (not lower-cased): nothing is allocated.
   public func forEachToken(_ name: String, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
-    forEachValue(name) { value in
-      var start = 0
-      while start <= value.count {
-        var end = start
-        while end < value.count && value[end] != UInt8(ascii: ",") { end += 1 }
-        var low = start
-        var high = end
-        while low < high && ASCII.isBlank(value[low]) { low += 1 }
-        while high > low && ASCII.isBlank(value[high - 1]) { high -= 1 }
-        if low < high { body(UnsafeBufferPointer(rebasing: value[low..<high])) }
-        start = end + 1
-      }
-      return true
+    forEachValue(name) { Self.forEachElement(of: $0, body) }
+  }
+
+  /// The same for a known field.
+  public func forEachToken(_ field: KnownField, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
+    forEachValue(field) { Self.forEachElement(of: $0, body) }
+  }
+
+  /// Each comma-separated element of one value, trimmed; always true (go on).
+  private static func forEachElement(
+    of value: UnsafeBufferPointer<UInt8>, _ body: (UnsafeBufferPointer<UInt8>) -> Void
+  ) -> Bool {
+    var start = 0
+    while start <= value.count {
+      var end = start
+      while end < value.count && value[end] != UInt8(ascii: ",") { end += 1 }
+      var low = start
+      var high = end
+      while low < high && ASCII.isBlank(value[low]) { low += 1 }
+      while high > low && ASCII.isBlank(value[high - 1]) { high -= 1 }
+      if low < high { body(UnsafeBufferPointer(rebasing: value[low..<high])) }
+      start = end + 1
     }
+    return true
   }
 
   /// Whether a list element of a field of that name is `token` (ASCII case
@@ -280,6 +347,28 @@ public struct HTTPHeaders: Sendable, Equatable, RandomAccessCollection {
       if !found && ASCII.equalsIgnoringCase(element, token.utf8) { found = true }
     }
     return found
+  }
+
+  /// The same for a known field (its absence read from one bit).
+  public func containsToken(_ field: KnownField, _ token: StaticString) -> Bool {
+    var found = false
+    let token = UnsafeBufferPointer(start: token.utf8Start, count: token.utf8CodeUnitCount)
+    forEachToken(field) { element in
+      if !found && ASCII.equalsIgnoringCase(element, token) { found = true }
+    }
+    return found
+  }
+
+  /// Whether the fields of that known name list exactly one element, and it
+  /// is `token` (ASCII case ignored): `Transfer-Encoding: chunked`.
+  public func hasOnlyToken(_ field: KnownField, _ token: StaticString) -> Bool {
+    var (count, matches) = (0, false)
+    let token = UnsafeBufferPointer(start: token.utf8Start, count: token.utf8CodeUnitCount)
+    forEachToken(field) { element in
+      count += 1
+      matches = ASCII.equalsIgnoringCase(element, token)
+    }
+    return count == 1 && matches
   }
 }
 
