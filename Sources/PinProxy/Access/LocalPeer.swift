@@ -26,6 +26,8 @@ final class LocalPeer: Sendable {
     var resolved = false
     /// Work waiting for the answer (log lines), at most `maximumWaiting`.
     var waiting: [@Sendable () -> Void] = []
+    /// The program's key in `LocalProgramActivity`, made once it is known.
+    var activityKey: LocalProgramActivity.Key?
   }
 
   /// Log lines one peer may have waiting for its lookup; past it they are
@@ -52,6 +54,20 @@ final class LocalPeer: Sendable {
   var program: String { found.withLock { $0.program } ?? "unknown" }
 
   var pid: Int32? { found.withLock { $0.pid } }
+
+  /// The program's key in the activity table and the user's name, once the
+  /// lookup has answered; nil before. One lock, and the key is made (and
+  /// hashed) once per peer, not per request.
+  var activity: (key: LocalProgramActivity.Key, user: String)? {
+    found.withLock { found in
+      guard found.resolved else { return nil }
+      if found.activityKey == nil {
+        found.activityKey = LocalProgramActivity.Key(uid: uid, program: found.program ?? "unknown")
+      }
+      let user = uid.map { found.user ?? String($0) } ?? "unknown"
+      return (found.activityKey!, user)
+    }
+  }
 
   /// Whether the lookup has answered (or there was nothing to look up).
   var isResolved: Bool { found.withLock { $0.resolved } }
@@ -87,6 +103,7 @@ final class LocalPeer: Sendable {
       if let program { found.program = program }
       if let pid { found.pid = pid }
       found.resolved = true
+      found.activityKey = nil
       defer { found.waiting = [] }
       return found.waiting
     }

@@ -10,9 +10,28 @@ import Synchronization
 /// `maximumPrograms` programs; past that, the one least recently active
 /// makes room.
 final class LocalProgramActivity: Sendable {
+  /// A program of a user. Hashed once, when a connection's program is
+  /// first counted (`LocalPeer.activity`): counting a request then hashes
+  /// one word, not the program's name.
   struct Key: Hashable, Sendable {
     let uid: UInt32?
     let program: String
+    private let hash: Int
+
+    init(uid: UInt32?, program: String) {
+      self.uid = uid
+      self.program = program
+      var hasher = Hasher()
+      hasher.combine(uid)
+      hasher.combine(program)
+      hash = hasher.finalize()
+    }
+
+    static func == (left: Key, right: Key) -> Bool {
+      left.hash == right.hash && left.uid == right.uid && left.program == right.program
+    }
+
+    func hash(into hasher: inout Hasher) { hasher.combine(hash) }
   }
 
   private struct Counts {
@@ -54,7 +73,7 @@ final class LocalProgramActivity: Sendable {
   func request(_ local: LocalPeer, now: UInt64 = DispatchTime.now().uptimeNanoseconds) {
     // Once the program is known (every request after a connection's
     // first), counted at once: no closure, no allocation per request.
-    if local.isResolved { return add(local, requests: 1, refusals: 0, now: now) }
+    if let (key, user) = local.activity { return add(key, user: user, requests: 1, refusals: 0, now: now) }
     local.whenResolved { [self] in add(local, requests: 1, refusals: 0, now: now) }
   }
 
@@ -63,12 +82,17 @@ final class LocalProgramActivity: Sendable {
     local.whenResolved { [self] in add(local, requests: 0, refusals: 1, now: now) }
   }
 
+  /// Counts for a peer whose lookup has answered.
   private func add(_ local: LocalPeer, requests: Int, refusals: Int, now: UInt64) {
+    guard let (key, user) = local.activity else { return }
+    add(key, user: user, requests: requests, refusals: refusals, now: now)
+  }
+
+  private func add(_ key: Key, user: String, requests: Int, refusals: Int, now: UInt64) {
     let minute = Int(now / 60_000_000_000)
-    let key = Key(uid: local.uid, program: local.program)
-    let user = local.user
     table.withLock { table in
-      if table[key] == nil, table.count >= LocalProgramActivity.maximumPrograms,
+      // One look-up when the table has room (the usual case).
+      if table.count >= LocalProgramActivity.maximumPrograms, table[key] == nil,
         let stalest = table.min(by: { $0.value.lastMinute < $1.value.lastMinute })?.key
       {
         table[stalest] = nil

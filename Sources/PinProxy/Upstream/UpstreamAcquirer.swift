@@ -21,7 +21,7 @@ final class UpstreamAcquirer {
   /// Upstream sockets per client address and in all.
   let budget: UpstreamBudget
   /// The admission key of the client the exchanges are for.
-  let client: String
+  let client: BudgetClient
   /// The client connection asking (`UpstreamBudget.connectionID`): its
   /// first socket is never refused for its address's cap.
   let connection: UInt64
@@ -31,7 +31,8 @@ final class UpstreamAcquirer {
     idleTimeout: Double, budget: UpstreamBudget, client: String, connection: UInt64
   ) {
     (self.pool, self.dialer, self.loop, self.limits, self.metrics) = (pool, dialer, loop, limits, metrics)
-    (self.idleTimeout, self.budget, self.client, self.connection) = (idleTimeout, budget, client, connection)
+    (self.idleTimeout, self.budget, self.connection) = (idleTimeout, budget, connection)
+    self.client = BudgetClient(client)
   }
 
   typealias Completion = (Result<(link: any UpstreamLink, pooled: Bool), ProxyFailure>) -> Void

@@ -43,7 +43,7 @@ final class UpstreamBudget: Sendable {
 
   private struct Counts {
     var total = 0
-    var perClient: [String: ClientCounts] = [:]
+    var perClient: [BudgetClient: ClientCounts] = [:]
     /// The connection table of the last client whose count fell to 0,
     /// emptied with its storage kept: the next new client's entry takes it,
     /// so a client that charges and releases one socket per request (one
@@ -52,7 +52,7 @@ final class UpstreamBudget: Sendable {
 
     /// Adds `delta` for `connection` of `client`, changed in place (a copy
     /// taken out and written back would copy the table on every request).
-    mutating func add(_ client: String, _ connection: UInt64, _ delta: Int) {
+    mutating func add(_ client: BudgetClient, _ connection: UInt64, _ delta: Int) {
       if perClient[client] == nil {
         guard delta > 0 else { return }
         // The spare table is swapped in, never copied: a second reference
@@ -118,7 +118,7 @@ final class UpstreamBudget: Sendable {
   /// A new upstream socket for `client` (an admission key, see
   /// `ClientKey`); nil past either limit.
   /// `connection`: the client connection asking (`connectionID`).
-  func chargeSocket(client: String, connection: UInt64 = 0) -> UpstreamCharge? {
+  func chargeSocket(client: BudgetClient, connection: UInt64 = 0) -> UpstreamCharge? {
     let granted = sockets.withLock { counts in
       guard counts.total < socketLimit,
         counts.perClient[client]?.allows(connection, cap: perClientLimit) ?? true
@@ -132,7 +132,7 @@ final class UpstreamBudget: Sendable {
 
   /// An open idle socket taken from the pool by `client`: it counts in
   /// the total already; false when the client is at its own limit.
-  func chargeClient(_ client: String, connection: UInt64 = 0) -> Bool {
+  func chargeClient(_ client: BudgetClient, connection: UInt64 = 0) -> Bool {
     sockets.withLock { counts in
       guard counts.perClient[client]?.allows(connection, cap: perClientLimit) ?? true else { return false }
       counts.add(client, connection, 1)
@@ -141,11 +141,11 @@ final class UpstreamBudget: Sendable {
   }
 
   /// Gives back a `chargeClient` that found no idle socket after all.
-  func releaseClient(_ client: String, connection: UInt64 = 0) {
+  func releaseClient(_ client: BudgetClient, connection: UInt64 = 0) {
     release(client: client, connection: connection, socket: false)
   }
 
-  fileprivate func release(client: String?, connection: UInt64, socket: Bool) {
+  fileprivate func release(client: BudgetClient?, connection: UInt64, socket: Bool) {
     sockets.withLock { counts in
       if socket { counts.total -= 1 }
       guard let client else { return }
@@ -155,10 +155,10 @@ final class UpstreamBudget: Sendable {
 
   var openSockets: Int { sockets.withLock { $0.total } }
 
-  func sockets(of client: String) -> Int { sockets.withLock { $0.perClient[client]?.total ?? 0 } }
+  func sockets(of client: BudgetClient) -> Int { sockets.withLock { $0.perClient[client]?.total ?? 0 } }
 
   /// The refusal past a socket limit.
-  func refusal(client: String) -> ProxyFailure {
+  func refusal(client: BudgetClient) -> ProxyFailure {
     ProxyFailure(
       status: 503, code: .overCapacity,
       reason:
@@ -174,11 +174,11 @@ final class UpstreamBudget: Sendable {
 /// Confined to the loop of the socket it stands for.
 final class UpstreamCharge: @unchecked Sendable {
   private let budget: UpstreamBudget
-  private var client: String?
+  private var client: BudgetClient?
   private var connection: UInt64
   private var socketHeld = true
 
-  fileprivate init(budget: UpstreamBudget, client: String, connection: UInt64) {
+  fileprivate init(budget: UpstreamBudget, client: BudgetClient, connection: UInt64) {
     self.budget = budget
     self.client = client
     self.connection = connection
@@ -193,7 +193,7 @@ final class UpstreamCharge: @unchecked Sendable {
 
   /// `client`'s `connection` takes the idle socket again (already charged
   /// by `chargeClient`).
-  func assign(to client: String, connection: UInt64 = 0) {
+  func assign(to client: BudgetClient, connection: UInt64 = 0) {
     releaseClient()
     self.client = client
     self.connection = connection
@@ -208,4 +208,31 @@ final class UpstreamCharge: @unchecked Sendable {
   }
 
   deinit { releaseAll() }
+}
+
+/// A client's admission key (`ClientKey`) as the budget counts it: hashed
+/// once, where a session's acquirer is made, so that charging and releasing
+/// a pooled socket — twice per keep-alive request — hashes one word, not
+/// the key's text.
+struct BudgetClient: Hashable, Sendable, ExpressibleByStringInterpolation {
+  let key: String
+  private let hash: Int
+
+  init(_ key: String) {
+    self.key = key
+    var hasher = Hasher()
+    hasher.combine(key)
+    hash = hasher.finalize()
+  }
+
+  init(stringLiteral key: String) { self.init(key) }
+  init(stringInterpolation: DefaultStringInterpolation) {
+    self.init(String(stringInterpolation: stringInterpolation))
+  }
+
+  static func == (left: BudgetClient, right: BudgetClient) -> Bool {
+    left.hash == right.hash && left.key == right.key
+  }
+
+  func hash(into hasher: inout Hasher) { hasher.combine(hash) }
 }
