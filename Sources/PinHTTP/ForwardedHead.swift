@@ -82,7 +82,7 @@ public enum ForwardedHead {
     case .none, .untilClose: break
     }
     HTTPSerializer.appendField(name: "Via", value: via.utf8, to: &bytes)
-    bytes += [0x0d, 0x0a]
+    HTTPSerializer.appendStatic("\r\n", to: &bytes)
   }
 
   /// How a response body is sent to the client.
@@ -143,7 +143,7 @@ public enum ForwardedHead {
       HTTPSerializer.appendField(name: "Connection", value: "close".utf8, to: &bytes)
     }
     HTTPSerializer.appendField(name: "Via", value: via.utf8, to: &bytes)
-    bytes += [0x0d, 0x0a]
+    HTTPSerializer.appendStatic("\r\n", to: &bytes)
     return framing
   }
 
@@ -203,8 +203,6 @@ public enum ForwardedHead {
   /// Appends the fields `endToEnd` keeps, in order, as received.
   static func appendEndToEnd(_ headers: HTTPHeaders, dropping fixed: UInt32, to bytes: inout [UInt8]) {
     let drop = dropped(headers, fixed: fixed)
-    headers.forEachField { known, name, value in
-      if !drop.drops(known, name) { HTTPSerializer.appendField(name: name, value: value, to: &bytes) }
-    }
+    headers.appendFields(to: &bytes) { known, name in !drop.drops(known, name) }
   }
 }

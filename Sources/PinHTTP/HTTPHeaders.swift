@@ -191,16 +191,45 @@ public struct HTTPHeaders: Sendable, Equatable, RandomAccessCollection {
       ?? ASCII.equalsIgnoringCase(field, name)
   }
 
-  /// Calls `body` with each field's known identity (`Entry.known`), name and
-  /// value, in order, as the bytes in place (no `Field` made, nothing
-  /// retained per field).
-  func forEachField(_ body: (UInt8, UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void) {
-    storage.withUnsafeBufferPointer { bytes in
-      for entry in entries {
-        body(
-          entry.known, UnsafeBufferPointer(rebasing: bytes[range(entry.name)]),
-          UnsafeBufferPointer(rebasing: bytes[range(entry.value)]))
+  /// Appends `name: value` CRLF for each field `keep` accepts, in order.
+  /// A parsed line that already reads exactly so (`Name: value` CRLF, the
+  /// usual spelling) is copied from the head as it is, and a run of such
+  /// lines one after another as one span — the forwarded head is mostly a
+  /// few copies of the received one (nginx's proxy module copies header
+  /// lines the same way).
+  func appendFields(
+    to bytes: inout [UInt8], keeping keep: (_ known: UInt8, _ name: UnsafeBufferPointer<UInt8>) -> Bool
+  ) {
+    storage.withUnsafeBufferPointer { stored in
+      var run = 0..<0
+      func flush(_ bytes: inout [UInt8]) {
+        if !run.isEmpty { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: stored[run])) }
+        run = 0..<0
       }
+      for entry in entries {
+        let name = range(entry.name)
+        let value = range(entry.value)
+        let nameBytes = UnsafeBufferPointer(rebasing: stored[name])
+        guard keep(entry.known, nameBytes) else { continue }
+        let lineEnd = value.upperBound + 2
+        let asWritten =
+          value.lowerBound == name.upperBound + 2 && lineEnd <= stored.count
+          && stored[name.upperBound] == 0x3a && stored[name.upperBound + 1] == 0x20
+          && stored[value.upperBound] == 0x0d && stored[value.upperBound + 1] == 0x0a
+        if asWritten {
+          if !run.isEmpty && run.upperBound == name.lowerBound {
+            run = run.lowerBound..<lineEnd
+          } else {
+            flush(&bytes)
+            run = name.lowerBound..<lineEnd
+          }
+        } else {
+          flush(&bytes)
+          HTTPSerializer.appendField(
+            name: nameBytes, value: UnsafeBufferPointer(rebasing: stored[value]), to: &bytes)
+        }
+      }
+      flush(&bytes)
     }
   }
 

@@ -24,16 +24,41 @@ public enum HTTPSerializer {
     bytes += method.utf8
     bytes.append(0x20)
     bytes += target.utf8
-    bytes += " HTTP/1.1\r\n".utf8
+    appendStatic(" HTTP/1.1\r\n", to: &bytes)
   }
 
   /// `HTTP/1.1 STATUS REASON` and its CRLF.
   static func appendStatusLine(status: Int, reason: String, to bytes: inout [UInt8]) {
-    bytes += "HTTP/1.1 ".utf8
-    bytes += String(status).utf8
+    appendStatic("HTTP/1.1 ", to: &bytes)
+    appendDecimal(status, to: &bytes)
     bytes.append(0x20)
     bytes += reason.utf8
-    bytes += [0x0d, 0x0a]
+    appendStatic("\r\n", to: &bytes)
+  }
+
+  /// A literal's bytes, copied from where the compiler put them.
+  @inline(__always)
+  static func appendStatic(_ text: StaticString, to bytes: inout [UInt8]) {
+    bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+  }
+
+  /// A number's decimal digits, written from the right into a few bytes on
+  /// the stack (no String made, nothing reversed).
+  static func appendDecimal(_ value: Int, to bytes: inout [UInt8]) {
+    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+      var rest = value.magnitude
+      var start = digits.count
+      repeat {
+        start -= 1
+        digits[start] = 0x30 + UInt8(rest % 10)
+        rest /= 10
+      } while rest > 0
+      if value < 0 {
+        start -= 1
+        digits[start] = 0x2d
+      }
+      bytes.append(contentsOf: UnsafeBufferPointer(rebasing: digits[start...]))
+    }
   }
 
   /// `name: value` and its CRLF.
@@ -41,18 +66,21 @@ public enum HTTPSerializer {
     name: Name, value: Value, to bytes: inout [UInt8]
   ) {
     bytes += name
-    bytes += [0x3a, 0x20]
+    appendStatic(": ", to: &bytes)
     bytes += value
-    bytes += [0x0d, 0x0a]
+    appendStatic("\r\n", to: &bytes)
   }
 
   static func appendField(name: StaticString, value: some Collection<UInt8>, to bytes: inout [UInt8]) {
     name.withUTF8Buffer { appendField(name: $0, value: value, to: &bytes) }
   }
 
-  /// `name: DIGITS` (a number's digits fit a small string: no allocation).
+  /// `name: DIGITS`.
   static func appendField(name: StaticString, decimal value: Int, to bytes: inout [UInt8]) {
-    appendField(name: name, value: String(value).utf8, to: &bytes)
+    appendStatic(name, to: &bytes)
+    appendStatic(": ", to: &bytes)
+    appendDecimal(value, to: &bytes)
+    appendStatic("\r\n", to: &bytes)
   }
 
   static func fieldsSize(_ headers: HTTPHeaders) -> Int {
