@@ -78,4 +78,36 @@ final class UpstreamBudgetTests: XCTestCase {
     XCTAssertEqual(rest.count, 64 - 16)
     withExtendedLifetime((held, regrown)) {}
   }
+
+  /// Random charges and releases by several connections of a few addresses
+  /// (and by no connection): every decision and count agrees with a plain
+  /// model of the rule, through entries going idle, coming back and being
+  /// swept past the idle bound.
+  func testDecisionsAgreeWithAModelOfTheRule() {
+    var limits = LimitsConfig()
+    limits.maxConnectionsPerClient = 3
+    let budget = UpstreamBudget(limits: limits, descriptorLimit: 4096)
+    let cap = budget.perClientLimit
+    var model: [String: [UInt64: Int]] = [:]
+    var generator = SystemRandomNumberGenerator()
+    let connections: [UInt64] = [0] + (0..<5).map { _ in UpstreamBudget.connectionID() }
+    for step in 0..<20_000 {
+      // Many addresses now and then, so that idle entries pass the bound.
+      let client = step % 500 < 450 ? "c\(Int.random(in: 0..<3, using: &generator))" : "n\(step)"
+      let connection = connections.randomElement(using: &generator)!
+      var counts = model[client, default: [:]]
+      let total = counts.values.reduce(0, +)
+      if Bool.random(using: &generator) {
+        let allowed = total < cap || (connection != 0 && counts[connection, default: 0] == 0)
+        XCTAssertEqual(
+          budget.chargeClient(BudgetClient(client), connection: connection), allowed, "step \(step)")
+        if allowed { counts[connection, default: 0] += 1 }
+      } else if counts[connection, default: 0] > 0 {
+        budget.releaseClient(BudgetClient(client), connection: connection)
+        counts[connection]! -= 1
+      }
+      model[client] = counts
+      XCTAssertEqual(budget.sockets(of: BudgetClient(client)), counts.values.reduce(0, +), "step \(step)")
+    }
+  }
 }

@@ -44,56 +44,84 @@ final class UpstreamBudget: Sendable {
   private struct Counts {
     var total = 0
     var perClient: [BudgetClient: ClientCounts] = [:]
-    /// The connection table of the last client whose count fell to 0,
-    /// emptied with its storage kept: the next new client's entry takes it,
-    /// so a client that charges and releases one socket per request (one
-    /// keep-alive connection) allocates no table each time.
-    var spareTable: [UInt64: Int] = [:]
+    /// Entries whose count fell to 0 are kept, up to `idleKept` of them:
+    /// a keep-alive client charges and releases a pooled socket on every
+    /// request, and removing and re-adding its entry each time was most of
+    /// that work. Past the bound every idle entry goes at once, so the table
+    /// holds the clients with sockets plus at most `idleKept` others.
+    var idleClients = 0
+    static let idleKept = 64
 
-    /// Adds `delta` for `connection` of `client`, changed in place (a copy
-    /// taken out and written back would copy the table on every request).
+    /// Adds `delta` for `connection` of `client`, in place, one look-up.
     mutating func add(_ client: BudgetClient, _ connection: UInt64, _ delta: Int) {
-      if perClient[client] == nil {
-        guard delta > 0 else { return }
-        // The spare table is swapped in, never copied: a second reference
-        // alive at the first insertion would copy it (an allocation per
-        // request for a client that holds one socket at a time).
-        var counts = ClientCounts()
-        swap(&counts.byConnection, &spareTable)
-        counts.add(connection, delta)
-        perClient[client] = counts
-        return
+      let became: ClientCounts.Change
+      if delta > 0 {
+        became = perClient[client, default: ClientCounts()].add(connection, delta)
+      } else {
+        guard let change = perClient[client]?.add(connection, delta) else { return }
+        became = change
       }
-      // Through the subscript, which changes the entry in place (the
-      // `values` view copied the entry's table on every change).
-      if perClient[client]!.add(connection, delta) <= 0, var gone = perClient.removeValue(forKey: client) {
-        // Swapped out, not assigned: a copy would share the storage with
-        // `gone`, and emptying it would allocate a new table per request.
-        swap(&spareTable, &gone.byConnection)
-        spareTable.removeAll(keepingCapacity: spareTable.capacity <= 64)
+      switch became {
+      case .idle:
+        idleClients += 1
+        if idleClients > Self.idleKept {
+          perClient = perClient.filter { $0.value.total > 0 }
+          idleClients = 0
+        }
+      case .busyAgain: idleClients -= 1
+      case .unchanged: break
       }
     }
   }
 
-  /// One address's sockets, and which of its connections hold them.
+  /// One address's sockets, and which of its connections hold them. Most
+  /// addresses have one connection holding sockets at a time (a keep-alive
+  /// client): it is kept in a slot of its own, and the table is for others.
   private struct ClientCounts {
     var total = 0
-    var byConnection: [UInt64: Int] = [:]
+    var sole: UInt64 = 0
+    var soleHeld = 0
+    var others: [UInt64: Int] = [:]
+    /// The count fell to 0 (the entry is idle), or rose from it again.
+    private var idle = false
+
+    enum Change { case idle, busyAgain, unchanged }
+
+    func held(by connection: UInt64) -> Int {
+      if connection == sole && soleHeld > 0 { return soleHeld }
+      return others.isEmpty ? 0 : others[connection, default: 0]
+    }
 
     /// Whether `connection` may take one more: below the cap, or holding
     /// none yet (0 names no connection: the cap alone decides).
     func allows(_ connection: UInt64, cap: Int) -> Bool {
-      total < cap || (connection != 0 && byConnection[connection, default: 0] == 0)
+      total < cap || (connection != 0 && held(by: connection) == 0)
     }
 
-    /// Returns the new total.
-    @discardableResult
-    mutating func add(_ connection: UInt64, _ delta: Int) -> Int {
+    mutating func add(_ connection: UInt64, _ delta: Int) -> Change {
       total += delta
-      guard connection != 0 else { return total }
-      let held = byConnection[connection, default: 0] + delta
-      byConnection[connection] = held > 0 ? held : nil
-      return total
+      if connection == 0 {
+        // No connection named: the address's total alone.
+      } else if connection == sole && soleHeld > 0 {
+        soleHeld += delta
+      } else {
+        if let held = others.isEmpty ? nil : others[connection] {
+          others[connection] = held + delta > 0 ? held + delta : nil
+        } else if delta > 0 && soleHeld <= 0 {
+          (sole, soleHeld) = (connection, delta)
+        } else if delta > 0 {
+          others[connection] = delta
+        }
+      }
+      if total <= 0 && !idle {
+        idle = true
+        return .idle
+      }
+      if total > 0 && idle {
+        idle = false
+        return .busyAgain
+      }
+      return .unchanged
     }
   }
 
