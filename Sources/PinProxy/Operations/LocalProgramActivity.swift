@@ -34,14 +34,18 @@ final class LocalProgramActivity: Sendable {
     func hash(into hasher: inout Hasher) { hasher.combine(hash) }
   }
 
-  private struct Counts {
-    var user: String
+  /// An object, changed where the table holds it (under the table's lock):
+  /// a dictionary's in-place `modify` of a value this size allocates.
+  private final class Counts {
+    let user: String
     var minutes = [Int](repeating: -1, count: 60)
     var requests = [Int](repeating: 0, count: 60)
     var refusals = [Int](repeating: 0, count: 60)
     var lastMinute = 0
 
-    mutating func add(minute: Int, requests: Int, refusals: Int) {
+    init(user: String) { self.user = user }
+
+    func add(minute: Int, requests: Int, refusals: Int) {
       let slot = minute % 60
       if minutes[slot] != minute {
         (minutes[slot], self.requests[slot], self.refusals[slot]) = (minute, 0, 0)
@@ -97,7 +101,14 @@ final class LocalProgramActivity: Sendable {
       {
         table[stalest] = nil
       }
-      table[key, default: Counts(user: user)].add(minute: minute, requests: requests, refusals: refusals)
+      let counts: Counts
+      if let existing = table[key] {
+        counts = existing
+      } else {
+        counts = Counts(user: user)
+        table[key] = counts
+      }
+      counts.add(minute: minute, requests: requests, refusals: refusals)
     }
   }
 

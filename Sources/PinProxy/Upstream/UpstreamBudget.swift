@@ -52,16 +52,19 @@ final class UpstreamBudget: Sendable {
     var idleClients = 0
     static let idleKept = 64
 
-    /// Adds `delta` for `connection` of `client`, in place, one look-up.
+    /// Adds `delta` for `connection` of `client`: one look-up, and the
+    /// entry changed where it is (an object: a dictionary's in-place
+    /// `modify` of a value this size allocates its coroutine frame).
     mutating func add(_ client: BudgetClient, _ connection: UInt64, _ delta: Int) {
-      let became: ClientCounts.Change
-      if delta > 0 {
-        became = perClient[client, default: ClientCounts()].add(connection, delta)
+      let counts: ClientCounts
+      if let existing = perClient[client] {
+        counts = existing
       } else {
-        guard let change = perClient[client]?.add(connection, delta) else { return }
-        became = change
+        guard delta > 0 else { return }
+        counts = ClientCounts()
+        perClient[client] = counts
       }
-      switch became {
+      switch counts.add(connection, delta) {
       case .idle:
         idleClients += 1
         if idleClients > Self.idleKept {
@@ -77,7 +80,8 @@ final class UpstreamBudget: Sendable {
   /// One address's sockets, and which of its connections hold them. Most
   /// addresses have one connection holding sockets at a time (a keep-alive
   /// client): it is kept in a slot of its own, and the table is for others.
-  private struct ClientCounts {
+  /// Changed only under the budget's lock.
+  private final class ClientCounts {
     var total = 0
     var sole: UInt64 = 0
     var soleHeld = 0
@@ -98,7 +102,7 @@ final class UpstreamBudget: Sendable {
       total < cap || (connection != 0 && held(by: connection) == 0)
     }
 
-    mutating func add(_ connection: UInt64, _ delta: Int) -> Change {
+    func add(_ connection: UInt64, _ delta: Int) -> Change {
       total += delta
       if connection == 0 {
         // No connection named: the address's total alone.
