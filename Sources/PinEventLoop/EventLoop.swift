@@ -100,6 +100,14 @@ public final class LoopTimer: @unchecked Sendable {
   /// timers, and once invalidated). Guarded by the table's lock.
   var work: (@Sendable () -> Void)?
   let reusable: Bool
+  /// A re-armable timer's deadline, kept in the timer itself (guarded by
+  /// the table's lock): re-arming and cancelling it, once or twice per
+  /// request, change this field and touch no table.
+  var deadline: UInt64?
+  /// In the table's list of re-armable timers (from its first arming until
+  /// `invalidate()`). The list holds it as the owner's cycle already does:
+  /// the work holds the owner, the owner holds the timer.
+  var listed = false
 
   init(id: UInt64, table: TimerTable, work: (@Sendable () -> Void)? = nil) {
     self.id = id
@@ -108,7 +116,7 @@ public final class LoopTimer: @unchecked Sendable {
     reusable = work != nil
   }
 
-  public func cancel() { table.remove(id) }
+  public func cancel() { reusable ? table.disarm(self) : table.remove(id) }
 
   /// Cancels it for good and lets go of its work (and what the work holds);
   /// arming it afterwards does nothing.
@@ -143,6 +151,9 @@ final class TimerTable: @unchecked Sendable {
     let work: @Sendable () -> Void
   }
   private var entries: [UInt64: Entry] = [:]
+  /// The re-armable timers armed at least once and not invalidated; each
+  /// holds its own deadline (nil: not armed).
+  private var rearmable: [UInt64: LoopTimer] = [:]
   private var nextID: UInt64 = 0
   private var source: DispatchSourceTimer?
   /// When `source` fires next (uptime nanoseconds); nil when it is not armed.
@@ -196,24 +207,33 @@ final class TimerTable: @unchecked Sendable {
   /// nothing once it was invalidated.
   func arm(_ timer: LoopTimer, deadline: UInt64) {
     lock.lock()
-    var replaced: Entry?
-    if let work = timer.work {
-      replaced = entries.updateValue(Entry(deadline: deadline, work: work), forKey: timer.id)
+    if timer.work != nil {
+      if !timer.listed {
+        rearmable[timer.id] = timer
+        timer.listed = true
+      }
+      timer.deadline = deadline
       armIfEarlier(deadline)
     }
     lock.unlock()
-    // A work may hold the last reference to its owner: it is let go of
-    // only after the lock (an owner's deinit may cancel timers of its own).
-    withExtendedLifetime(replaced) {}
+  }
+
+  /// A re-armable timer is not armed any more (it stays listed).
+  func disarm(_ timer: LoopTimer) {
+    lock.lock()
+    timer.deadline = nil
+    lock.unlock()
   }
 
   func invalidate(_ timer: LoopTimer) {
     lock.lock()
-    let removed = entries.removeValue(forKey: timer.id)
+    let listed = timer.listed ? rearmable.removeValue(forKey: timer.id) : nil
     let work = timer.work
-    timer.work = nil
+    (timer.work, timer.deadline, timer.listed) = (nil, nil, false)
     lock.unlock()
-    withExtendedLifetime((removed, work)) {}
+    // A work may hold the last reference to its owner: it is let go of
+    // only after the lock (an owner's deinit may cancel timers of its own).
+    withExtendedLifetime((listed, work)) {}
   }
 
   func remove(_ id: UInt64) {
@@ -239,10 +259,15 @@ final class TimerTable: @unchecked Sendable {
       dueCount += 1
       onlyDue = id
     }
+    for (id, timer) in rearmable where timer.deadline.map({ $0 <= now }) == true {
+      dueCount += 1
+      onlyDue = id
+    }
     let due: [UInt64] =
       dueCount > 1
-      ? entries.filter { $0.value.deadline <= now }.sorted { $0.value.deadline < $1.value.deadline }.map(
-        \.key)
+      ? (entries.compactMap { $0.value.deadline <= now ? ($0.key, $0.value.deadline) : nil }
+        + rearmable.compactMap { id, timer in timer.deadline.flatMap { $0 <= now ? (id, $0) : nil } })
+        .sorted { $0.1 < $1.1 }.map(\.0)
       : []
     lock.unlock()
     if dueCount == 1 {
@@ -251,9 +276,15 @@ final class TimerTable: @unchecked Sendable {
       for id in due { run(id, dueAt: now) }
     }
     lock.lock()
-    if let earliest = entries.values.min(by: { $0.deadline < $1.deadline }) {
-      armIfEarlier(earliest.deadline)
+    // The earliest deadline left, one-shot or re-armable (no list made).
+    var earliest: UInt64?
+    for entry in entries.values where earliest.map({ entry.deadline < $0 }) ?? true {
+      earliest = entry.deadline
     }
+    for timer in rearmable.values {
+      if let deadline = timer.deadline, earliest.map({ deadline < $0 }) ?? true { earliest = deadline }
+    }
+    if let earliest { armIfEarlier(earliest) }
     lock.unlock()
   }
 
@@ -261,10 +292,16 @@ final class TimerTable: @unchecked Sendable {
   /// may have cancelled or re-armed it), taking it out of the table first.
   private func run(_ id: UInt64, dueAt now: UInt64) {
     lock.lock()
-    let entry = entries[id].flatMap { $0.deadline <= now ? $0 : nil }
-    if entry != nil { entries[id] = nil }
+    var work = entries[id].flatMap { $0.deadline <= now ? $0.work : nil }
+    if work != nil {
+      entries[id] = nil
+    } else if let timer = rearmable[id], let deadline = timer.deadline, deadline <= now {
+      // Fired: not armed until armed again (its work usually does).
+      timer.deadline = nil
+      work = timer.work
+    }
     lock.unlock()
-    entry?.work()
+    work?()
   }
 
   deinit { source?.cancel() }

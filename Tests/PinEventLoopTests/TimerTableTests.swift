@@ -57,4 +57,55 @@ final class TimerTableTests: XCTestCase {
     loop.runAndWait {}
     XCTAssertFalse(fired)
   }
+
+  /// A re-armable timer keeps its deadline in itself: pushed later it fires
+  /// once, at the later deadline; cancelled it does not fire; armed again
+  /// after a cancel or after firing, it fires again — beside a one-shot
+  /// timer of the same loop.
+  func testARearmedTimerFiresOnceAtItsLastDeadlineAndAgainWhenArmedAgain() {
+    let loop = EventLoop(name: "rearm")
+    final class Fired: @unchecked Sendable {
+      private let lock = NSLock()
+      private var list: [String] = []
+      func add(_ name: String) { lock.withLock { list.append(name) } }
+      var all: [String] { lock.withLock { list } }
+    }
+    let fired = Fired()
+    let started = DispatchTime.now().uptimeNanoseconds
+    let timer = loop.makeTimer {
+      let elapsed = DispatchTime.now().uptimeNanoseconds - started
+      fired.add("rearmable after \(elapsed / 1_000_000) ms")
+    }
+    let cancelled = loop.makeTimer { fired.add("cancelled") }
+    loop.runAndWait {
+      timer.schedule(after: 0.05)
+      timer.schedule(after: 0.3)
+      cancelled.schedule(after: 0.05)
+      cancelled.cancel()
+      _ = loop.schedule(after: 0.1) { fired.add("one-shot") }
+    }
+    // Waited for, not slept on: a loaded machine may fire late.
+    func wait(for count: Int) {
+      let deadline = Date().addingTimeInterval(10)
+      while fired.all.count < count && Date() < deadline { usleep(20_000) }
+      usleep(100_000)
+      loop.runAndWait {}
+    }
+    wait(for: 2)
+    let first = fired.all
+    XCTAssertEqual(first.count, 2, "\(first)")
+    XCTAssertEqual(first.first, "one-shot")
+    let elapsed = Int(first.last?.split(separator: " ")[2] ?? "") ?? 0
+    XCTAssertGreaterThanOrEqual(elapsed, 300, "fired at the deadline it was pushed to: \(first)")
+    loop.runAndWait {
+      cancelled.schedule(after: 0.05)
+      timer.schedule(after: 0.05)
+    }
+    wait(for: 4)
+    let second = fired.all
+    XCTAssertEqual(second.count, 4, "\(second)")
+    XCTAssertTrue(second.contains("cancelled"), "armed again after a cancel, it fires")
+    timer.invalidate()
+    cancelled.invalidate()
+  }
 }
