@@ -365,9 +365,11 @@ public struct HTTP1Parser: Sendable {
         state = .upgraded
         return
       }
-      request.framing = try HTTP1Framing.request(request.headers)
-      events.append(.request(request))
-      enterBody(request.framing, &events)
+      let framing = try HTTP1Framing.request(request.headers)
+      request.framing = framing
+      // Moved into the event, not copied (a head's copy retains its buffers).
+      events.append(.request(consume request))
+      enterBody(framing, &events)
     case .response:
       var response = try HTTP1Grammar.responseHead(head, table: consume table, limits: limits)
       if (100..<200).contains(response.status) {
@@ -390,9 +392,10 @@ public struct HTTP1Parser: Sendable {
         state = .upgraded
         return
       }
-      response.framing = try HTTP1Framing.response(response, toMethod: responseToMethod)
-      events.append(.response(response))
-      enterBody(response.framing, &events)
+      let framing = try HTTP1Framing.response(response, toMethod: responseToMethod)
+      response.framing = framing
+      events.append(.response(consume response))
+      enterBody(framing, &events)
     }
   }
 

@@ -232,7 +232,8 @@ struct ForwardMachine<Upstream: SameUpstream> {
     // The state is matched apart from the event: a tuple of the two would
     // copy both.
     while let event = pending.popFirst() {
-      switch event {
+      // Consumed by the switch: a head is moved on into its exchange.
+      switch consume event {
       case .request(let head) where isAwaitingRequest:
         begin(head)
       case .body(let bytes) where isExchanging && inExchange({ $0.hasUpstream }) == true:
@@ -249,9 +250,9 @@ struct ForwardMachine<Upstream: SameUpstream> {
         // reading (a pause and resume per request cost two epoll_ctl calls).
         exchange!.requestEnd(HTTPHeaders(), &exchangeActions)
         runExchangeActions()
-      default:
+      case let waiting:
         // Wait: the upstream is not ready, or a pipelined request waits its turn.
-        pending.prepend(event)
+        pending.prepend(waiting)
         return actions.append(.pauseClient)
       }
     }
@@ -272,7 +273,7 @@ struct ForwardMachine<Upstream: SameUpstream> {
     }
   }
 
-  private mutating func begin(_ head: HTTPRequestHead) {
+  private mutating func begin(_ head: consuming HTTPRequestHead) {
     cancelHeadTimer()
     if let refusal = router.refusal { return fail(refusal, request: head) }
     // PAC fetchers (browsers, OS settings) send no proxy credentials: the
@@ -353,7 +354,7 @@ struct ForwardMachine<Upstream: SameUpstream> {
     }
   }
 
-  private mutating func dispatch(_ head: HTTPRequestHead) {
+  private mutating func dispatch(_ head: consuming HTTPRequestHead) {
     switch router.route(head, inside: tunnel) {
     case .refuse(let failure):
       fail(failure, request: head)
@@ -362,7 +363,7 @@ struct ForwardMachine<Upstream: SameUpstream> {
       response.reset(clientVersion: head.version, closing: !head.keepAlive || clientFinishedSending)
       state = .exchanging
       exchange = ExchangeMachine(
-        Exchange(id: nextExchange, request: head, target: target, clientProtocol: .http1, started: clock()))
+        Exchange(id: nextExchange, request: consume head, target: target, clientProtocol: .http1, started: clock()))
       exchange!.start(&exchangeActions)
       runExchangeActions()
     case .passthrough(let target):
