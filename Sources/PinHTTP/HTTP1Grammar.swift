@@ -112,13 +112,11 @@ enum HTTP1Grammar {
     throws(HTTPParseError)
     -> HTTPRequestHead
   {
-    let (startLine, fieldBytes) = splitStartLine(head[...])
-    // method SP request-target SP HTTP-version: exactly two spaces (found in
-    // place, no array of parts).
-    guard let first = startLine.firstIndex(of: 0x20),
-      let second = startLine[(first + 1)...].firstIndex(of: 0x20),
-      !startLine[(second + 1)...].contains(0x20),
-      let method = token(startLine[..<first])
+    let line = startLine(head)
+    let (startLine, fieldBytes) = (head[..<line.end], head[min(head.count, line.end + 2)...])
+    // method SP request-target SP HTTP-version: exactly two spaces.
+    guard let first = line.firstSpace, let second = line.secondSpace, !line.moreSpaces,
+      let method = method(startLine[..<first])
     else {
       throw HTTPParseError(.badRequest, "malformed request line")
     }
@@ -165,13 +163,14 @@ enum HTTP1Grammar {
     throws(HTTPParseError)
     -> HTTPResponseHead
   {
-    let (startLine, fieldBytes) = splitStartLine(head[...])
+    let line = startLine(head)
+    let (startLine, fieldBytes) = (head[..<line.end], head[min(head.count, line.end + 2)...])
     // HTTP-version SP 3DIGIT [SP reason]: the parts found in place.
-    guard let first = startLine.firstIndex(of: 0x20) else {
+    guard let first = line.firstSpace else {
       throw HTTPParseError(.badRequest, "malformed status line")
     }
     let rest = startLine[(first + 1)...]
-    let second = rest.firstIndex(of: 0x20)
+    let second = line.secondSpace
     let digits = rest[..<(second ?? rest.endIndex)]
     guard digits.count == 3, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
       throw HTTPParseError(.badRequest, "malformed status line")
@@ -271,17 +270,54 @@ enum HTTP1Grammar {
   static let tokenBitsLow: UInt64 = 0x03ff_6cfa_0000_0000
   static let tokenBitsHigh: UInt64 = 0x57ff_ffff_c7ff_fffe
 
-  static func splitStartLine(_ head: ArraySlice<UInt8>) -> (ArraySlice<UInt8>, ArraySlice<UInt8>) {
-    guard let end = head.firstIndex(of: cr) else { return (head, []) }
-    return (head[head.startIndex..<end], head[min(head.endIndex, end + 2)...])
+  /// Where a head's start line ends (its CR, or the head's end) and where
+  /// its first two spaces lie, and whether more follow: found eight bytes a
+  /// step (a space or CR marks a word), not by three scans of a slice.
+  static func startLine(_ head: [UInt8]) -> (end: Int, firstSpace: Int?, secondSpace: Int?, moreSpaces: Bool)
+  {
+    head.withUnsafeBytes { bytes in
+      var (first, second, more): (Int?, Int?, Bool) = (nil, nil, false)
+      var position = 0
+      while true {
+        while position + 8 <= bytes.count {
+          let word = ByteWord.load(bytes, position)
+          let skipped = ByteWord.first(ByteWord.equal(word, 0x20) | ByteWord.equal(word, cr))
+          position += skipped
+          if skipped < 8 { break }
+        }
+        while position < bytes.count && bytes[position] != 0x20 && bytes[position] != cr { position += 1 }
+        guard position < bytes.count, bytes[position] == 0x20 else { return (position, first, second, more) }
+        if first == nil {
+          first = position
+        } else if second == nil {
+          second = position
+        } else {
+          more = true
+        }
+        position += 1
+      }
+    }
   }
+
+  /// The method, a token; the usual ones are the literals they are (no
+  /// String made from the bytes).
+  static func method(_ bytes: ArraySlice<UInt8>) -> String? {
+    for known in knownMethods where known.utf8.elementsEqual(bytes) { return known }
+    return token(bytes)
+  }
+
+  private static let knownMethods = ["GET", "POST", "HEAD", "PUT", "DELETE", "OPTIONS", "CONNECT", "PATCH"]
 
   private static let http11 = Array("HTTP/1.1".utf8)
   private static let http10 = Array("HTTP/1.0".utf8)
 
   static func httpVersion(_ bytes: ArraySlice<UInt8>) throws(HTTPParseError) -> HTTPVersion {
-    if bytes.elementsEqual(http11) { return .http11 }
-    if bytes.elementsEqual(http10) { return .http10 }
+    // One word compare each: the usual versions are eight bytes.
+    if bytes.count == 8 {
+      let word = bytes.withUnsafeBytes { ByteWord.load($0, 0) }
+      if word == version11 { return .http11 }
+      if word == version10 { return .http10 }
+    }
     let text = String(decoding: bytes, as: UTF8.self)
     if let version = HTTPVersion(rawValue: text) { return version }
     if text.hasPrefix("HTTP/"), text.count == 8 {
@@ -289,6 +325,9 @@ enum HTTP1Grammar {
     }
     throw HTTPParseError(.badRequest, "malformed HTTP version")
   }
+
+  private static let version11 = http11.withUnsafeBytes { ByteWord.load($0, 0) }
+  private static let version10 = http10.withUnsafeBytes { ByteWord.load($0, 0) }
 
   /// RFC 9110 §5.6.2 token characters.
   static func token(_ bytes: ArraySlice<UInt8>) -> String? {
