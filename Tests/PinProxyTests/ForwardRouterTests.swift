@@ -62,4 +62,38 @@ final class ForwardRouterTests: XCTestCase {
     // A refusal is never remembered: the allowed host still routes after it.
     XCTAssertNotNil(forwarded(router.route(try head("http://origin.test/"), inside: nil)))
   }
+
+  /// Routers of different connections under one snapshot share its table of
+  /// host routes: the second connection finds the host decided, denied and
+  /// invalid names included, with the same answers as the first; the table
+  /// stays within its bound however many names clients send.
+  func testConnectionsShareTheSnapshotsHostRoutesWithinABound() throws {
+    let configuration = try ConfigurationParser.parse(ForwardRouterTests.config, file: "test.yaml")
+    let snapshot = try RuntimeSnapshot.compile(configuration, generation: 1)
+    var first = ForwardRouter(snapshot: snapshot, listener: configuration.listeners[0])
+    var second = ForwardRouter(snapshot: snapshot, listener: configuration.listeners[0])
+    let one = try XCTUnwrap(forwarded(first.route(try head("http://Origin.test/a"), inside: nil)))
+    let two = try XCTUnwrap(forwarded(second.route(try head("http://Origin.test/b"), inside: nil)))
+    XCTAssertEqual(one.key, two.key)
+    XCTAssertEqual(two.route.ruleName, "origin.test")
+    for router in [first, second] {
+      var router = router
+      guard case .refuse(let denied) = router.route(try head("http://other.test/"), inside: nil) else {
+        return XCTFail("a host without a rule is denied, cached or not")
+      }
+      XCTAssertEqual(denied.status, 403)
+      guard case .refuse(let invalid) = router.route(try head("http://bad_host!/"), inside: nil) else {
+        return XCTFail("an invalid name is refused, cached or not")
+      }
+      XCTAssertEqual(invalid.status, 400)
+    }
+    for index in 0..<(HostRoutes.capacity + 50) {
+      _ = snapshot.hostRoutes.route("h\(index).other.test", under: snapshot)
+    }
+    XCTAssertLessThanOrEqual(snapshot.hostRoutes.count, HostRoutes.capacity)
+    guard case .route(let again) = snapshot.hostRoutes.route("origin.test", under: snapshot) else {
+      return XCTFail("a host is routed again after the table started over")
+    }
+    XCTAssertEqual(again.ruleName, "origin.test")
+  }
 }

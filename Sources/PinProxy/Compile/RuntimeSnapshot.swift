@@ -41,6 +41,8 @@ public final class RuntimeSnapshot: Sendable {
   /// `defaults.parentProxy`: the parent of connections no rule governs (a
   /// passthrough host under `defaults: deny`, an internal fetch's plain URL).
   let defaultParent: ParentProxy?
+  /// Forward routes by host name, made once per snapshot for every connection.
+  let hostRoutes = HostRoutes()
 
   init(
     configuration: Configuration, trust: TrustSnapshot, rules: [CompiledRule], defaultRule: CompiledRule?,

@@ -113,10 +113,13 @@ struct ForwardRouter {
       lastTarget = target
       return .forward(target)
     }
-    guard let host = TrustHost(rawHost) else {
-      return .refuse(.badRequest("\"\(rawHost)\" is not a valid host"))
+    let route: UpstreamRoute
+    switch snapshot.hostRoutes.route(rawHost, under: snapshot) {
+    case .route(let found): route = found
+    case .denied(let host): return .refuse(.denied(host))
+    case .invalid: return .refuse(.badRequest("\"\(rawHost)\" is not a valid host"))
     }
-    guard let route = UpstreamRoute(host: host, snapshot: snapshot) else { return .refuse(.denied(host)) }
+    let host = route.host
     // A plain http:// request goes over TLS unless its rule allows insecure loads.
     let tls = scheme == "https" || !route.allowsInsecureHTTPLoads
     let port = explicitPort ?? (tls ? 443 : 80)
