@@ -71,10 +71,39 @@ public struct HTTP1Parser: Sendable {
   var interimResponses = 0
   public static let maxInterimResponses = 8
 
-  public init(role: Role, limits: HTTPLimits = HTTPLimits(), pausesBetweenMessages: Bool = false) {
+  public init(
+    role: Role, limits: HTTPLimits = HTTPLimits(), pausesBetweenMessages: Bool = false, spares: Spares? = nil
+  ) {
     self.role = role
     self.limits = limits
     self.pausesBetweenMessages = pausesBetweenMessages
+    if let spares {
+      (buffer, spareHead, spareTable) = (spares.buffer, spares.head, spares.table)
+    }
+  }
+
+  /// The storage a parser grows and keeps (its kept-input buffer, a head's
+  /// bytes and field table), emptied, for another parser of the same kind:
+  /// a connection that ends hands its parser's on to the next one.
+  public struct Spares {
+    var buffer: [UInt8]
+    var head: [UInt8]
+    var table: [HTTPHeaders.Entry]
+  }
+
+  /// This parser's storage, emptied (nil parts where it holds more than a
+  /// recycled head may: a large buffer is let go of, not kept); the parser
+  /// is left without it and must not be used again.
+  public mutating func takeSpares() -> Spares {
+    func emptied<Element>(_ array: inout [Element]) -> [Element] {
+      var taken: [Element] = []
+      swap(&taken, &array)
+      guard taken.capacity <= Self.recycledHeadLimit else { return [] }
+      taken.removeAll(keepingCapacity: true)
+      return taken
+    }
+    lent.removeAll()
+    return Spares(buffer: emptied(&buffer), head: emptied(&spareHead), table: emptied(&spareTable))
   }
 
   /// True between messages, when nothing of the next one has arrived.

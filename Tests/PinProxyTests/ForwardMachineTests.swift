@@ -201,6 +201,42 @@ final class ForwardMachineTests: XCTestCase {
     XCTAssertEqual(machine.exchange?.exchange.target.path, "/2")
   }
 
+  /// A machine built on the storage an ended one handed back — which had
+  /// parsed a pipelined request it never served, framed a response and queued
+  /// actions — serves exactly as a new one does: nothing of the old
+  /// connection is left in it.
+  func testAMachineOnHandedBackStorageServesAsANewOne() throws {
+    var old = try makeMachine()
+    let upstream = startExchange(
+      &old,
+      "GET http://origin.test/1 HTTP/1.1\r\nHost: x\r\n\r\nGET http://origin.test/left HTTP/1.1\r\nHost: x\r\n\r\nGE"
+    )
+    old.upstreamEvents(
+      try responseEvents("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"), from: upstream, draining: false)
+    let storage = old.surrenderStorage()
+
+    func serve(_ machine: inout Machine) throws -> [String] {
+      machine.start()
+      let upstream = startExchange(&machine, "GET http://origin.test/new HTTP/1.1\r\nHost: x\r\n\r\n")
+      machine.upstreamEvents(
+        try responseEvents("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nnew"), from: upstream, draining: false
+      )
+      return actions(&machine).compactMap { text($0) ?? String(describing: $0) }
+    }
+    let configuration = try ConfigurationParser.parse(ForwardMachineTests.config, file: "test.yaml")
+    let snapshot = try RuntimeSnapshot.compile(configuration, generation: 1)
+    func machine(_ storage: Machine.Storage?) -> Machine {
+      Machine(
+        router: ForwardRouter(snapshot: snapshot, listener: configuration.listeners[0]),
+        limits: snapshot.httpLimits, clock: { 0 }, storage: storage)
+    }
+    var recycled = machine(storage)
+    var fresh = machine(nil)
+    XCTAssertEqual(try serve(&recycled), try serve(&fresh))
+    XCTAssertEqual(recycled.exchange?.exchange.target.path, fresh.exchange?.exchange.target.path)
+    XCTAssertTrue(recycled.pending.isEmpty, "the old connection's pipelined request is gone")
+  }
+
   func testDrainClosesAnIdleConnectionButLetsAnExchangeFinishWithClose() throws {
     var idle = try makeMachine()
     idle.drain()

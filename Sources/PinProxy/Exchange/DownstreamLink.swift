@@ -40,9 +40,13 @@ struct HTTP1Downstream: DownstreamLink {
   /// A buffer grown past this (a large chunked body) is let go once written.
   static let keptOutputCapacity = 16 * 1024
 
-  init(clientVersion: HTTPVersion, closing: Bool) {
+  /// `output`: an emptied buffer to frame into (one a finished connection
+  /// handed back), so the first response allocates none.
+  init(clientVersion: HTTPVersion, closing: Bool, output: [UInt8] = []) {
     self.clientVersion = clientVersion
     self.closing = closing
+    self.output = output
+    self.output.removeAll(keepingCapacity: true)
   }
 
   /// The next response on the same connection: what is framed but not yet

@@ -4,11 +4,14 @@
 /// Unbounded by itself: what goes in is bounded by the producer (the
 /// parser stops at one message; the state machine emits a handful of actions per event).
 struct RingBuffer<Element> {
-  private var storage: [Element?]
+  private var storage: [Element?] = []
   private var head = 0
   private(set) var count = 0
+  /// The size of the first buffer, made at the first append (an empty
+  /// queue allocates nothing: one handed back for reuse, or never used).
+  private let initialCapacity: Int
 
-  init(capacity: Int = 8) { storage = Array(repeating: nil, count: max(1, capacity)) }
+  init(capacity: Int = 8) { initialCapacity = max(1, capacity) }
 
   var isEmpty: Bool { count == 0 }
   var first: Element? { count == 0 ? nil : storage[head] }
@@ -49,7 +52,7 @@ struct RingBuffer<Element> {
   }
 
   private mutating func grow() {
-    var larger: [Element?] = Array(repeating: nil, count: storage.count * 2)
+    var larger: [Element?] = Array(repeating: nil, count: max(storage.count * 2, initialCapacity))
     for index in 0..<count { larger[index] = storage[(head + index) % storage.count] }
     storage = larger
     head = 0

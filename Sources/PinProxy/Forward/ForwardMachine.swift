@@ -119,14 +119,17 @@ struct ForwardMachine<Upstream: SameUpstream> {
   var draining = false
   private var nextExchange = 0
 
+  /// `storage`: what an ended connection's machine handed back (`Storage`).
   init(
-    router: ForwardRouter, limits: HTTPLimits, client: String = "-", clock: @escaping @Sendable () -> UInt64
+    router: ForwardRouter, limits: HTTPLimits, client: String = "-", clock: @escaping @Sendable () -> UInt64,
+    storage: Storage? = nil
   ) {
     self.router = router
     self.limits = limits
     self.client = client
     self.clock = clock
     parser = HTTP1Parser(role: .request, limits: limits, pausesBetweenMessages: true)
+    if let storage { adopt(storage) }
   }
 
   mutating func nextAction() -> Action? { actions.popFirst() }
@@ -363,7 +366,8 @@ struct ForwardMachine<Upstream: SameUpstream> {
       response.reset(clientVersion: head.version, closing: !head.keepAlive || clientFinishedSending)
       state = .exchanging
       exchange = ExchangeMachine(
-        Exchange(id: nextExchange, request: consume head, target: target, clientProtocol: .http1, started: clock()))
+        Exchange(
+          id: nextExchange, request: consume head, target: target, clientProtocol: .http1, started: clock()))
       exchange!.start(&exchangeActions)
       runExchangeActions()
     case .passthrough(let target):

@@ -101,7 +101,8 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
     pool = context.pool(for: connection.loop)
     machine = ForwardMachine(
       router: ForwardRouter(snapshot: snapshot, listener: listener, client: origin),
-      limits: snapshot.httpLimits, client: origin.key, clock: { DispatchTime.now().uptimeNanoseconds })
+      limits: snapshot.httpLimits, client: origin.key, clock: { DispatchTime.now().uptimeNanoseconds },
+      storage: context.registry(for: connection.loop).takeStorage())
     connection.delegate = self
   }
 
@@ -206,8 +207,13 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
     responseTimer.invalidate()
   }
 
-  /// The registry holds sessions unretained: the entry goes at the latest here.
-  deinit { context.registry(for: loop).forget(ObjectIdentifier(self)) }
+  /// The registry holds sessions unretained: the entry goes at the latest
+  /// here. The machine's storage goes on to the loop's next session.
+  deinit {
+    let registry = context.registry(for: loop)
+    registry.forget(ObjectIdentifier(self))
+    registry.giveBack(machine.surrenderStorage())
+  }
 
   // MARK: UpstreamDelegate
 

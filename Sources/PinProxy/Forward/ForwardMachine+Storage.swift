@@ -1,0 +1,49 @@
+import PinHTTP
+
+/// What a forward connection's machine grows while it serves — its queues,
+/// its list of parsed events, its response buffer and its parser's storage —
+/// handed back, emptied, when its session ends, and given to the next
+/// session of the same loop (`SessionRegistry.takeStorage`). nginx keeps
+/// freed connections on a free list for the same reason: a new connection
+/// then allocates none of it, and its first request grows nothing.
+extension ForwardMachine {
+  struct Storage {
+    fileprivate var pending: RingBuffer<HTTP1Parser.Event>
+    fileprivate var clientEvents: CopiedEvents
+    fileprivate var actions: RingBuffer<Action>
+    fileprivate var exchangeActions: ExchangeMachine<Upstream>.Actions
+    fileprivate var output: [UInt8]
+    fileprivate var parser: HTTP1Parser.Spares
+  }
+
+  /// Takes over `storage` (emptied by `surrenderStorage`) for this new machine.
+  mutating func adopt(_ storage: consuming Storage) {
+    pending = storage.pending
+    clientEvents = storage.clientEvents
+    actions = storage.actions
+    exchangeActions = storage.exchangeActions
+    response = HTTP1Downstream(clientVersion: .http11, closing: false, output: storage.output)
+    parser = HTTP1Parser(role: .request, limits: limits, pausesBetweenMessages: true, spares: storage.parser)
+  }
+
+  /// This machine's storage, emptied; the machine is done and is left with
+  /// none (nothing it held — a head, a body, an action — stays in it).
+  mutating func surrenderStorage() -> Storage {
+    pending.removeAll()
+    clientEvents.removeAll()
+    actions.removeAll()
+    exchangeActions.removeAll()
+    var output = response.takeOutput()
+    if output.capacity > HTTP1Downstream.keptOutputCapacity { output = [] }
+    output.removeAll(keepingCapacity: true)
+    var storage = Storage(
+      pending: RingBuffer(), clientEvents: CopiedEvents(), actions: RingBuffer(capacity: 16),
+      exchangeActions: ExchangeMachine<Upstream>.Actions(capacity: 16), output: output,
+      parser: parser.takeSpares())
+    swap(&storage.pending, &pending)
+    swap(&storage.clientEvents, &clientEvents)
+    swap(&storage.actions, &actions)
+    swap(&storage.exchangeActions, &exchangeActions)
+    return storage
+  }
+}
