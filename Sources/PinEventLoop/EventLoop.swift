@@ -22,6 +22,9 @@ public final class EventLoop: Sendable {
   public nonisolated(unsafe) let outputBuffer = UnsafeMutableRawBufferPointer.allocate(
     byteCount: 64 * 1024, alignment: 16)
   private static let identity = DispatchSpecificKey<ObjectIdentifier>()
+  /// Objects the code above keeps per loop, one per type (`local(_:make:)`).
+  /// Touched only on the loop.
+  private nonisolated(unsafe) var locals: [ObjectIdentifier: AnyObject] = [:]
 
   public init(name: String, index: Int = 0) {
     self.name = name
@@ -40,6 +43,18 @@ public final class EventLoop: Sendable {
   }
 
   public func execute(_ work: @escaping @Sendable () -> Void) { queue.async(execute: work) }
+
+  /// This loop's object of type `Value`, made by `make` the first time it is
+  /// asked for: state that code above the loop keeps per loop without the
+  /// loop knowing its type (the forward sessions' spare machine storage).
+  /// On the loop only.
+  public func local<Value: AnyObject>(_ type: Value.Type, make: () -> Value) -> Value {
+    preconditionInLoop()
+    if let found = locals[ObjectIdentifier(type)] { return unsafeDowncast(found, to: type) }
+    let made = make()
+    locals[ObjectIdentifier(type)] = made
+    return made
+  }
 
   /// Every entry point of a loop-confined object states its queue with
   /// this. Checked in debug builds (every unit, end-to-end and sanitizer
@@ -233,7 +248,9 @@ final class TimerTable: @unchecked Sendable {
     lock.unlock()
     // A work may hold the last reference to its owner: it is let go of
     // only after the lock (an owner's deinit may cancel timers of its own).
-    withExtendedLifetime((listed, work)) {}
+    // One at a time: a tuple of the two was boxed to be kept.
+    withExtendedLifetime(listed) {}
+    withExtendedLifetime(work) {}
   }
 
   func remove(_ id: UInt64) {

@@ -47,6 +47,23 @@ extension HTTP1Parser {
     try finishParsing(into: &events)
   }
 
+  /// Parses `input` into `queue`, body bytes copied (they may wait there):
+  /// the client side's parser appends straight to its machine's queue of
+  /// events, no list between them.
+  public mutating func feed(_ input: UnsafeRawBufferPointer, into queue: inout RingBuffer<Event>)
+    throws(HTTPParseError)
+  {
+    try parse(input, into: &queue)
+  }
+
+  public mutating func resume(into queue: inout RingBuffer<Event>) throws(HTTPParseError) {
+    try resumeParsing(into: &queue)
+  }
+
+  public mutating func finish(into queue: inout RingBuffer<Event>) throws(HTTPParseError) {
+    try finishParsing(into: &queue)
+  }
+
   /// Parses `input` and returns the events, body bytes copied out of it.
   public mutating func feed(_ input: UnsafeRawBufferPointer) throws(HTTPParseError) -> [Event] {
     try copying { (parser, events) throws(HTTPParseError) in try parser.feed(input, into: &events) }
@@ -90,8 +107,8 @@ protocol HTTP1EventSink {
   /// Whether body bytes are kept after `appendBody` returns (lent, not
   /// copied): the parser then keeps the buffer they lie in alive.
   static var borrowsBody: Bool { get }
-  /// A head or the end of a message (never `.body`).
-  mutating func append(_ event: HTTP1Parser.Event)
+  /// A head or the end of a message (never `.body`), moved in.
+  mutating func append(_ event: consuming HTTP1Parser.Event)
   /// Body bytes where they lie (see `HTTP1Parser.BorrowedEvent`).
   mutating func appendBody(_ bytes: UnsafeRawBufferPointer)
 }
@@ -104,26 +121,9 @@ public struct CopiedEvents: HTTP1EventSink {
   public init() {}
   public static var borrowsBody: Bool { false }
   public mutating func removeAll() { list.removeAll(keepingCapacity: list.capacity <= 64) }
-  public mutating func append(_ event: HTTP1Parser.Event) { list.append(event) }
+  public mutating func append(_ event: consuming HTTP1Parser.Event) { list.append(event) }
   public mutating func appendBody(_ bytes: UnsafeRawBufferPointer) { list.append(.body(Array(bytes))) }
 
-  /// Hands each event to `body`, in order, moved out of the list (not
-  /// copied and then released with it); the list is left empty, its
-  /// storage kept.
-  public mutating func takeEach(_ body: (consuming HTTP1Parser.Event) -> Void) {
-    // Each event is moved out of its slot in order and the slot refilled
-    // with an empty body (no storage: nothing to retain or free), rather
-    // than the list reversed to pop from its end (a swap of two whole
-    // events per pair).
-    list.withUnsafeMutableBufferPointer { events in
-      guard let first = events.baseAddress else { return }
-      for index in events.indices {
-        body((first + index).move())
-        (first + index).initialize(to: .body([]))
-      }
-    }
-    list.removeAll(keepingCapacity: list.capacity <= 64)
-  }
 }
 
 /// Events with body bytes lent, in a list reused from read to read: the
@@ -135,8 +135,8 @@ public struct BorrowedEvents: HTTP1EventSink {
   public var isEmpty: Bool { list.isEmpty }
   public mutating func removeAll() { list.removeAll(keepingCapacity: list.capacity <= 64) }
 
-  public mutating func append(_ event: HTTP1Parser.Event) {
-    switch event {
+  public mutating func append(_ event: consuming HTTP1Parser.Event) {
+    switch consume event {
     case .request(let head): list.append(.request(head))
     case .response(let head): list.append(.response(head))
     case .body(let bytes): preconditionFailure("body of \(bytes.count) bytes as a copied event")
@@ -145,4 +145,11 @@ public struct BorrowedEvents: HTTP1EventSink {
   }
 
   public mutating func appendBody(_ bytes: UnsafeRawBufferPointer) { list.append(.body(bytes)) }
+}
+
+/// A machine's queue of events as the parser's sink: bodies copied (a body
+/// may wait there for its upstream).
+extension RingBuffer: HTTP1EventSink where Element == HTTP1Parser.Event {
+  static var borrowsBody: Bool { false }
+  mutating func appendBody(_ bytes: UnsafeRawBufferPointer) { append(.body(Array(bytes))) }
 }

@@ -27,7 +27,7 @@ final class LocalPeer: Sendable {
     /// Work waiting for the answer (log lines), at most `maximumWaiting`.
     var waiting: [@Sendable () -> Void] = []
     /// The program's key in `LocalProgramActivity`, made once it is known.
-    var activityKey: LocalProgramActivity.Key?
+    var activityKey: LocalProgramKey?
   }
 
   /// Log lines one peer may have waiting for its lookup; past it they are
@@ -58,11 +58,11 @@ final class LocalPeer: Sendable {
   /// The program's key in the activity table and the user's name, once the
   /// lookup has answered; nil before. One lock, and the key is made (and
   /// hashed) once per peer, not per request.
-  var activity: (key: LocalProgramActivity.Key, user: String)? {
+  var activity: (key: LocalProgramKey, user: String)? {
     found.withLock { found in
       guard found.resolved else { return nil }
       if found.activityKey == nil {
-        found.activityKey = LocalProgramActivity.Key(uid: uid, program: found.program ?? "unknown")
+        found.activityKey = LocalProgramKey(uid: uid, program: found.program ?? "unknown")
       }
       let user = uid.map { found.user ?? String($0) } ?? "unknown"
       return (found.activityKey!, user)

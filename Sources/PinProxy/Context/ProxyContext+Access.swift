@@ -66,12 +66,12 @@ extension ProxyContext {
   /// answer (`SockDiagSocket`, a few µs; two for an IPv4 peer that is not a
   /// local IPv4 socket); the program is looked up off the loop, and at once
   /// only when the access log will name it.
-  func localPeer(fd: Int32, peer: SocketAddress, loop: EventLoop) -> LocalPeer? {
+  func localPeer(fd: Int32, peer: SocketAddress, peerBytes: [UInt8]? = nil, loop: EventLoop) -> LocalPeer? {
     #if PINPROXY_NO_PEER_IDENTITY
       // The baseline of Benchmarks/identity-overhead.sh: every peer remote.
       return nil
     #else
-      let remote = Self.unmappedIPv4(peer.addressBytes)
+      let remote = Self.unmappedIPv4(peerBytes ?? peer.addressBytes)
       let loopback = remote.count == 4 ? remote[0] == 127 : remote == Self.ipv6Loopback
       guard let here = SocketAddress.local(of: fd) else { return loopback ? LocalPeer(owner: nil) : nil }
       // Not a TCP connection at all (a socket pair handed in by a test).

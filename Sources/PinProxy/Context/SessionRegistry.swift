@@ -34,28 +34,7 @@ final class SessionRegistry: @unchecked Sendable {
   let loop: EventLoop
   private var sessions: [ObjectIdentifier: Entry] = [:]
 
-  /// The storage ended forward sessions' machines handed back, emptied,
-  /// for the next sessions of this loop; at most `keptStorage`, so a burst
-  /// of connections leaves no more than that behind.
-  private var spareStorage: [ForwardMachine<UpstreamRef>.Storage] = []
-  static let keptStorage = 32
-
   init(loop: EventLoop) { self.loop = loop }
-
-  /// A spare storage, on the loop only (elsewhere nil: a session made off
-  /// its loop, in a test, starts empty).
-  func takeStorage() -> ForwardMachine<UpstreamRef>.Storage? {
-    guard loop.inLoop else { return nil }
-    return spareStorage.popLast()
-  }
-
-  /// Keeps `storage` for the next session, on the loop only: a session's
-  /// last release may happen elsewhere (`forget`), and its storage is then
-  /// simply freed.
-  func giveBack(_ storage: consuming ForwardMachine<UpstreamRef>.Storage) {
-    guard loop.inLoop, spareStorage.count < Self.keptStorage else { return }
-    spareStorage.append(storage)
-  }
 
   func add(_ session: any DrainableSession) {
     loop.preconditionInLoop()

@@ -46,7 +46,8 @@ struct HTTP1Downstream: DownstreamLink {
     self.clientVersion = clientVersion
     self.closing = closing
     self.output = output
-    self.output.removeAll(keepingCapacity: true)
+    // Emptying an array that has no storage would make one.
+    if !output.isEmpty { self.output.removeAll(keepingCapacity: true) }
   }
 
   /// The next response on the same connection: what is framed but not yet

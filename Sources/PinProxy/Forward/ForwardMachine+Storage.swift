@@ -1,15 +1,15 @@
+import PinEventLoop
 import PinHTTP
 
 /// What a forward connection's machine grows while it serves — its queues,
-/// its list of parsed events, its response buffer and its parser's storage —
+/// its response buffer and its parser's storage —
 /// handed back, emptied, when its session ends, and given to the next
-/// session of the same loop (`SessionRegistry.takeStorage`). nginx keeps
+/// session of the same loop (`ForwardStorageShelf`). nginx keeps
 /// freed connections on a free list for the same reason: a new connection
 /// then allocates none of it, and its first request grows nothing.
 extension ForwardMachine {
   struct Storage {
     fileprivate var pending: RingBuffer<HTTP1Parser.Event>
-    fileprivate var clientEvents: CopiedEvents
     fileprivate var actions: RingBuffer<Action>
     fileprivate var exchangeActions: ExchangeMachine<Upstream>.Actions
     fileprivate var output: [UInt8]
@@ -19,7 +19,6 @@ extension ForwardMachine {
   /// Takes over `storage` (emptied by `surrenderStorage`) for this new machine.
   mutating func adopt(_ storage: consuming Storage) {
     pending = storage.pending
-    clientEvents = storage.clientEvents
     actions = storage.actions
     exchangeActions = storage.exchangeActions
     response = HTTP1Downstream(clientVersion: .http11, closing: false, output: storage.output)
@@ -30,20 +29,39 @@ extension ForwardMachine {
   /// none (nothing it held — a head, a body, an action — stays in it).
   mutating func surrenderStorage() -> Storage {
     pending.removeAll()
-    clientEvents.removeAll()
     actions.removeAll()
     exchangeActions.removeAll()
     var output = response.takeOutput()
     if output.capacity > HTTP1Downstream.keptOutputCapacity { output = [] }
     output.removeAll(keepingCapacity: true)
     var storage = Storage(
-      pending: RingBuffer(), clientEvents: CopiedEvents(), actions: RingBuffer(capacity: 16),
+      pending: RingBuffer(), actions: RingBuffer(capacity: 16),
       exchangeActions: ExchangeMachine<Upstream>.Actions(capacity: 16), output: output,
       parser: parser.takeSpares())
     swap(&storage.pending, &pending)
-    swap(&storage.clientEvents, &clientEvents)
     swap(&storage.actions, &actions)
     swap(&storage.exchangeActions, &exchangeActions)
     return storage
+  }
+}
+
+/// The storage ended forward sessions of one loop handed back, emptied, for
+/// the loop's next sessions (`EventLoop.local`); at most `capacity`, so a
+/// burst of connections leaves no more than that behind. On its loop only:
+/// a session released elsewhere frees its storage instead.
+final class ForwardStorageShelf {
+  private var spares: [ForwardMachine<UpstreamRef>.Storage] = []
+  static let capacity = 32
+
+  /// `loop`'s shelf; nil off the loop (a session made elsewhere, in a test,
+  /// starts empty).
+  static func of(_ loop: EventLoop) -> ForwardStorageShelf? {
+    loop.inLoop ? loop.local(ForwardStorageShelf.self) { ForwardStorageShelf() } : nil
+  }
+
+  func take() -> ForwardMachine<UpstreamRef>.Storage? { spares.popLast() }
+
+  func put(_ storage: consuming ForwardMachine<UpstreamRef>.Storage) {
+    if spares.count < Self.capacity { spares.append(storage) }
   }
 }

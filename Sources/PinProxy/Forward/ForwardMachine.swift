@@ -81,10 +81,9 @@ struct ForwardMachine<Upstream: SameUpstream> {
   /// The monotonic clock in nanoseconds, read when a request begins (its
   /// duration); injected, so that the machine itself reads no clock.
   let clock: @Sendable () -> UInt64
-  /// Parsed but not yet handled (body while connecting, pipelined requests).
+  /// Parsed but not yet handled (body while connecting, pipelined
+  /// requests): the parser appends here directly.
   var pending = RingBuffer<HTTP1Parser.Event>()
-  /// What one read parsed, before it joins `pending` (reused per read).
-  var clientEvents = CopiedEvents()
   var actions = RingBuffer<Action>(capacity: 16)
   /// The request being served while `state` is `.exchanging`: kept beside
   /// the state, not in it, so that it is changed in place, never copied out
@@ -164,17 +163,19 @@ struct ForwardMachine<Upstream: SameUpstream> {
     if case .awaitingRequest = state, headTimerIsIdle, !parser.isIdle || !pending.isEmpty { armHeaderTimer() }
   }
 
-  /// One parser call into a reused list, then into the queue: no list of
-  /// events per read, body bytes copied (a body may wait for its upstream).
-  /// After an error nothing of the call is queued: a malformed read is not
-  /// handled. The list is left empty either way, holding no head whose
-  /// storage the parser would reuse.
+  /// One parser call, its events appended to `pending` as they are parsed
+  /// (bodies copied: a body may wait for its upstream). After an error
+  /// nothing of the call is queued: a malformed read is not handled.
   private mutating func parse(
-    _ call: (inout HTTP1Parser, inout CopiedEvents) throws(HTTPParseError) -> Void
+    _ call: (inout HTTP1Parser, inout RingBuffer<HTTP1Parser.Event>) throws(HTTPParseError) -> Void
   ) throws(HTTPParseError) {
-    defer { clientEvents.removeAll() }
-    try call(&parser, &clientEvents)
-    clientEvents.takeEach { pending.append($0) }
+    let queued = pending.count
+    do {
+      try call(&parser, &pending)
+    } catch {
+      pending.removeLast(pending.count - queued)
+      throw error
+    }
   }
 
   mutating func clientEOF() {

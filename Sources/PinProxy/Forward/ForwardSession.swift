@@ -102,7 +102,7 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
     machine = ForwardMachine(
       router: ForwardRouter(snapshot: snapshot, listener: listener, client: origin),
       limits: snapshot.httpLimits, client: origin.key, clock: { DispatchTime.now().uptimeNanoseconds },
-      storage: context.registry(for: connection.loop).takeStorage())
+      storage: ForwardStorageShelf.of(connection.loop)?.take())
     connection.delegate = self
   }
 
@@ -210,9 +210,9 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   /// The registry holds sessions unretained: the entry goes at the latest
   /// here. The machine's storage goes on to the loop's next session.
   deinit {
-    let registry = context.registry(for: loop)
-    registry.forget(ObjectIdentifier(self))
-    registry.giveBack(machine.surrenderStorage())
+    context.registry(for: loop).forget(ObjectIdentifier(self))
+    let storage = machine.surrenderStorage()
+    ForwardStorageShelf.of(loop)?.put(storage)
   }
 
   // MARK: UpstreamDelegate

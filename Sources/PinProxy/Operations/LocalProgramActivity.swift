@@ -10,29 +10,7 @@ import Synchronization
 /// `maximumPrograms` programs; past that, the one least recently active
 /// makes room.
 final class LocalProgramActivity: Sendable {
-  /// A program of a user. Hashed once, when a connection's program is
-  /// first counted (`LocalPeer.activity`): counting a request then hashes
-  /// one word, not the program's name.
-  struct Key: Hashable, Sendable {
-    let uid: UInt32?
-    let program: String
-    private let hash: Int
-
-    init(uid: UInt32?, program: String) {
-      self.uid = uid
-      self.program = program
-      var hasher = Hasher()
-      hasher.combine(uid)
-      hasher.combine(program)
-      hash = hasher.finalize()
-    }
-
-    static func == (left: Key, right: Key) -> Bool {
-      left.hash == right.hash && left.uid == right.uid && left.program == right.program
-    }
-
-    func hash(into hasher: inout Hasher) { hasher.combine(hash) }
-  }
+  typealias Key = LocalProgramKey
 
   /// An object, changed where the table holds it (under the table's lock):
   /// a dictionary's in-place `modify` of a value this size allocates.

@@ -190,9 +190,11 @@ public final class ProxyServer: Sendable {
   static func accept(
     fd: Int32, peer address: SocketAddress, loop: EventLoop, config: ListenerConfig, context: ProxyContext
   ) {
-    let local = context.localPeer(fd: fd, peer: address, loop: loop)
+    // The address's bytes, made once for the owner's look-up and the origin.
+    let bytes = address.addressBytes
+    let local = context.localPeer(fd: fd, peer: address, peerBytes: bytes, loop: loop)
     if let local, !context.admitsUser(local, fd: fd, peer: address, listener: config) { return }
-    let origin = ClientOrigin(address: address, local: local)
+    let origin = ClientOrigin(address: address, bytes: bytes, local: local)
     let connection = Connection(fd: fd, address: address, loop: loop)
     let limits = context.snapshot.limits
     let registry = context.registry(for: loop)

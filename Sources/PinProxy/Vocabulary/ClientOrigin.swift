@@ -16,11 +16,12 @@ struct ClientOrigin: Sendable {
   /// `1.2.3.4:5` or `[::1]:5`, for log lines and pages.
   var peer: String { label ?? accepted?.description ?? "?" }
 
-  init(address: SocketAddress, local: LocalPeer?) {
-    self.address = address.addressBytes
+  /// `bytes`: the address's bytes when the caller has them already.
+  init(address: SocketAddress, bytes: [UInt8]? = nil, local: LocalPeer?) {
+    self.address = bytes ?? address.addressBytes
     (accepted, label) = (address, nil)
     self.local = local
-    key = ClientKey.of(bytes: self.address, user: Self.user(local))
+    key = ClientKey.of(bytes: self.address, local: local)
   }
 
   /// A client known by its text (`host:port`; tests, socket pairs).
@@ -56,4 +57,27 @@ extension ClientKey {
     guard let user else { return address }
     return address + " uid " + user
   }
+
+  /// The same for an accepted peer: a local one's key is made once per
+  /// address key and user and then looked up (every connection of a program
+  /// on this host has the same one), not written anew per connection.
+  static func of(bytes address: [UInt8], local: LocalPeer?) -> String {
+    let base = of(bytes: address)
+    guard let local else { return base }
+    let parts = LocalKeyParts(address: base, uid: local.uid)
+    if let known = localKeys.withLock({ $0[parts] }) { return known }
+    let made = with(local.uid.map(String.init) ?? "unknown", base)
+    localKeys.withLock { keys in
+      // Bounded: past it the table starts again (a key is only ever re-made).
+      if keys.count >= 256 { keys.removeAll(keepingCapacity: true) }
+      keys[parts] = made
+    }
+    return made
+  }
+
+  private struct LocalKeyParts: Hashable {
+    let address: String
+    let uid: UInt32?
+  }
+  private static let localKeys = Locked<[LocalKeyParts: String]>([:])
 }
