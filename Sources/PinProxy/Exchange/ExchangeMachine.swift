@@ -40,6 +40,15 @@ enum ExchangeAction<Upstream: SameUpstream> {
   case cutShort
   /// The response was relayed to its end (after `record`).
   case finished
+
+  /// Whether the client's protocol frames it (`respond…`, `refuse`,
+  /// `cutShort`, `finished`) rather than `ExchangeHost.performUpstreamSide`.
+  var isResponseSide: Bool {
+    switch self {
+    case .respondInterim, .respondHead, .respondBody, .respondEnd, .refuse, .cutShort, .finished: true
+    default: false
+    }
+  }
 }
 
 /// One exchange from routing to its access line, without I/O and without

@@ -96,19 +96,19 @@ extension ForwardMachine {
   /// the response side framed for this client.
   mutating func runExchangeActions() {
     while let action = exchangeActions.popFirst() {
-      switch action {
-      case .respondInterim, .respondHead, .respondBody, .respondEnd, .refuse, .cutShort, .finished:
+      if action.isResponseSide {
         // Refused or cut short already: nothing more of it reaches the client.
         guard case .exchanging = state, exchange != nil else { continue }
         respond(action)
-      case .record:
+        continue
+      }
+      if case .record = action {
         // Kept here: by the time the session reports it, `.finished` may
         // have let the exchange go and the next request begun.
         finishedRecord = inExchange { $0.record } ?? nil
-        actions.append(.exchange(action))
-      default:
-        actions.append(.exchange(action))
       }
+      // Moved on, not copied (a matched `switch` held it to its end).
+      actions.append(.exchange(consume action))
     }
   }
 
