@@ -73,16 +73,28 @@ public enum ForwardedHead {
     bytes.reserveCapacity(
       bytes.count + head.method.utf8.count + target.utf8.count + authority.utf8.count + via.utf8.count + 96
         + HTTPSerializer.fieldsSize(head.headers))
-    HTTPSerializer.appendRequestLine(method: head.method, target: target, to: &bytes)
-    HTTPSerializer.appendField(name: "Host", value: authority.utf8, to: &bytes)
+    // The fixed text between the parts goes in whole (the request line's
+    // end with the Host name; the Via name; the last CRLFs).
+    bytes += head.method.utf8
+    bytes.append(0x20)
+    bytes += target.utf8
+    HTTPSerializer.appendStatic(" HTTP/1.1\r\nHost: ", to: &bytes)
+    bytes += authority.utf8
+    HTTPSerializer.appendStatic("\r\n", to: &bytes)
     appendEndToEnd(head.headers, dropping: droppedFromRequests, to: &bytes)
     switch head.framing {
     case .length(let length): HTTPSerializer.appendField(name: "Content-Length", decimal: length, to: &bytes)
-    case .chunked: HTTPSerializer.appendField(name: "Transfer-Encoding", value: "chunked".utf8, to: &bytes)
+    case .chunked: HTTPSerializer.appendStatic("Transfer-Encoding: chunked\r\n", to: &bytes)
     case .none, .untilClose: break
     }
-    HTTPSerializer.appendField(name: "Via", value: via.utf8, to: &bytes)
-    HTTPSerializer.appendStatic("\r\n", to: &bytes)
+    appendVia(via, to: &bytes)
+  }
+
+  /// `Via: …` and the blank line that ends the head.
+  private static func appendVia(_ via: String, to bytes: inout [UInt8]) {
+    HTTPSerializer.appendStatic("Via: ", to: &bytes)
+    bytes += via.utf8
+    HTTPSerializer.appendStatic("\r\n\r\n", to: &bytes)
   }
 
   /// How a response body is sent to the client.
@@ -125,9 +137,7 @@ public enum ForwardedHead {
       HTTPSerializer.appendField(name: "Content-Length", decimal: length, to: &bytes)
     case .chunked, .untilClose:
       framing = clientVersion == .http11 ? .chunked : .untilClose
-      if framing == .chunked {
-        HTTPSerializer.appendField(name: "Transfer-Encoding", value: "chunked".utf8, to: &bytes)
-      }
+      if framing == .chunked { HTTPSerializer.appendStatic("Transfer-Encoding: chunked\r\n", to: &bytes) }
     case .none:
       framing = .none
       // HEAD and 304 may state the length the body would have had (RFC 9110
@@ -139,11 +149,8 @@ public enum ForwardedHead {
         HTTPSerializer.appendField(name: "Content-Length", decimal: length, to: &bytes)
       }
     }
-    if closing || framing == .untilClose {
-      HTTPSerializer.appendField(name: "Connection", value: "close".utf8, to: &bytes)
-    }
-    HTTPSerializer.appendField(name: "Via", value: via.utf8, to: &bytes)
-    HTTPSerializer.appendStatic("\r\n", to: &bytes)
+    if closing || framing == .untilClose { HTTPSerializer.appendStatic("Connection: close\r\n", to: &bytes) }
+    appendVia(via, to: &bytes)
     return framing
   }
 

@@ -71,16 +71,19 @@ final class UpstreamAcquirer {
   /// client's budget refusal; or nil when none is idle for the key.
   func takePooled(_ target: ForwardTarget, bodyFollows: Bool) -> Result<any UpstreamLink, ProxyFailure>? {
     loop.preconditionInLoop()
-    guard pool.hasIdle(target.key) else { return nil }
-    guard budget.chargeClient(client, connection: connection) else {
-      return .failure(budget.refusal(client: client))
-    }
-    if let pooled = pool.take(target.key, bodyFollows: bodyFollows) {
+    let (budget, client, connection) = (self.budget, self.client, self.connection)
+    switch pool.take(
+      target.key, bodyFollows: bodyFollows, admit: { budget.chargeClient(client, connection: connection) })
+    {
+    case .connection(let pooled):
       pooled.charge?.assign(to: client, connection: connection)
       return .success(pooled)
+    case .refused:
+      return .failure(budget.refusal(client: client))
+    case .none(let admitted):
+      if admitted { budget.releaseClient(client, connection: connection) }
+      return nil
     }
-    budget.releaseClient(client, connection: connection)
-    return nil
   }
 
   /// `coalescing`: this dial is the one other requests for the key joined,

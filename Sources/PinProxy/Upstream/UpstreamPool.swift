@@ -46,8 +46,6 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
     http2 = HTTP2UpstreamPool(loop: loop)
   }
 
-  func hasIdle(_ key: UpstreamKey) -> Bool { idle[key]?.entries.isEmpty == false }
-
   /// What this loop's pool holds, for the operator's page: idle HTTP/1.1
   /// connections per key, open h2 connections per key with their streams.
   func census() -> [PoolCensus] {
@@ -84,9 +82,25 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
   /// body cannot be sent twice, so such a request takes a connection only
   /// after the kernel says nothing arrived on it since the last readiness
   /// batch (`MSG_PEEK`, one syscall).
-  func take(_ key: UpstreamKey, bodyFollows: Bool) -> UpstreamConnection? {
+  ///
+  /// `admit` is asked first, once, and only when one is idle for the key
+  /// (the client's share of the upstream budget): `refused` when it says
+  /// no; `none` with `admitted` true when it said yes and none of the idle
+  /// ones was still usable. One look-up of the key in all.
+  func take(_ key: UpstreamKey, bodyFollows: Bool, admit: () -> Bool) -> Taken {
     loop.preconditionInLoop()
-    guard let list = idle[key] else { return nil }
+    guard let list = idle[key], !list.entries.isEmpty else { return .none(admitted: false) }
+    guard admit() else { return .refused }
+    return take(from: list, bodyFollows: bodyFollows).map(Taken.connection) ?? .none(admitted: true)
+  }
+
+  enum Taken {
+    case connection(UpstreamConnection)
+    case refused
+    case none(admitted: Bool)
+  }
+
+  private func take(from list: IdleList, bodyFollows: Bool) -> UpstreamConnection? {
     while let (connection, _) = list.entries.popLast() {
       idleGauge.add(-1)
       if connection.isReusable && (!bodyFollows || connection.hasNoUnreadInput) {
