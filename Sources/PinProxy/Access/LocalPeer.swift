@@ -44,14 +44,14 @@ final class LocalPeer: Sendable {
 
   /// The user's name once `LocalPrograms` looked it up, else the uid;
   /// "unknown" when the kernel did not tell.
-  var user: String {
-    guard let uid else { return "unknown" }
-    return found.withLock { $0.user } ?? String(uid)
-  }
+  var user: String { found.withLock { userName($0) } }
 
   /// The executable's name once found; "unknown" until then, or when the
   /// process could not be found or inspected.
-  var program: String { found.withLock { $0.program } ?? "unknown" }
+  var program: String { found.withLock { Self.programName($0) } }
+
+  private func userName(_ found: Found) -> String { uid.map { found.user ?? String($0) } ?? "unknown" }
+  private static func programName(_ found: Found) -> String { found.program ?? "unknown" }
 
   var pid: Int32? { found.withLock { $0.pid } }
 
@@ -62,10 +62,9 @@ final class LocalPeer: Sendable {
     found.withLock { found in
       guard found.resolved else { return nil }
       if found.activityKey == nil {
-        found.activityKey = LocalProgramKey(uid: uid, program: found.program ?? "unknown")
+        found.activityKey = LocalProgramKey(uid: uid, program: Self.programName(found))
       }
-      let user = uid.map { found.user ?? String($0) } ?? "unknown"
-      return (found.activityKey!, user)
+      return (found.activityKey!, userName(found))
     }
   }
 

@@ -211,8 +211,7 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   /// here. The machine's storage goes on to the loop's next session.
   deinit {
     context.registry(for: loop).forget(ObjectIdentifier(self))
-    let storage = machine.surrenderStorage()
-    ForwardStorageShelf.of(loop)?.put(storage)
+    if let shelf = ForwardStorageShelf.of(loop) { shelf.put(machine.surrenderStorage()) }
   }
 
   // MARK: UpstreamDelegate

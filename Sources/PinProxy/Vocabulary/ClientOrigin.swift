@@ -50,9 +50,6 @@ extension ClientKey {
   /// local client has the same address). nil `user`: not a local peer.
   static func of(_ peer: String, user: String?) -> String { with(user, of(peer)) }
 
-  /// The same from the address itself (4 or 16 bytes).
-  static func of(bytes address: [UInt8], user: String?) -> String { with(user, of(bytes: address)) }
-
   private static func with(_ user: String?, _ address: String) -> String {
     guard let user else { return address }
     return address + " uid " + user
