@@ -65,10 +65,25 @@ public struct AddressBlock: Sendable, Equatable, CustomStringConvertible {
   /// Whether `address` (4 or 16 bytes) is in the block. An IPv4-mapped IPv6
   /// address (`::ffff:a.b.c.d`, what a dual-stack socket reports) is judged
   /// as the IPv4 address it carries.
+  /// Compared in place, byte by byte under the mask: checked at every
+  /// accept, it makes no array.
   public func contains(_ address: [UInt8]) -> Bool {
-    let plain = AddressBlock.unmapped(address)
-    guard plain.count == network.count else { return false }
-    return AddressBlock.mask(plain, prefix: prefix) == network
+    // A mapped address is judged as IPv4 only, never against an IPv6 block.
+    let offset = AddressBlock.isMapped(address) ? 12 : 0
+    guard address.count - offset == network.count else { return false }
+    for index in 0..<network.count {
+      let bits = min(8, max(0, prefix - index * 8))
+      guard bits > 0 else { break }
+      let mask = UInt8(truncatingIfNeeded: 0xff00 >> bits)
+      guard address[offset + index] & mask == network[index] else { return false }
+    }
+    return true
+  }
+
+  /// `::ffff:a.b.c.d`.
+  static func isMapped(_ address: [UInt8]) -> Bool {
+    address.count == 16 && address[0..<10].allSatisfy({ $0 == 0 }) && address[10] == 0xff
+      && address[11] == 0xff
   }
 
   static func unmapped(_ address: [UInt8]) -> [UInt8] {

@@ -119,7 +119,8 @@ final class InProcessProxy {
     let listener = self.listener
     loop.execute {
       ProxyServer.accept(
-        fd: proxyEnd, peer: SocketAddress(ip: "127.0.0.1", port: 40000)!, loop: loop, config: listener,
+        fd: proxyEnd, peer: SocketAddress(ip: "127.0.0.1", port: 40000)!, loop: loop,
+        listener: BoundListener(listener),
         context: context)
     }
     return TestClient(fd: clientEnd)

@@ -2,6 +2,13 @@ import PinEventLoop
 import PinTrust
 import Synchronization
 
+/// Where a local peer's requests and refusals are counted by program
+/// (`LocalProgramActivity`): counts made before the program is known wait
+/// in the peer and are added when the lookup answers.
+protocol LocalActivitySink: AnyObject, Sendable {
+  func add(_ key: LocalProgramKey, user: String, requests: Int, refusals: Int, now: UInt64)
+}
+
 /// A client connecting from this host, known by the socket at its end of
 /// the connection: the user that owns it (from the kernel at accept), and
 /// the program holding it (found off the loops when first needed; see
@@ -28,6 +35,10 @@ final class LocalPeer: Sendable {
     var waiting: [@Sendable () -> Void] = []
     /// The program's key in `LocalProgramActivity`, made once it is known.
     var activityKey: LocalProgramKey?
+    /// Requests and refusals counted before the answer, with the table
+    /// they go to once it comes (`count(in:requests:refusals:now:)`): a
+    /// number each, not a closure per request.
+    var pending: (activity: any LocalActivitySink, requests: Int, refusals: Int, since: UInt64)?
   }
 
   /// Log lines one peer may have waiting for its lookup; past it they are
@@ -59,13 +70,35 @@ final class LocalPeer: Sendable {
   /// lookup has answered; nil before. One lock, and the key is made (and
   /// hashed) once per peer, not per request.
   var activity: (key: LocalProgramKey, user: String)? {
-    found.withLock { found in
-      guard found.resolved else { return nil }
-      if found.activityKey == nil {
-        found.activityKey = LocalProgramKey(uid: uid, program: Self.programName(found))
+    found.withLock { found in found.resolved ? activity(of: &found) : nil }
+  }
+
+  /// Counts a request or refusal in `activity`: at once when the lookup
+  /// has answered, else added to what waits for the answer (and the lookup
+  /// asked for, once).
+  func count(in table: any LocalActivitySink, requests: Int, refusals: Int, now: UInt64) {
+    let (known, first) = found.withLock { found -> ((key: LocalProgramKey, user: String)?, Bool) in
+      guard found.resolved else {
+        let before = found.pending
+        found.pending = (
+          table, (before?.requests ?? 0) + requests, (before?.refusals ?? 0) + refusals, before?.since ?? now
+        )
+        return (nil, before == nil)
       }
-      return (found.activityKey!, userName(found))
+      return (activity(of: &found), false)
     }
+    guard let known else {
+      if first { lookUp() }
+      return
+    }
+    table.add(known.key, user: known.user, requests: requests, refusals: refusals, now: now)
+  }
+
+  private func activity(of found: inout Found) -> (key: LocalProgramKey, user: String) {
+    if found.activityKey == nil {
+      found.activityKey = LocalProgramKey(uid: uid, program: Self.programName(found))
+    }
+    return (found.activityKey!, userName(found))
   }
 
   /// Whether the lookup has answered (or there was nothing to look up).
@@ -95,16 +128,21 @@ final class LocalPeer: Sendable {
     }
   }
 
-  /// The lookup's answer; runs what waited for it.
+  /// The lookup's answer; counts what waited for it, then runs the rest.
   func record(user: String?, program: String?, pid: Int32?) {
-    let waiting = found.withLock { found -> [@Sendable () -> Void] in
+    let (waiting, pending, known) = found.withLock { found in
       if let user { found.user = user }
       if let program { found.program = program }
       if let pid { found.pid = pid }
       found.resolved = true
       found.activityKey = nil
-      defer { found.waiting = [] }
-      return found.waiting
+      defer { (found.waiting, found.pending) = ([], nil) }
+      return (found.waiting, found.pending, activity(of: &found))
+    }
+    if let pending {
+      pending.activity.add(
+        known.key, user: known.user, requests: pending.requests, refusals: pending.refusals,
+        now: pending.since)
     }
     for work in waiting { work() }
   }

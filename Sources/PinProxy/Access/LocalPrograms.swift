@@ -20,8 +20,9 @@ final class LocalPrograms: Sendable {
   static let shared = LocalPrograms()
 
   private struct State {
-    var waiting: [UInt32: [LocalPeer]] = [:]
-    var waitingCount = 0
+    /// In the order asked; a scan takes them all (one array, not a list
+    /// per socket: a socket has one peer).
+    var waiting: [LocalPeer] = []
     var scanScheduled = false
     var lastScan: UInt64 = 0
     var lastWalk: UInt64 = 0
@@ -65,9 +66,8 @@ final class LocalPrograms: Sendable {
     if urgent { hurry() }
     guard peer.markAsked() else { return }
     let first: Bool? = state.withLock { state in
-      guard state.waitingCount < LocalPrograms.maximumWaiting else { return nil }
-      state.waiting[peer.inode, default: []].append(peer)
-      state.waitingCount += 1
+      guard state.waiting.count < LocalPrograms.maximumWaiting else { return nil }
+      state.waiting.append(peer)
       guard !state.scanScheduled else { return false }
       state.scanScheduled = true
       return true
@@ -111,8 +111,7 @@ final class LocalPrograms: Sendable {
     let now = DispatchTime.now().uptimeNanoseconds
     let (taken, recent, walk, urgent) = state.withLock { state in
       defer {
-        state.waiting = [:]
-        state.waitingCount = 0
+        state.waiting = []
         state.scanScheduled = false
         state.urgentScanScheduled = false
         state.urgent = false
@@ -123,38 +122,40 @@ final class LocalPrograms: Sendable {
       if walk { state.lastWalk = now }
       return (state.waiting, state.recentProcesses, walk, state.urgent)
     }
-    var gone: [LocalPeer] = []
-    let waiting = taken.filter { inode, peers in
-      guard let diag, let tuple = peers.first?.tuple, diag.owner(of: tuple)?.inode != inode else {
-        return true
+    // A socket that is gone has no process to find: its peer is answered
+    // with the user alone, and the rest are looked for.
+    var waiting: [LocalPeer] = []
+    for peer in taken {
+      if let diag, let tuple = peer.tuple, diag.owner(of: tuple)?.inode != peer.inode {
+        peer.record(user: peer.uid.map(userName), program: nil, pid: nil)
+      } else {
+        waiting.append(peer)
       }
-      gone += peers
-      return false
     }
-    for peer in gone { peer.record(user: peer.uid.map(userName), program: nil, pid: nil) }
-    let owners = Set(waiting.values.compactMap { $0.first?.uid })
-    let found = LocalPrograms.processes(
-      holding: Set(waiting.keys), ownedBy: owners, recent: recent, walkAll: walk)
-    var later: [UInt32: [LocalPeer]] = [:]
-    for (inode, peers) in waiting {
-      let process = found[inode]
-      // Not in a recent process: the next walk looks for it.
-      if process == nil && !walk {
-        later[inode] = peers
-        continue
-      }
-      for peer in peers {
+    var later: [LocalPeer] = []
+    if !waiting.isEmpty {
+      let found = LocalPrograms.processes(
+        holding: Set(waiting.lazy.map(\.inode)), ownedBy: Set(waiting.lazy.compactMap(\.uid)), recent: recent,
+        walkAll: walk)
+      for peer in waiting {
+        let process = found[peer.inode]
+        // Not in a recent process: the next walk looks for it.
+        if process == nil && !walk {
+          later.append(peer)
+          continue
+        }
         peer.record(user: peer.uid.map(userName), program: process?.program ?? "unknown", pid: process?.pid)
       }
+      state.withLock { state in
+        var seen = Set<Int32>()
+        state.recentProcesses = Array(
+          (found.values.map(\.pid) + state.recentProcesses).filter { seen.insert($0).inserted }
+            .prefix(LocalPrograms.maximumRecentProcesses))
+      }
     }
+    guard !later.isEmpty else { return }
     let wait: UInt64? = state.withLock { state in
-      var seen = Set<Int32>()
-      state.recentProcesses = Array(
-        (found.values.map(\.pid) + state.recentProcesses).filter { seen.insert($0).inserted }
-          .prefix(LocalPrograms.maximumRecentProcesses))
-      guard !later.isEmpty else { return nil }
-      state.waiting.merge(later) { $0 + $1 }
-      state.waitingCount += later.values.reduce(0) { $0 + $1.count }
+      state.waiting += later
       if urgent { state.urgent = true }
       guard !state.scanScheduled else { return nil }
       state.scanScheduled = true

@@ -22,7 +22,8 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   /// answered on (the socket, or TLS over it after an intercepted CONNECT).
   let connection: Connection
   var client: any ByteChannel
-  let listener: ListenerConfig
+  let bound: BoundListener
+  var listener: ListenerConfig { bound.config }
   let context: ProxyContext
   /// The configuration in force: replaced before any event once a reload
   /// installed another, so each routing and upstream decision is made under
@@ -88,19 +89,19 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   var acquirerUnderSnapshot: UpstreamAcquirer?
 
   init(
-    connection: Connection, context: ProxyContext, listener: ListenerConfig, admission: AdmissionTicket,
+    connection: Connection, context: ProxyContext, listener: BoundListener, admission: AdmissionTicket,
     origin: ClientOrigin
   ) {
     self.connection = connection
     self.admission = admission
     client = connection
-    self.listener = listener
+    bound = listener
     self.context = context
     snapshot = context.snapshot
     self.origin = origin
     pool = context.pool(for: connection.loop)
     machine = ForwardMachine(
-      router: ForwardRouter(snapshot: snapshot, listener: listener, client: origin),
+      router: ForwardRouter(snapshot: snapshot, bound: listener, client: origin),
       limits: snapshot.httpLimits, client: origin.key, clock: { DispatchTime.now().uptimeNanoseconds },
       storage: ForwardStorageShelf.of(connection.loop)?.take())
     connection.delegate = self
@@ -169,7 +170,7 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   private func adoptCurrentSnapshot() {
     snapshot = context.snapshot
     acquirerUnderSnapshot = nil
-    machine.router = ForwardRouter(snapshot: snapshot, listener: listener, client: origin)
+    machine.router = ForwardRouter(snapshot: snapshot, bound: bound, client: origin)
   }
 
   // MARK: Client channel

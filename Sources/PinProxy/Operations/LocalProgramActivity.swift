@@ -9,7 +9,7 @@ import Synchronization
 /// One cell per minute per program (a ring of 60), at most
 /// `maximumPrograms` programs; past that, the one least recently active
 /// makes room.
-final class LocalProgramActivity: Sendable {
+final class LocalProgramActivity: LocalActivitySink {
   typealias Key = LocalProgramKey
 
   /// An object, changed where the table holds it (under the table's lock):
@@ -53,24 +53,16 @@ final class LocalProgramActivity: Sendable {
 
   /// A request answered for `local` (served or refused).
   func request(_ local: LocalPeer, now: UInt64 = DispatchTime.now().uptimeNanoseconds) {
-    // Once the program is known (every request after a connection's
-    // first), counted at once: no closure, no allocation per request.
-    if let (key, user) = local.activity { return add(key, user: user, requests: 1, refusals: 0, now: now) }
-    local.whenResolved { [self] in add(local, requests: 1, refusals: 0, now: now) }
+    local.count(in: self, requests: 1, refusals: 0, now: now)
   }
 
   /// A refusal of `local` (a request's, or its TLS handshake's).
   func refusal(_ local: LocalPeer, now: UInt64 = DispatchTime.now().uptimeNanoseconds) {
-    local.whenResolved { [self] in add(local, requests: 0, refusals: 1, now: now) }
+    local.count(in: self, requests: 0, refusals: 1, now: now)
   }
 
-  /// Counts for a peer whose lookup has answered.
-  private func add(_ local: LocalPeer, requests: Int, refusals: Int, now: UInt64) {
-    guard let (key, user) = local.activity else { return }
-    add(key, user: user, requests: requests, refusals: refusals, now: now)
-  }
-
-  private func add(_ key: Key, user: String, requests: Int, refusals: Int, now: UInt64) {
+  /// Counts for a program, `user` naming its owner (`LocalPeer.count`).
+  func add(_ key: Key, user: String, requests: Int, refusals: Int, now: UInt64) {
     let minute = Int(now / 60_000_000_000)
     table.withLock { table in
       // One look-up when the table has room (the usual case).

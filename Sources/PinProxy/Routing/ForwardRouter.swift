@@ -19,7 +19,8 @@ enum RoutingDecision {
 /// table of one configuration snapshot. Pure: the snapshot is immutable.
 struct ForwardRouter {
   let snapshot: RuntimeSnapshot
-  let listener: ListenerConfig
+  let bound: BoundListener
+  var listener: ListenerConfig { bound.config }
   /// The last forward decision, by what it was decided from. A keep-alive
   /// client names the same host request after request; host parsing and the
   /// rule lookup are then done once per connection, not once per request.
@@ -53,8 +54,13 @@ struct ForwardRouter {
   /// - Parameter client: who the client is, checked again against
   ///   `allowedClients` and `allowedUsers` whenever a reload brings a new snapshot.
   init(snapshot: RuntimeSnapshot, listener: ListenerConfig, client: ClientOrigin? = nil) {
+    self.init(snapshot: snapshot, bound: BoundListener(listener), client: client)
+  }
+
+  init(snapshot: RuntimeSnapshot, bound: BoundListener, client: ClientOrigin? = nil) {
     self.snapshot = snapshot
-    self.listener = listener
+    self.bound = bound
+    let listener = bound.config
     let access = snapshot.access(for: listener)
     authenticator = access.authenticator
     refusal = access.denial(

@@ -24,7 +24,8 @@ import PinTrust
 final class SocksSession: ChannelDelegate, DrainableSession, @unchecked Sendable {
   let connection: Connection
   let context: ProxyContext
-  let listener: ListenerConfig
+  let bound: BoundListener
+  var listener: ListenerConfig { bound.config }
   let admission: AdmissionTicket
   let origin: ClientOrigin
   let snapshot: RuntimeSnapshot
@@ -37,16 +38,16 @@ final class SocksSession: ChannelDelegate, DrainableSession, @unchecked Sendable
   private let accepted = DispatchTime.now().uptimeNanoseconds
 
   init(
-    connection: Connection, context: ProxyContext, listener: ListenerConfig, admission: AdmissionTicket,
+    connection: Connection, context: ProxyContext, listener: BoundListener, admission: AdmissionTicket,
     origin: ClientOrigin
   ) {
     self.connection = connection
     self.context = context
-    self.listener = listener
+    bound = listener
     self.admission = admission
     self.origin = origin
     snapshot = context.snapshot
-    handshake = SocksHandshake(requiresPassword: snapshot.access(for: listener).authenticator != nil)
+    handshake = SocksHandshake(requiresPassword: snapshot.access(for: listener.config).authenticator != nil)
     connection.delegate = self
   }
 
@@ -170,7 +171,7 @@ final class SocksSession: ChannelDelegate, DrainableSession, @unchecked Sendable
       head += "Proxy-Authorization: Basic \(token.base64EncodedString())\r\n"
     }
     let session = ForwardSession(
-      connection: connection, context: context, listener: listener, admission: admission, origin: origin)
+      connection: connection, context: context, listener: bound, admission: admission, origin: origin)
     session.tunnelReplies = TunnelReplies(
       opened: SocksHandshake.reply(.succeeded),
       refused: { SocksHandshake.reply(SocksHandshake.ReplyCode($0)) })

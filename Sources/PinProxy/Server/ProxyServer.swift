@@ -35,12 +35,13 @@ public final class ProxyServer: Sendable {
         throw StartError(description: "listener \(config.name): \(config.address.host) is not an IP address")
       }
       let context = self.context
+      let shared = BoundListener(config)
       do {
         let listener = try Listener(
           address: address, group: group, onExhausted: ProxyServer.exhaustionLogger(logger, config.name),
           admits: { context.admits($0, listener: config) }
         ) { fd, peer, loop in
-          ProxyServer.accept(fd: fd, peer: peer, loop: loop, config: config, context: context)
+          ProxyServer.accept(fd: fd, peer: peer, loop: loop, listener: shared, context: context)
         }
         bound.append((config, listener))
       } catch {
@@ -188,8 +189,9 @@ public final class ProxyServer: Sendable {
   /// list is closed here, before a byte is read; the rest are counted under
   /// their key (address, and user for local peers) and served.
   static func accept(
-    fd: Int32, peer address: SocketAddress, loop: EventLoop, config: ListenerConfig, context: ProxyContext
+    fd: Int32, peer address: SocketAddress, loop: EventLoop, listener: BoundListener, context: ProxyContext
   ) {
+    let config = listener.config
     // The address's bytes, made once for the owner's look-up and the origin.
     let bytes = address.addressBytes
     let local = context.localPeer(fd: fd, peer: address, peerBytes: bytes, loop: loop)
@@ -234,11 +236,11 @@ public final class ProxyServer: Sendable {
     switch config.mode {
     case .forward:
       ForwardSession(
-        connection: connection, context: context, listener: config, admission: ticket, origin: origin
+        connection: connection, context: context, listener: listener, admission: ticket, origin: origin
       ).start()
     case .socks5:
       SocksSession(
-        connection: connection, context: context, listener: config, admission: ticket, origin: origin
+        connection: connection, context: context, listener: listener, admission: ticket, origin: origin
       )
       .start()
     case .tunnel:
