@@ -66,35 +66,41 @@ public enum ForwardedHead {
     return bytes
   }
 
-  /// The same, appended to `bytes` (a connection's reused buffer).
+  /// The same, appended to `bytes` (a connection's reused buffer), written
+  /// into room made once for the whole head.
   public static func appendRequest(
     _ head: HTTPRequestHead, target: String, authority: String, via: String, to bytes: inout [UInt8]
   ) {
-    bytes.reserveCapacity(
-      bytes.count + head.method.utf8.count + target.utf8.count + authority.utf8.count + via.utf8.count + 96
-        + HTTPSerializer.fieldsSize(head.headers))
-    // The fixed text between the parts goes in whole (the request line's
-    // end with the Host name; the Via name; the last CRLFs).
-    bytes += head.method.utf8
-    bytes.append(0x20)
-    bytes += target.utf8
-    HTTPSerializer.appendStatic(" HTTP/1.1\r\nHost: ", to: &bytes)
-    bytes += authority.utf8
-    HTTPSerializer.appendStatic("\r\n", to: &bytes)
-    appendEndToEnd(head.headers, dropping: droppedFromRequests, to: &bytes)
-    switch head.framing {
-    case .length(let length): HTTPSerializer.appendField(name: "Content-Length", decimal: length, to: &bytes)
-    case .chunked: HTTPSerializer.appendStatic("Transfer-Encoding: chunked\r\n", to: &bytes)
-    case .none, .untilClose: break
+    let room =
+      head.method.utf8.count + target.utf8.count + authority.utf8.count + via.utf8.count + 96
+      + HTTPSerializer.fieldsSize(head.headers)
+    bytes.appendWriting(room: room) { out in
+      // The fixed text between the parts goes in whole (the request line's
+      // end with the Host name; the Via name; the last CRLFs).
+      out.put(head.method)
+      out.put(0x20)
+      out.put(target)
+      out.put(" HTTP/1.1\r\nHost: ")
+      out.put(authority)
+      out.put("\r\n")
+      writeEndToEnd(head.headers, dropping: droppedFromRequests, to: &out)
+      switch head.framing {
+      case .length(let length):
+        out.put("Content-Length: ")
+        out.putDecimal(length)
+        out.put("\r\n")
+      case .chunked: out.put("Transfer-Encoding: chunked\r\n")
+      case .none, .untilClose: break
+      }
+      writeVia(via, to: &out)
     }
-    appendVia(via, to: &bytes)
   }
 
   /// `Via: …` and the blank line that ends the head.
-  private static func appendVia(_ via: String, to bytes: inout [UInt8]) {
-    HTTPSerializer.appendStatic("Via: ", to: &bytes)
-    bytes += via.utf8
-    HTTPSerializer.appendStatic("\r\n\r\n", to: &bytes)
+  private static func writeVia(_ via: String, to out: inout ByteWriter) {
+    out.put("Via: ")
+    out.put(via)
+    out.put("\r\n\r\n")
   }
 
   /// How a response body is sent to the client.
@@ -125,33 +131,44 @@ public enum ForwardedHead {
     _ head: HTTPResponseHead, clientVersion: HTTPVersion, closing: Bool, via: String,
     to bytes: inout [UInt8]
   ) -> ClientFraming {
-    var room = head.reason.utf8.count + via.utf8.count + 128 + HTTPSerializer.fieldsSize(head.headers)
-    if case .length(let length) = head.framing, length <= bodyRoom { room += length }
-    bytes.reserveCapacity(bytes.count + room)
-    HTTPSerializer.appendStatusLine(status: head.status, reason: head.reason, to: &bytes)
-    appendEndToEnd(head.headers, dropping: droppedFromResponses, to: &bytes)
-    let framing: ClientFraming
-    switch head.framing {
-    case .length(let length):
-      framing = .length(length)
-      HTTPSerializer.appendField(name: "Content-Length", decimal: length, to: &bytes)
-    case .chunked, .untilClose:
-      framing = clientVersion == .http11 ? .chunked : .untilClose
-      if framing == .chunked { HTTPSerializer.appendStatic("Transfer-Encoding: chunked\r\n", to: &bytes) }
-    case .none:
-      framing = .none
-      // HEAD and 304 may state the length the body would have had (RFC 9110
-      // §8.6); it is passed on normalised, and only when it is one valid value.
-      if head.status != 204 && !(100..<200).contains(head.status),
-        head.headers.contains(.contentLength),
-        let length = try? HTTP1Framing.contentLength(head.headers)
-      {
-        HTTPSerializer.appendField(name: "Content-Length", decimal: length, to: &bytes)
+    let room = head.reason.utf8.count + via.utf8.count + 160 + HTTPSerializer.fieldsSize(head.headers)
+    var reserve = bytes.count + room
+    if case .length(let length) = head.framing, length <= bodyRoom { reserve += length }
+    bytes.reserveCapacity(reserve)
+    return bytes.appendWriting(room: room) { out -> ClientFraming in
+      out.put("HTTP/1.1 ")
+      out.putDecimal(head.status)
+      out.put(0x20)
+      out.put(head.reason)
+      out.put("\r\n")
+      writeEndToEnd(head.headers, dropping: droppedFromResponses, to: &out)
+      let framing: ClientFraming
+      switch head.framing {
+      case .length(let length):
+        framing = .length(length)
+        out.put("Content-Length: ")
+        out.putDecimal(length)
+        out.put("\r\n")
+      case .chunked, .untilClose:
+        framing = clientVersion == .http11 ? .chunked : .untilClose
+        if framing == .chunked { out.put("Transfer-Encoding: chunked\r\n") }
+      case .none:
+        framing = .none
+        // HEAD and 304 may state the length the body would have had (RFC 9110
+        // §8.6); it is passed on normalised, and only when it is one valid value.
+        if head.status != 204 && !(100..<200).contains(head.status),
+          head.headers.contains(.contentLength),
+          let length = try? HTTP1Framing.contentLength(head.headers)
+        {
+          out.put("Content-Length: ")
+          out.putDecimal(length)
+          out.put("\r\n")
+        }
       }
+      if closing || framing == .untilClose { out.put("Connection: close\r\n") }
+      writeVia(via, to: &out)
+      return framing
     }
-    if closing || framing == .untilClose { HTTPSerializer.appendStatic("Connection: close\r\n", to: &bytes) }
-    appendVia(via, to: &bytes)
-    return framing
   }
 
   /// The largest body `appendResponse` makes room for beside the head.
@@ -208,8 +225,8 @@ public enum ForwardedHead {
   }
 
   /// Appends the fields `endToEnd` keeps, in order, as received.
-  static func appendEndToEnd(_ headers: HTTPHeaders, dropping fixed: UInt32, to bytes: inout [UInt8]) {
+  static func writeEndToEnd(_ headers: HTTPHeaders, dropping fixed: UInt32, to out: inout ByteWriter) {
     let drop = dropped(headers, fixed: fixed)
-    headers.appendFields(to: &bytes) { known, name in !drop.drops(known, name) }
+    headers.writeFields(to: &out) { known, name in !drop.drops(known, name) }
   }
 }

@@ -200,12 +200,15 @@ public struct HTTPHeaders: Sendable, Equatable, RandomAccessCollection {
   func appendFields(
     to bytes: inout [UInt8], keeping keep: (_ known: UInt8, _ name: UnsafeBufferPointer<UInt8>) -> Bool
   ) {
+    bytes.appendWriting(room: HTTPSerializer.fieldsSize(self)) { writeFields(to: &$0, keeping: keep) }
+  }
+
+  /// The same, through a writer with room for `HTTPSerializer.fieldsSize`.
+  func writeFields(
+    to writer: inout ByteWriter, keeping keep: (_ known: UInt8, _ name: UnsafeBufferPointer<UInt8>) -> Bool
+  ) {
     storage.withUnsafeBufferPointer { stored in
       var run = 0..<0
-      func flush(_ bytes: inout [UInt8]) {
-        if !run.isEmpty { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: stored[run])) }
-        run = 0..<0
-      }
       for entry in entries {
         let name = range(entry.name)
         let value = range(entry.value)
@@ -216,20 +219,22 @@ public struct HTTPHeaders: Sendable, Equatable, RandomAccessCollection {
           value.lowerBound == name.upperBound + 2 && lineEnd <= stored.count
           && stored[name.upperBound] == 0x3a && stored[name.upperBound + 1] == 0x20
           && stored[value.upperBound] == 0x0d && stored[value.upperBound + 1] == 0x0a
+        if asWritten && !run.isEmpty && run.upperBound == name.lowerBound {
+          run = run.lowerBound..<lineEnd
+          continue
+        }
+        writer.put(UnsafeBufferPointer(rebasing: stored[run]))
+        run = 0..<0
         if asWritten {
-          if !run.isEmpty && run.upperBound == name.lowerBound {
-            run = run.lowerBound..<lineEnd
-          } else {
-            flush(&bytes)
-            run = name.lowerBound..<lineEnd
-          }
+          run = name.lowerBound..<lineEnd
         } else {
-          flush(&bytes)
-          HTTPSerializer.appendField(
-            name: nameBytes, value: UnsafeBufferPointer(rebasing: stored[value]), to: &bytes)
+          writer.put(nameBytes)
+          writer.put(": ")
+          writer.put(UnsafeBufferPointer(rebasing: stored[value]))
+          writer.put("\r\n")
         }
       }
-      flush(&bytes)
+      writer.put(UnsafeBufferPointer(rebasing: stored[run]))
     }
   }
 
