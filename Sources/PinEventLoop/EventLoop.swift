@@ -119,10 +119,11 @@ public final class LoopTimer: @unchecked Sendable {
   /// the table's lock): re-arming and cancelling it, once or twice per
   /// request, change this field and touch no table.
   var deadline: UInt64?
-  /// In the table's list of re-armable timers (from its first arming until
-  /// `invalidate()`). The list holds it as the owner's cycle already does:
-  /// the work holds the owner, the owner holds the timer.
-  var listed = false
+  /// Its slot in the table's list of re-armable timers (from its first
+  /// arming until `invalidate()`; -1 outside it). The list holds it as the
+  /// owner's cycle already does: the work holds the owner, the owner holds
+  /// the timer.
+  var slot = -1
 
   init(id: UInt64, table: TimerTable, work: (@Sendable () -> Void)? = nil) {
     self.id = id
@@ -166,9 +167,14 @@ final class TimerTable: @unchecked Sendable {
     let work: @Sendable () -> Void
   }
   private var entries: [UInt64: Entry] = [:]
-  /// The re-armable timers armed at least once and not invalidated; each
-  /// holds its own deadline (nil: not armed).
-  private var rearmable: [UInt64: LoopTimer] = [:]
+  /// The re-armable timers armed at least once and not invalidated, each
+  /// in the slot it holds (`LoopTimer.slot`); each holds its own deadline
+  /// (nil: not armed). Slots, not a dictionary: listing and unlisting a
+  /// connection's timers hashes nothing. As many slots as timers were ever
+  /// listed at once (a bound the connection limit sets); freed ones are
+  /// reused first.
+  private var rearmable: [LoopTimer?] = []
+  private var freeSlots: [Int] = []
   private var nextID: UInt64 = 0
   private var source: DispatchSourceTimer?
   /// When `source` fires next (uptime nanoseconds); nil when it is not armed.
@@ -223,9 +229,14 @@ final class TimerTable: @unchecked Sendable {
   func arm(_ timer: LoopTimer, deadline: UInt64) {
     lock.lock()
     if timer.work != nil {
-      if !timer.listed {
-        rearmable[timer.id] = timer
-        timer.listed = true
+      if timer.slot < 0 {
+        if let free = freeSlots.popLast() {
+          rearmable[free] = timer
+          timer.slot = free
+        } else {
+          timer.slot = rearmable.count
+          rearmable.append(timer)
+        }
       }
       timer.deadline = deadline
       armIfEarlier(deadline)
@@ -242,9 +253,13 @@ final class TimerTable: @unchecked Sendable {
 
   func invalidate(_ timer: LoopTimer) {
     lock.lock()
-    let listed = timer.listed ? rearmable.removeValue(forKey: timer.id) : nil
+    var listed: LoopTimer?
+    if timer.slot >= 0 {
+      swap(&listed, &rearmable[timer.slot])
+      freeSlots.append(timer.slot)
+    }
     let work = timer.work
-    (timer.work, timer.deadline, timer.listed) = (nil, nil, false)
+    (timer.work, timer.deadline, timer.slot) = (nil, nil, -1)
     lock.unlock()
     // A work may hold the last reference to its owner: it is let go of
     // only after the lock (an owner's deinit may cancel timers of its own).
@@ -271,19 +286,21 @@ final class TimerTable: @unchecked Sendable {
     // Most firings have one timer due: it runs without building a list
     // (an idle loop's firing allocates nothing).
     var dueCount = 0
-    var onlyDue: UInt64 = 0
+    var onlyDue = Due.oneShot(0)
     for (id, entry) in entries where entry.deadline <= now {
       dueCount += 1
-      onlyDue = id
+      onlyDue = .oneShot(id)
     }
-    for (id, timer) in rearmable where timer.deadline.map({ $0 <= now }) == true {
+    for case let timer? in rearmable where timer.deadline.map({ $0 <= now }) == true {
       dueCount += 1
-      onlyDue = id
+      onlyDue = .rearmable(timer)
     }
-    let due: [UInt64] =
+    let due: [Due] =
       dueCount > 1
-      ? (entries.compactMap { $0.value.deadline <= now ? ($0.key, $0.value.deadline) : nil }
-        + rearmable.compactMap { id, timer in timer.deadline.flatMap { $0 <= now ? (id, $0) : nil } })
+      ? (entries.compactMap { $0.value.deadline <= now ? (Due.oneShot($0.key), $0.value.deadline) : nil }
+        + rearmable.compactMap { timer in
+          timer.flatMap { timer in timer.deadline.flatMap { $0 <= now ? (Due.rearmable(timer), $0) : nil } }
+        })
         .sorted { $0.1 < $1.1 }.map(\.0)
       : []
     lock.unlock()
@@ -298,24 +315,36 @@ final class TimerTable: @unchecked Sendable {
     for entry in entries.values where earliest.map({ entry.deadline < $0 }) ?? true {
       earliest = entry.deadline
     }
-    for timer in rearmable.values {
+    for case let timer? in rearmable {
       if let deadline = timer.deadline, earliest.map({ deadline < $0 }) ?? true { earliest = deadline }
     }
     if let earliest { armIfEarlier(earliest) }
     lock.unlock()
   }
 
-  /// Runs timer `id` if it is still due at `now` (an earlier timer's work
-  /// may have cancelled or re-armed it), taking it out of the table first.
-  private func run(_ id: UInt64, dueAt now: UInt64) {
+  /// A timer found due: a one-shot one by its id in `entries`, a
+  /// re-armable one itself.
+  private enum Due {
+    case oneShot(UInt64)
+    case rearmable(LoopTimer)
+  }
+
+  /// Runs a due timer if it is still due at `now` (an earlier timer's work
+  /// may have cancelled, re-armed or invalidated it), taking it out of the
+  /// table first.
+  private func run(_ due: Due, dueAt now: UInt64) {
     lock.lock()
-    var work = entries[id].flatMap { $0.deadline <= now ? $0.work : nil }
-    if work != nil {
-      entries[id] = nil
-    } else if let timer = rearmable[id], let deadline = timer.deadline, deadline <= now {
-      // Fired: not armed until armed again (its work usually does).
-      timer.deadline = nil
-      work = timer.work
+    var work: (@Sendable () -> Void)?
+    switch due {
+    case .oneShot(let id):
+      work = entries[id].flatMap { $0.deadline <= now ? $0.work : nil }
+      if work != nil { entries[id] = nil }
+    case .rearmable(let timer):
+      if timer.slot >= 0, let deadline = timer.deadline, deadline <= now {
+        // Fired: not armed until armed again (its work usually does).
+        timer.deadline = nil
+        work = timer.work
+      }
     }
     lock.unlock()
     work?()

@@ -108,4 +108,35 @@ final class TimerTableTests: XCTestCase {
     timer.invalidate()
     cancelled.invalidate()
   }
+
+  /// Connections come and go: a slot let go of by an invalidated timer is
+  /// taken by the next one armed, and only the timers still listed fire —
+  /// the new holder of a slot, never the old one.
+  func testASlotLetGoOfServesTheNextTimerAndOnlyListedTimersFire() {
+    let loop = EventLoop(name: "slots")
+    let fired = Locked()
+    var timers = (0..<8).map { index in loop.makeTimer { fired.add(index) } }
+    loop.runAndWait {
+      for timer in timers { timer.schedule(after: 0.02) }
+      // Every other one ends before its deadline.
+      for index in stride(from: 0, to: 8, by: 2) { timers[index].invalidate() }
+    }
+    // Four new timers take the four freed slots.
+    timers += (8..<12).map { index in loop.makeTimer { fired.add(index) } }
+    loop.runAndWait { for timer in timers[8...] { timer.schedule(after: 0.02) } }
+    let deadline = Date().addingTimeInterval(10)
+    while fired.all.count < 8 && Date() < deadline { usleep(20_000) }
+    usleep(100_000)
+    loop.runAndWait {}
+    XCTAssertEqual(fired.all.sorted(), [1, 3, 5, 7, 8, 9, 10, 11])
+    loop.runAndWait { for timer in timers { timer.invalidate() } }
+  }
+}
+
+/// Indices of fired timers, from the loop's thread.
+private final class Locked: @unchecked Sendable {
+  private let lock = NSLock()
+  private var list: [Int] = []
+  func add(_ index: Int) { lock.withLock { list.append(index) } }
+  var all: [Int] { lock.withLock { list } }
 }
