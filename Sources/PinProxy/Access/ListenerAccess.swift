@@ -5,8 +5,9 @@ import PinTrust
 
 /// Who may use one proxy listener, compiled with each snapshot so that a
 /// reload governs it: the client networks (checked at accept, before a
-/// byte is read) and proxy authentication (checked per request).
-struct ListenerAccess: Sendable {
+/// byte is read) and proxy authentication (checked per request). An
+/// object: a connection's router holds it with one reference.
+final class ListenerAccess: Sendable {
   /// The listener as this snapshot's configuration has it: what the access
   /// was compiled for.
   let address: HostPort?

@@ -8,8 +8,8 @@ extension ProxyContext {
   /// snapshot in force (so a reload governs the next accept). Runs on the
   /// accepting loop before the socket is read or handed on. A refusal is
   /// counted every time and logged once a minute per client (admission key).
-  func admits(_ address: SocketAddress, listener: ListenerConfig) -> Bool {
-    admits(address, listener: listener.name, rules: snapshot.access(for: listener).allowedClients)
+  func admits(_ address: SocketAddress, listener: BoundListener) -> Bool {
+    admits(address, listener: listener.config.name, rules: listener.access(under: snapshot).allowedClients)
   }
 
   /// The admin endpoint's accept check: its clients and its scrapers.
@@ -129,8 +129,9 @@ extension ProxyContext {
   /// per listener and user; the logged one is closed once its program is
   /// known (the client, waiting for an answer, is still there to be found),
   /// so at most that many sockets wait a moment.
-  func admitsUser(_ local: LocalPeer, fd: Int32, peer: SocketAddress, listener: ListenerConfig) -> Bool {
-    if snapshot.access(for: listener).admitsUser(local) { return true }
+  func admitsUser(_ local: LocalPeer, fd: Int32, peer: SocketAddress, listener bound: BoundListener) -> Bool {
+    let listener = bound.config
+    if bound.access(under: snapshot).admitsUser(local) { return true }
     metrics.clientsRefused.increment([listener.name, "user"])
     let user = local.uid.map(String.init) ?? "unknown"
     guard refusedClients.shouldLog(listener: listener.name, client: "uid " + user) else {

@@ -61,7 +61,7 @@ struct ForwardRouter {
     self.snapshot = snapshot
     self.bound = bound
     let listener = bound.config
-    let access = snapshot.access(for: listener)
+    let access = bound.access(under: snapshot)
     authenticator = access.authenticator
     refusal = access.denial(
       of: listener, to: client?.address, local: client?.local

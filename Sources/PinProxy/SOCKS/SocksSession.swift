@@ -47,7 +47,7 @@ final class SocksSession: ChannelDelegate, DrainableSession, @unchecked Sendable
     self.admission = admission
     self.origin = origin
     snapshot = context.snapshot
-    handshake = SocksHandshake(requiresPassword: snapshot.access(for: listener.config).authenticator != nil)
+    handshake = SocksHandshake(requiresPassword: listener.access(under: snapshot).authenticator != nil)
     connection.delegate = self
   }
 
@@ -135,7 +135,7 @@ final class SocksSession: ChannelDelegate, DrainableSession, @unchecked Sendable
   /// RFC 1929 credentials as the `Proxy-Authorization: Basic` field they
   /// amount to, through the listener's authenticator.
   private func check(user: String, password: [UInt8]) {
-    guard let authenticator = snapshot.access(for: listener).authenticator else {
+    guard let authenticator = bound.access(under: snapshot).authenticator else {
       return act(handshake.credentialChecked(false, reason: "this listener takes no credentials"))
     }
     let field = "Basic " + Data(Array(user.utf8) + [UInt8(ascii: ":")] + password).base64EncodedString()

@@ -39,7 +39,7 @@ public final class ProxyServer: Sendable {
       do {
         let listener = try Listener(
           address: address, group: group, onExhausted: ProxyServer.exhaustionLogger(logger, config.name),
-          admits: { context.admits($0, listener: config) }
+          admits: { context.admits($0, listener: shared) }
         ) { fd, peer, loop in
           ProxyServer.accept(fd: fd, peer: peer, loop: loop, listener: shared, context: context)
         }
@@ -195,7 +195,7 @@ public final class ProxyServer: Sendable {
     // The address's bytes, made once for the owner's look-up and the origin.
     let bytes = address.addressBytes
     let local = context.localPeer(fd: fd, peer: address, peerBytes: bytes, loop: loop)
-    if let local, !context.admitsUser(local, fd: fd, peer: address, listener: config) { return }
+    if let local, !context.admitsUser(local, fd: fd, peer: address, listener: listener) { return }
     let origin = ClientOrigin(address: address, bytes: bytes, local: local)
     let connection = Connection(fd: fd, address: address, loop: loop)
     let limits = context.snapshot.limits
