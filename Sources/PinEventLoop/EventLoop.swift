@@ -30,8 +30,8 @@ public final class EventLoop: Sendable {
     self.name = name
     self.index = index
     queue = DispatchQueue(label: "pinproxy.loop.\(name)")
-    timers = TimerTable(queue: queue)
     readiness = Readiness(queue: queue)
+    timers = TimerTable(queue: queue, clock: readiness)
     queue.setSpecific(key: EventLoop.identity, value: ObjectIdentifier(self))
   }
 
@@ -89,6 +89,10 @@ public final class EventLoop: Sendable {
     timers.makeTimer(work)
   }
 
+  /// Now, in uptime nanoseconds, read once per batch of readiness events
+  /// on the loop (see `Readiness.now`); the clock itself elsewhere.
+  public var now: UInt64 { readiness.now }
+
   /// Now plus `seconds`, in uptime nanoseconds, saturating.
   public static func deadline(after seconds: Double, now: UInt64 = DispatchTime.now().uptimeNanoseconds)
     -> UInt64
@@ -142,7 +146,7 @@ public final class LoopTimer: @unchecked Sendable {
   /// `seconds` from now, once, unless cancelled or re-armed first.
   public func schedule(after seconds: Double) {
     precondition(reusable, "schedule(after:) needs a timer from EventLoop.makeTimer")
-    table.arm(self, deadline: EventLoop.deadline(after: seconds))
+    table.arm(self, deadline: EventLoop.deadline(after: seconds, now: table.clock.now))
   }
 }
 
@@ -184,7 +188,10 @@ final class TimerTable: @unchecked Sendable {
   /// The shortest time between two firings (100 ms).
   static let tickNanoseconds: UInt64 = 100_000_000
 
-  init(queue: DispatchQueue) { self.queue = queue }
+  /// The loop's clock (`EventLoop.now`).
+  let clock: Readiness
+
+  init(queue: DispatchQueue, clock: Readiness) { (self.queue, self.clock) = (queue, clock) }
 
   func add(deadline: UInt64, _ work: @escaping @Sendable () -> Void) -> LoopTimer {
     lock.lock()

@@ -1,5 +1,6 @@
 import CLinuxEpoll
 import Dispatch
+import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -52,6 +53,14 @@ final class Readiness: @unchecked Sendable {
 
   let epollFD: Int32
   private let queue: DispatchQueue
+  /// When the batch being handled was read (uptime nanoseconds; 0 outside
+  /// a batch), and the thread handling it: the loop's clock for that work
+  /// (`now`), read once per batch as nginx reads its time once per turn,
+  /// instead of once per timer armed, request timed and connection pooled.
+  /// Atomics: `now` may be asked from any thread, and only the loop's own
+  /// thread, inside a batch, gets the kept value.
+  private let batchStarted = Atomic<UInt64>(0)
+  private let batchThread = Atomic<UInt>(0)
   private var source: DispatchSourceRead?
   /// Signalled when a turn's budget ran out with events left: its handler
   /// drains again as a fresh item of the queue. A source, not a
@@ -151,6 +160,16 @@ final class Readiness: @unchecked Sendable {
     free.append(token.slot)
   }
 
+  /// Now, in uptime nanoseconds: when the batch being handled was read, on
+  /// the loop's thread inside a batch; else the clock, read now. A batch
+  /// lasts microseconds (a turn's budget bounds it), so a deadline counted
+  /// from it is early by no more than that.
+  var now: UInt64 {
+    let started = batchStarted.load(ordering: .relaxed)
+    if started != 0 && batchThread.load(ordering: .relaxed) == UInt(pthread_self()) { return started }
+    return DispatchTime.now().uptimeNanoseconds
+  }
+
   /// Handles what is ready, in batches, until epoll reports nothing (or the
   /// turn's budget ran out: then the rest continues as a new queue item).
   private func drain() {
@@ -159,6 +178,9 @@ final class Readiness: @unchecked Sendable {
       let count = pp_epoll_wait(epollFD, batch, Int32(Readiness.batchSize))
       if count < 0 && errno == EINTR { continue }
       guard count > 0 else { return }
+      batchThread.store(UInt(pthread_self()), ordering: .relaxed)
+      batchStarted.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
+      defer { batchStarted.store(0, ordering: .relaxed) }
       for index in 0..<Int(count) {
         let event = batch[index]
         let slot = Int(truncatingIfNeeded: event.token & 0xFFFF_FFFF)

@@ -161,7 +161,7 @@ final class DownstreamHTTP2Session: ChannelDelegate, DrainableSession, HTTP2Stre
 
   func report(_ record: ExchangeRecord) {
     record.report(
-      to: context.logger, context.metrics, client: origin, listener: listener.name, loop: loop.index,
+      to: context.logger, context.metrics, client: origin, listener: listener.name, loop: loop,
       user: loggedUser)
   }
 

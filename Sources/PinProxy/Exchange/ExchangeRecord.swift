@@ -1,4 +1,5 @@
 import Dispatch
+import PinEventLoop
 
 /// What an exchange was, for the access log and metrics: read from the
 /// exchange machine (`ExchangeMachine.record`) whichever protocol the client
@@ -32,17 +33,19 @@ struct ExchangeRecord {
   }
 
   /// Counts the request and records its duration (on loop `loop`'s
-  /// histogram cells), and writes its access line (when the access log is
+  /// histogram cells, timed by the loop's clock), and writes its access line (when the access log is
   /// on). `user`: the authenticated proxy user, given only where the
   /// listener's `proxyAuth.logUser` allows it to be logged and counted.
   func report(
-    to logger: ProxyLogger, _ metrics: ProxyMetrics, client: ClientOrigin, listener: String, loop: Int,
-    user: String? = nil
+    to logger: ProxyLogger, _ metrics: ProxyMetrics, client: ClientOrigin, listener: String,
+    loop: EventLoop, user: String? = nil
   ) {
-    let elapsed = DispatchTime.nanoseconds(since: started)
-    metrics.request(listener: listener, status: status, nanoseconds: elapsed, loop: loop)
+    // The loop's clock is read once per batch: a start stamped by the
+    // clock itself later in the same batch counts as no time, not as a wrap.
+    let elapsed = max(loop.now, started) - started
+    metrics.request(listener: listener, status: status, nanoseconds: elapsed, loop: loop.index)
     if let user { metrics.userRequests.increment([listener, user]) }
-    if let local = client.local { metrics.localActivity.request(local) }
+    if let local = client.local { metrics.localActivity.request(local, now: started + elapsed) }
     guard logger.access else { return }
     let path = logger.shownPath(target.path[...])
     let line = AccessLine(

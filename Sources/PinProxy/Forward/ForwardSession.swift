@@ -102,7 +102,7 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
     pool = context.pool(for: connection.loop)
     machine = ForwardMachine(
       router: ForwardRouter(snapshot: snapshot, bound: listener, client: origin),
-      limits: snapshot.httpLimits, client: origin.key, clock: { DispatchTime.now().uptimeNanoseconds },
+      limits: snapshot.httpLimits, client: origin.key, clock: { [loop = connection.loop] in loop.now },
       storage: ForwardStorageShelf.of(connection.loop)?.take())
     connection.delegate = self
   }
@@ -243,7 +243,7 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
     case .pauseClient:
       client.pauseReading()
     case .awaitRequest(let idle):
-      awaitingSince = DispatchTime.now().uptimeNanoseconds
+      awaitingSince = loop.now
       armHeadTimer(seconds: idle ? snapshot.timeouts.idleKeepAlive : snapshot.timeouts.clientHeader)
     case .armHeaderTimer:
       armHeadTimer(seconds: snapshot.timeouts.clientHeader)
@@ -310,7 +310,7 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   func reportFinishedExchange() {
     guard let record = machine.takeFinishedRecord() else { return }
     record.report(
-      to: context.logger, context.metrics, client: origin, listener: listener.name, loop: loop.index,
+      to: context.logger, context.metrics, client: origin, listener: listener.name, loop: loop,
       user: loggedUser)
   }
 

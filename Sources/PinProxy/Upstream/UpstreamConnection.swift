@@ -42,12 +42,15 @@ final class UpstreamConnection: UpstreamLink, ChannelDelegate, @unchecked Sendab
     self.key = key
     self.dialed = dialed
     self.charge = charge
+    loop = dialed.channel.loop
     parser = HTTP1Parser(role: .response, limits: limits, pausesBetweenMessages: true)
     channel.delegate = self
     channel.resumeReading()
   }
 
-  var loop: EventLoop { channel.loop }
+  /// The channel's loop, kept: asked through the channel's protocol at
+  /// every entry point, it was a call and a retain each (eight a request).
+  let loop: EventLoop
   var isOpen: Bool { !closed && channel.isOpen }
   /// Idle and clean: nothing of a response pending, no EOF seen.
   /// An origin that sent anything past the end of its response (an unsolicited

@@ -126,7 +126,7 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
     // Read while idle (the session may have paused it for back-pressure):
     // anything an idle connection sends ends its use.
     connection.resumeReading()
-    let deadline = EventLoop.deadline(after: idleTimeout)
+    let deadline = EventLoop.deadline(after: idleTimeout, now: loop.now)
     if sweepDeadline.map({ deadline < $0 }) ?? true { arm(at: deadline, after: idleTimeout) }
     let list: IdleList
     if let existing {
