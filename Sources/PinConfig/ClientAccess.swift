@@ -68,6 +68,11 @@ public struct AddressBlock: Sendable, Equatable, CustomStringConvertible {
   /// Compared in place, byte by byte under the mask: checked at every
   /// accept, it makes no array.
   public func contains(_ address: [UInt8]) -> Bool {
+    address.withUnsafeBytes { contains($0) }
+  }
+
+  /// The same over bytes in place.
+  public func contains(_ address: UnsafeRawBufferPointer) -> Bool {
     // A mapped address is judged as IPv4 only, never against an IPv6 block.
     let offset = AddressBlock.isMapped(address) ? 12 : 0
     guard address.count - offset == network.count else { return false }
@@ -81,7 +86,7 @@ public struct AddressBlock: Sendable, Equatable, CustomStringConvertible {
   }
 
   /// `::ffff:a.b.c.d`.
-  static func isMapped(_ address: [UInt8]) -> Bool {
+  static func isMapped(_ address: UnsafeRawBufferPointer) -> Bool {
     address.count == 16 && address[0..<10].allSatisfy({ $0 == 0 }) && address[10] == 0xff
       && address[11] == 0xff
   }
@@ -121,6 +126,9 @@ public struct ClientAddressRules: Sendable, Equatable {
   ])
 
   public func allows(_ address: [UInt8]) -> Bool { blocks.contains { $0.contains(address) } }
+
+  /// The same over bytes in place.
+  public func allows(_ address: UnsafeRawBufferPointer) -> Bool { blocks.contains { $0.contains(address) } }
 
   /// The families (`IPv4`, `IPv6`) whose every address is allowed.
   public var openFamilies: [String] {

@@ -270,16 +270,17 @@ final class TimerTable: @unchecked Sendable {
     lock.unlock()
     // A work may hold the last reference to its owner: it is let go of
     // only after the lock (an owner's deinit may cancel timers of its own).
-    // One at a time: a tuple of the two was boxed to be kept.
-    withExtendedLifetime(listed) {}
-    withExtendedLifetime(work) {}
+    // Ended with `consume`, not passed to a generic function to be kept:
+    // a closure handed to one is re-abstracted into a new allocation.
+    _ = consume listed
+    _ = consume work
   }
 
   func remove(_ id: UInt64) {
     lock.lock()
     let removed = entries.removeValue(forKey: id)
     lock.unlock()
-    withExtendedLifetime(removed) {}
+    _ = consume removed
   }
 
   /// Runs (on the loop) every timer whose deadline has passed, earliest

@@ -50,6 +50,22 @@ public struct SocketAddress: Sendable, CustomStringConvertible {
     }
   }
 
+  /// The address alone, in place: 4 bytes for IPv4, 16 for IPv6 (no
+  /// array made, for a check made at every accept).
+  public func withAddressBytes<Result>(_ body: (UnsafeRawBufferPointer) -> Result) -> Result {
+    var copy = storage
+    return withUnsafePointer(to: &copy) { pointer in
+      if family == AF_INET6 {
+        return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+          withUnsafeBytes(of: $0.pointee.sin6_addr, body)
+        }
+      }
+      return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+        withUnsafeBytes(of: $0.pointee.sin_addr, body)
+      }
+    }
+  }
+
   /// The address alone: 4 bytes for IPv4, 16 for IPv6.
   public var addressBytes: [UInt8] {
     var copy = storage

@@ -18,8 +18,8 @@ extension ProxyContext {
   }
 
   private func admits(_ address: SocketAddress, listener: String, rules: ClientAddressRules) -> Bool {
+    if address.withAddressBytes({ rules.allows($0) }) { return true }
     let bytes = address.addressBytes
-    if rules.allows(bytes) { return true }
     metrics.clientsRefused.increment([listener, "address"])
     let client = IPAddress(bytes: bytes)?.description ?? address.description
     // Keyed like admission (an IPv6 /64 is one client): a scan through one
