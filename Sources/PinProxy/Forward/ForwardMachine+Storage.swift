@@ -8,21 +8,21 @@ import PinHTTP
 /// freed connections on a free list for the same reason: a new connection
 /// then allocates none of it, and its first request grows nothing.
 extension ForwardMachine {
+  /// Taken over by a new machine (`init(router:limits:client:clock:storage:)`),
+  /// emptied by `surrenderStorage`.
   struct Storage {
-    fileprivate var pending: RingBuffer<HTTP1Parser.Event>
-    fileprivate var actions: RingBuffer<Action>
-    fileprivate var exchangeActions: ExchangeMachine<Upstream>.Actions
-    fileprivate var output: [UInt8]
-    fileprivate var parser: HTTP1Parser.Spares
-  }
+    var pending: RingBuffer<HTTP1Parser.Event>
+    var actions: RingBuffer<Action>
+    var exchangeActions: ExchangeMachine<Upstream>.Actions
+    var output: [UInt8]
+    var parser: HTTP1Parser.Spares?
 
-  /// Takes over `storage` (emptied by `surrenderStorage`) for this new machine.
-  mutating func adopt(_ storage: consuming Storage) {
-    pending = storage.pending
-    actions = storage.actions
-    exchangeActions = storage.exchangeActions
-    response = HTTP1Downstream(clientVersion: .http11, closing: false, output: storage.output)
-    parser = HTTP1Parser(role: .request, limits: limits, pausesBetweenMessages: true, spares: storage.parser)
+    /// A first session's: nothing allocated until used.
+    static var empty: Storage {
+      Storage(
+        pending: RingBuffer(), actions: RingBuffer(capacity: 16),
+        exchangeActions: ExchangeMachine<Upstream>.Actions(capacity: 16), output: [], parser: nil)
+    }
   }
 
   /// This machine's storage, emptied; the machine is done and is left with

@@ -83,8 +83,8 @@ struct ForwardMachine<Upstream: SameUpstream> {
   let clock: @Sendable () -> UInt64
   /// Parsed but not yet handled (body while connecting, pipelined
   /// requests): the parser appends here directly.
-  var pending = RingBuffer<HTTP1Parser.Event>()
-  var actions = RingBuffer<Action>(capacity: 16)
+  var pending: RingBuffer<HTTP1Parser.Event>
+  var actions: RingBuffer<Action>
   /// The request being served while `state` is `.exchanging`: kept beside
   /// the state, not in it, so that it is changed in place, never copied out
   /// and back.
@@ -94,9 +94,9 @@ struct ForwardMachine<Upstream: SameUpstream> {
   /// head, whose storage the next request's head reuses once let go.
   var finishedRecord: ExchangeRecord?
   /// What the current exchange asked, before it becomes `actions`.
-  var exchangeActions = ExchangeMachine<Upstream>.Actions(capacity: 16)
+  var exchangeActions: ExchangeMachine<Upstream>.Actions
   /// The current response, framed for this client.
-  var response = HTTP1Downstream(clientVersion: .http11, closing: false)
+  var response: HTTP1Downstream
   /// Set inside an intercepted CONNECT: requests go to this host over TLS.
   var tunnel: ConnectTarget?
   /// The proxy credential last verified on this connection: a CONNECT's
@@ -127,8 +127,12 @@ struct ForwardMachine<Upstream: SameUpstream> {
     self.limits = limits
     self.client = client
     self.clock = clock
-    parser = HTTP1Parser(role: .request, limits: limits, pausesBetweenMessages: true)
-    if let storage { adopt(storage) }
+    // Made once, from a finished session's storage when there is one (not
+    // made empty first and then replaced).
+    let storage = storage ?? Storage.empty
+    (pending, actions, exchangeActions) = (storage.pending, storage.actions, storage.exchangeActions)
+    response = HTTP1Downstream(clientVersion: .http11, closing: false, output: storage.output)
+    parser = HTTP1Parser(role: .request, limits: limits, pausesBetweenMessages: true, spares: storage.parser)
   }
 
   mutating func nextAction() -> Action? { actions.popFirst() }
