@@ -33,12 +33,13 @@ static inline int pp_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64
   return epoll_ctl(epfd, op, fd, &event);
 }
 
-/// Non-blocking wait: at most `capacity` (≤ PP_EPOLL_BATCH) ready
-/// registrations into `out`; returns their count, or -1 with errno.
-static inline int pp_epoll_wait(int epfd, pp_ready *out, int capacity) {
+/// A wait of at most `timeout_ms` (0: none): at most `capacity`
+/// (≤ PP_EPOLL_BATCH) ready registrations into `out`; returns their count,
+/// or -1 with errno.
+static inline int pp_epoll_wait(int epfd, pp_ready *out, int capacity, int timeout_ms) {
   struct epoll_event events[PP_EPOLL_BATCH];
   if (capacity > PP_EPOLL_BATCH) capacity = PP_EPOLL_BATCH;
-  int count = epoll_wait(epfd, events, capacity, 0);
+  int count = epoll_wait(epfd, events, capacity, timeout_ms);
   for (int i = 0; i < count; i++) {
     out[i].token = events[i].data.u64;
     out[i].events = events[i].events;
