@@ -20,7 +20,7 @@ public struct SocketError: Error, Sendable, CustomStringConvertible {
 /// later loop task, so no delegate call re-enters the caller of `close()`.
 /// Pending output is bounded only by the caller, which must stop producing
 /// when `isAboveHighWatermark` (back-pressure).
-public final class Connection: ByteChannel, ReadinessHandler, @unchecked Sendable {
+public final class Connection: ByteChannel, ReadinessHandler, PostedWork, @unchecked Sendable {
   public enum State: Equatable {
     case open
     /// Out of the epoll set and closed; `channelDidClose` is on its way.
@@ -188,12 +188,18 @@ public final class Connection: ByteChannel, ReadinessHandler, @unchecked Sendabl
     let hook = onClose
     onClose = nil
     hook?()
-    loop.execute { [self] in
-      state = .closed
-      let owner = delegate
-      delegate = nil
-      owner?.channelDidClose(self, error: closeError)
-    }
+    // The delegate is told after the call that closed returns: at the end
+    // of the batch when closed inside one, else as a new queue item.
+    if loop.readiness.inBatch { return loop.readiness.post(self) }
+    loop.execute { [self] in runPosted() }
+  }
+
+  /// Tells the delegate the connection closed.
+  func runPosted() {
+    state = .closed
+    let owner = delegate
+    delegate = nil
+    owner?.channelDidClose(self, error: closeError)
   }
 
   /// Closes once the queued output has been written (or failed).

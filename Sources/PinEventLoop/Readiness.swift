@@ -24,6 +24,14 @@ protocol ReadinessHandler: AnyObject {
   func ready(_ events: UInt32)
 }
 
+/// Work a handler leaves for the end of the batch it runs in (nginx's
+/// posted events): run after every handler of the batch has returned, so
+/// never inside the call that posted it, and without a queue item (a
+/// `queue.async` closure is a heap block and a trip through libdispatch).
+protocol PostedWork: AnyObject {
+  func runPosted()
+}
+
 /// Where one fd sits in its loop's `Readiness`: a slot index and the slot's
 /// generation when it was taken, so an event still in a batch for a slot
 /// that was released (its fd closed, the number maybe reused) is dropped.
@@ -68,6 +76,9 @@ final class Readiness: @unchecked Sendable {
   /// each async closure is a heap block (a keep-alive client at full speed
   /// would pay one every few requests).
   private var resumption: DispatchSourceUserDataAdd?
+  /// Posted during the batch being handled (`post`), and the list being run.
+  private var posted: [any PostedWork] = []
+  private var running: [any PostedWork] = []
   private var slots: [Slot] = []
   private var free: [UInt32] = []
   private let batch: UnsafeMutablePointer<pp_ready>
@@ -178,6 +189,28 @@ final class Readiness: @unchecked Sendable {
   /// the loop's thread inside a batch; else the clock, read now. A batch
   /// lasts microseconds (a turn's budget bounds it), so a deadline counted
   /// from it is early by no more than that.
+  /// Whether the caller runs inside a batch, on the loop's thread: work
+  /// may then be posted to the batch's end.
+  var inBatch: Bool {
+    batchStarted.load(ordering: .relaxed) != 0 && batchThread.load(ordering: .relaxed) == UInt(pthread_self())
+  }
+
+  /// Runs `work` at the end of the batch being handled (only inside one:
+  /// see `inBatch`).
+  func post(_ work: any PostedWork) {
+    assertOnQueue(queue)
+    posted.append(work)
+  }
+
+  /// What the batch's handlers posted, and what that posted in turn.
+  private func runPosted() {
+    while !posted.isEmpty {
+      swap(&posted, &running)
+      for work in running { work.runPosted() }
+      running.removeAll(keepingCapacity: true)
+    }
+  }
+
   var now: UInt64 {
     let started = batchStarted.load(ordering: .relaxed)
     if started != 0 && batchThread.load(ordering: .relaxed) == UInt(pthread_self()) { return started }
@@ -210,6 +243,7 @@ final class Readiness: @unchecked Sendable {
         else { continue }
         handler.ready(event.events)
       }
+      runPosted()
     }
     resumption?.add(data: 1)
   }
