@@ -76,9 +76,12 @@ public final class TLSEngine {
   }
 
   /// Moves up to `buffer.count` bytes of pending ciphertext into `buffer`;
-  /// returns how many (0 when there is none).
+  /// returns how many (0 when there is none). Fewer than `buffer.count`
+  /// means none is left: the caller need not ask again. One read, not a
+  /// pending check first: an empty memory BIO reads as nothing (-1, or 0
+  /// with no retry flag), which counts as 0 here.
   public func takeOutput(into buffer: UnsafeMutableRawBufferPointer) -> Int {
-    guard pp_BIO_ctrl_pending(networkOut) > 0, !buffer.isEmpty else { return 0 }
+    guard !buffer.isEmpty else { return 0 }
     return max(0, Int(BIO_read(networkOut, buffer.baseAddress, Int32(clamping: buffer.count))))
   }
 

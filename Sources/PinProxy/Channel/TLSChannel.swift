@@ -187,6 +187,8 @@ final class TLSChannel: ByteChannel, ChannelDelegate, @unchecked Sendable {
       let count = engine.takeOutput(into: buffer)
       guard count > 0 else { return }
       connection.write(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+      // Less than the buffer holds: the engine had no more.
+      if count < buffer.count { return }
     }
   }
 
