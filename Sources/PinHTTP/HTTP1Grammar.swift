@@ -33,8 +33,18 @@ enum HTTP1Grammar {
           return start..<(position - 3)
         }
       } else if byte == cr {
-        if position + 1 < input.count && input[position + 1] != lf {
-          throw HTTPParseError(.badRequest, "bare CR in \(what)")
+        if position + 1 < input.count {
+          guard input[position + 1] == lf else { throw HTTPParseError(.badRequest, "bare CR in \(what)") }
+          // The LF that follows is taken with its CR (the usual line end):
+          // one step a line, not two, with the checks an LF alone gets.
+          if position - start >= limit {
+            throw HTTPParseError(.headersTooLarge, "\(what) exceeds \(limit) bytes")
+          }
+          position += 1
+          if position - start >= 3 && input[position - 2] == lf && input[position - 3] == cr {
+            index = position + 1
+            return start..<(position - 3)
+          }
         }
       } else if byte == 0 {
         throw HTTPParseError(.badRequest, "NUL in \(what)")
