@@ -6,7 +6,8 @@ extension ForwardSession {
   var acquirer: UpstreamAcquirer {
     if let acquirerUnderSnapshot { return acquirerUnderSnapshot }
     let made = UpstreamAcquirer(
-      context: context, snapshot: snapshot, loop: loop, client: clientKey, connection: budgetConnection)
+      context: context, snapshot: snapshot, loop: loop, pool: pool, client: clientKey,
+      connection: budgetConnection)
     acquirerUnderSnapshot = made
     return made
   }

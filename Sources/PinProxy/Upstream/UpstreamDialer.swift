@@ -12,17 +12,30 @@ import PinTrust
 /// negotiated protocol on it (`UpstreamConnection`,
 /// `HTTP2UpstreamConnection`), a splice relays it raw. Failures come back
 /// as 502 or 504 with their code.
-struct UpstreamDialer {
+///
+/// An object: a loop's sessions share one per snapshot
+/// (`UpstreamPool.dialer(under:make:)`), each holding it with one reference.
+final class UpstreamDialer: Sendable {
   let snapshot: RuntimeSnapshot
   let trustEngine: TrustEngine
   let sessions: TLSSessionCache
   let metrics: ProxyMetrics
   /// Told about refused chains and waived pin failures; nil for the
   /// reporter's own posts (a report never causes a report).
-  var reporter: (any PinFailureReporting)?
+  let reporter: (any PinFailureReporting)?
   /// Fetches the revocation information a rule looks for; nil decides with
   /// what is at hand (`pinproxy pins update`).
-  var revocationFetcher: (any RevocationFetching)?
+  let revocationFetcher: (any RevocationFetching)?
+
+  init(
+    snapshot: RuntimeSnapshot, trustEngine: TrustEngine, sessions: TLSSessionCache, metrics: ProxyMetrics,
+    reporter: (any PinFailureReporting)?, revocationFetcher: (any RevocationFetching)? = nil
+  ) {
+    (self.snapshot, self.trustEngine, self.sessions, self.metrics) = (
+      snapshot, trustEngine, sessions, metrics
+    )
+    (self.reporter, self.revocationFetcher) = (reporter, revocationFetcher)
+  }
 
   /// - Parameter http2: offer `h2` in ALPN (the forward path, for a rule
   ///   with `upstreamHTTP2`); what the origin chose is `negotiated`.

@@ -38,6 +38,20 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
   private lazy var sweepTimer: LoopTimer = loop.makeTimer { [weak self] in self?.sweep() }
   /// When the sweep timer fires next (uptime ns); nil while it is not armed.
   private var sweepDeadline: UInt64?
+  /// The dialer of the snapshot last asked for, by its generation: a
+  /// loop's new connections share it rather than each making one.
+  private var dialerInForce: (generation: UInt64, dialer: UpstreamDialer)?
+
+  /// The dialer for `snapshot`, made by `make` once per generation on this
+  /// loop. Sound because a snapshot never changes and each installed one
+  /// has a generation of its own. On the loop only.
+  func dialer(under snapshot: RuntimeSnapshot, make: () -> UpstreamDialer) -> UpstreamDialer {
+    loop.preconditionInLoop()
+    if let dialerInForce, dialerInForce.generation == snapshot.generation { return dialerInForce.dialer }
+    let made = make()
+    dialerInForce = (snapshot.generation, made)
+    return made
+  }
 
   init(loop: EventLoop, idleGauge: SharedCount, pins: DynamicPinRegistry) {
     self.loop = loop
