@@ -22,8 +22,11 @@ public final class Locked<Value>: @unchecked Sendable {
   private static var byteCount: Int {
     (valueOffset + MemoryLayout<Value>.stride + line - 1) / line * line
   }
-  private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-  private let value: UnsafeMutablePointer<Value>
+  // Usable from inlined code: `withLock` is inlined into its callers in
+  // other modules, where a generic call through the module boundary cost
+  // more than the lock itself (a thunk and a closure context per call).
+  @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
+  @usableFromInline let value: UnsafeMutablePointer<Value>
 
   public init(_ value: Value) {
     let raw = UnsafeMutableRawPointer.allocate(
@@ -39,7 +42,7 @@ public final class Locked<Value>: @unchecked Sendable {
     UnsafeMutableRawPointer(mutex).deallocate()
   }
 
-  @inline(__always)
+  @inlinable @inline(__always)
   public func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result)
     throws(Failure)
     -> Result
