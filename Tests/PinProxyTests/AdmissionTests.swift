@@ -1,5 +1,6 @@
 import PinConfig
 import PinTrust
+import Synchronization
 import XCTest
 
 @testable import PinProxy
@@ -41,6 +42,36 @@ final class AdmissionTests: XCTestCase {
     admission.release(client: ClientKey.of("192.0.2.1:1"))
     XCTAssertEqual(
       admission.admit(client: ClientKey.of("192.0.2.1:4"), limits: limits) { _ in true }, .admitted)
+  }
+
+  /// A client whose connections all closed keeps its entry at zero (a
+  /// connection per request finds it again), and more such clients than
+  /// the table keeps sweep the zeros: through both, every client's limit
+  /// still counts exactly its open connections.
+  func testCountsAtZeroAreKeptOrSweptWithoutChangingAnyLimit() {
+    let admission = ConnectionAdmission()
+    var limits = LimitsConfig()
+    limits.maxConnections = 10_000
+    limits.maxConnectionsPerClient = 2
+    let held = "192.0.2.200"
+    XCTAssertEqual(admission.admit(client: held, limits: limits) { _ in false }, .admitted)
+    for round in 0..<3 {
+      // 100 clients each open two and close both: more zeros than are kept.
+      for index in 0..<100 {
+        let client = "198.51.100.\(index)"
+        XCTAssertEqual(admission.admit(client: client, limits: limits) { _ in false }, .admitted, "\(round)")
+        XCTAssertEqual(admission.admit(client: client, limits: limits) { _ in false }, .admitted, "\(round)")
+        XCTAssertEqual(admission.admit(client: client, limits: limits) { _ in false }, .clientLimit(2))
+        admission.release(client: client)
+        admission.release(client: client)
+        // A client count released once too often stays at zero.
+        admission.release(client: client, countedOpen: false)
+      }
+    }
+    // The client holding a connection throughout still has one of its two.
+    XCTAssertEqual(admission.admit(client: held, limits: limits) { _ in false }, .admitted)
+    XCTAssertEqual(admission.admit(client: held, limits: limits) { _ in false }, .clientLimit(2))
+    XCTAssertEqual(admission.open.load(ordering: .relaxed), 2)
   }
 
   /// At one client's limit a spare connection of that client (and only of

@@ -17,7 +17,47 @@ import Synchronization
 /// a client trickling heads on most of its slots cannot lock out its own
 /// (or, for loopback, every local process's) next connection.
 final class ConnectionAdmission: Sendable {
-  private let perClient = Locked<[String: Int]>([:])
+  private let perClient = Locked<ClientCounts>(ClientCounts())
+
+  /// Open connections per client. A client whose count fell to 0 keeps its
+  /// entry, up to `zeroesKept` of them (then every zero goes at once): a
+  /// client connecting again and again (a connection per request) then
+  /// finds its entry instead of inserting and removing it each time, and
+  /// the table holds the clients with connections plus at most that many.
+  private struct ClientCounts {
+    var counts: [String: Int] = [:]
+    var zeroes = 0
+    static let zeroesKept = 64
+
+    /// One more for `client` unless it has `limit` already; one look-up.
+    mutating func add(_ client: String, limit: Int) -> Bool {
+      var added = false
+      var fromZero = false
+      Self.bump(&counts[client, default: 0], limit: limit, added: &added, fromZero: &fromZero)
+      if fromZero { zeroes -= 1 }
+      return added
+    }
+
+    private static func bump(_ count: inout Int, limit: Int, added: inout Bool, fromZero: inout Bool) {
+      guard count < limit else { return }
+      // A new entry reads 0 too: only a kept one was counted as a zero.
+      fromZero = count == 0
+      count += 1
+      added = true
+    }
+
+    /// One fewer for `client`; one look-up.
+    mutating func remove(_ client: String) {
+      guard let index = counts.index(forKey: client), counts.values[index] > 0 else { return }
+      counts.values[index] -= 1
+      guard counts.values[index] == 0 else { return }
+      zeroes += 1
+      if zeroes > Self.zeroesKept {
+        counts = counts.filter { $0.value > 0 }
+        zeroes = 0
+      }
+    }
+  }
   let open = Atomic<Int>(0)
   /// Refused connections being closed lingeringly (so that the 503 is read,
   /// not reset); past `maxRefusedLingering` they are closed at once.
@@ -34,16 +74,11 @@ final class ConnectionAdmission: Sendable {
   /// accepting loop; `evict` closes a spare connection of that loop, of the
   /// given client address when one is named.
   func admit(client address: String, limits: LimitsConfig, evict: (_ client: String?) -> Bool) -> Decision {
-    let admittedForClient = perClient.withLock { counts in
-      let count = counts[address, default: 0]
-      guard count < limits.maxConnectionsPerClient else { return false }
-      counts[address] = count + 1
-      return true
-    }
+    let admittedForClient = perClient.withLock { $0.add(address, limit: limits.maxConnectionsPerClient) }
     if !admittedForClient {
       // The victim's close releases its own count once its socket is closed.
       guard evict(address) else { return .clientLimit(limits.maxConnectionsPerClient) }
-      perClient.withLock { $0[address, default: 0] += 1 }
+      _ = perClient.withLock { $0.add(address, limit: .max) }
     }
     if open.add(1, ordering: .relaxed).newValue > limits.maxConnections {
       if evict(nil) { return .admitted }
@@ -69,10 +104,7 @@ final class ConnectionAdmission: Sendable {
   /// A connection admitted by `admit` closed.
   func release(client address: String, countedOpen: Bool = true) {
     if countedOpen { open.subtract(1, ordering: .relaxed) }
-    perClient.withLock { counts in
-      let count = counts[address, default: 1] - 1
-      counts[address] = count > 0 ? count : nil
-    }
+    perClient.withLock { $0.remove(address) }
   }
 }
 

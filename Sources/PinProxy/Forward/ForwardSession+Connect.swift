@@ -144,7 +144,7 @@ extension ForwardSession {
     loop.preconditionInLoop()
     stopTimers()
     mode = .ended
-    context.registry(for: loop).remove(self)
+    registry.remove(self)
     let http2: DownstreamHTTP2Session
     do {
       http2 = try DownstreamHTTP2Session(

@@ -85,6 +85,10 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   let budgetConnection = UpstreamBudget.connectionID()
   /// The loop's pool, looked up once (the session never leaves its loop).
   let pool: UpstreamPool
+  /// The loop's session registry and its shelf of spare machine storage,
+  /// looked up once, not at every start, end and release.
+  let registry: SessionRegistry
+  private let shelf: ForwardStorageShelf?
   /// `acquirer`, kept while `snapshot` is in force.
   var acquirerUnderSnapshot: UpstreamAcquirer?
 
@@ -100,16 +104,18 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
     snapshot = context.snapshot
     self.origin = origin
     pool = context.pool(for: connection.loop)
+    registry = context.registry(for: connection.loop)
+    shelf = ForwardStorageShelf.of(connection.loop)
     machine = ForwardMachine(
       router: ForwardRouter(snapshot: snapshot, bound: listener, client: origin),
       limits: snapshot.httpLimits, client: origin.key, clock: { [loop = connection.loop] in loop.now },
-      storage: ForwardStorageShelf.of(connection.loop)?.take())
+      storage: shelf?.take())
     connection.delegate = self
   }
 
   func start() {
     run {
-      context.registry(for: loop).add(self)
+      registry.add(self)
       $0.start()
     }
     connection.resumeReading()
@@ -150,7 +156,7 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
       byteLimit: snapshot.limits.lingeringCloseBytes)
     // It reads no request any more: it no longer takes a client's slot.
     admission.release()
-    context.registry(for: loop).remove(self)
+    registry.remove(self)
     stopTimers()
   }
 
@@ -195,7 +201,7 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
     loop.preconditionInLoop()
     stopTimers()
     mode = .ended
-    context.registry(for: loop).remove(self)
+    registry.remove(self)
     admission.release()
   }
 
@@ -211,8 +217,9 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   /// The registry holds sessions unretained: the entry goes at the latest
   /// here. The machine's storage goes on to the loop's next session.
   deinit {
-    context.registry(for: loop).forget(ObjectIdentifier(self))
-    if let shelf = ForwardStorageShelf.of(loop) { shelf.put(machine.surrenderStorage()) }
+    registry.forget(ObjectIdentifier(self))
+    // Only on the loop: a session released elsewhere frees its storage.
+    if let shelf, loop.inLoop { shelf.put(machine.surrenderStorage()) }
   }
 
   // MARK: UpstreamDelegate
