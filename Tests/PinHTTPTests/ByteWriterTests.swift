@@ -9,7 +9,8 @@ final class ByteWriterTests: XCTestCase {
       out.put("GET")
       out.put(0x20)
       out.put(String(repeating: "x", count: 40))  // not a small string
-      out.put(Array("|".utf8).withUnsafeBufferPointer { $0 })
+      let bar = Array("|".utf8)
+      bar.withUnsafeBufferPointer { out.put($0) }
       return out.count
     }
     XCTAssertEqual(
