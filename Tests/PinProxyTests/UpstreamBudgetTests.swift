@@ -84,6 +84,30 @@ final class UpstreamBudgetTests: XCTestCase {
   /// model of the rule, through entries going idle, coming back and being
   /// swept past the idle bound.
   func testDecisionsAgreeWithAModelOfTheRule() {
+    checkAgainstTheModel { BudgetClient($0) }
+  }
+
+  /// The same with each address's key made once and kept, as a session's
+  /// acquirer keeps it: the entry a key remembers is used while it is in
+  /// the table and looked up again once swept, and a second budget never
+  /// takes the first one's entries for its own.
+  func testKeysThatRememberTheirEntriesAgreeWithTheModel() {
+    var keys: [String: BudgetClient] = [:]
+    checkAgainstTheModel { client in
+      if let key = keys[client] { return key }
+      let key = BudgetClient(client)
+      keys[client] = key
+      return key
+    }
+    let other = UpstreamBudget(limits: LimitsConfig(), descriptorLimit: 4096)
+    for key in keys.values {
+      XCTAssertEqual(other.sockets(of: key), 0)
+      XCTAssertTrue(other.chargeClient(key, connection: 1))
+      XCTAssertEqual(other.sockets(of: key), 1)
+    }
+  }
+
+  private func checkAgainstTheModel(key: (String) -> BudgetClient) {
     var limits = LimitsConfig()
     limits.maxConnectionsPerClient = 3
     let budget = UpstreamBudget(limits: limits, descriptorLimit: 4096)
@@ -100,14 +124,14 @@ final class UpstreamBudgetTests: XCTestCase {
       if Bool.random(using: &generator) {
         let allowed = total < cap || (connection != 0 && counts[connection, default: 0] == 0)
         XCTAssertEqual(
-          budget.chargeClient(BudgetClient(client), connection: connection), allowed, "step \(step)")
+          budget.chargeClient(key(client), connection: connection), allowed, "step \(step)")
         if allowed { counts[connection, default: 0] += 1 }
       } else if counts[connection, default: 0] > 0 {
-        budget.releaseClient(BudgetClient(client), connection: connection)
+        budget.releaseClient(key(client), connection: connection)
         counts[connection]! -= 1
       }
       model[client] = counts
-      XCTAssertEqual(budget.sockets(of: BudgetClient(client)), counts.values.reduce(0, +), "step \(step)")
+      XCTAssertEqual(budget.sockets(of: key(client)), counts.values.reduce(0, +), "step \(step)")
     }
   }
 }

@@ -42,6 +42,9 @@ final class UpstreamBudget: Sendable {
   let bufferedBytes = Atomic<Int>(0)
 
   private struct Counts {
+    /// This budget among all made (tests make several): an entry another
+    /// budget's key remembers is never taken for one of this table's.
+    let table = UpstreamBudget.tableIDs.add(1, ordering: .relaxed).newValue
     var total = 0
     var perClient: [BudgetClient: ClientCounts] = [:]
     /// Entries whose count fell to 0 are kept, up to `idleKept` of them:
@@ -56,24 +59,38 @@ final class UpstreamBudget: Sendable {
     /// entry changed where it is (an object: a dictionary's in-place
     /// `modify` of a value this size allocates its coroutine frame).
     mutating func add(_ client: BudgetClient, _ connection: UInt64, _ delta: Int) {
-      let counts: ClientCounts
-      if let existing = perClient[client] {
-        counts = existing
-      } else {
-        guard delta > 0 else { return }
-        counts = ClientCounts()
-        perClient[client] = counts
-      }
+      guard let counts = entry(client, creating: delta > 0) else { return }
       switch counts.add(connection, delta) {
       case .idle:
         idleClients += 1
         if idleClients > Self.idleKept {
-          perClient = perClient.filter { $0.value.total > 0 }
+          perClient = perClient.filter { _, counts in
+            counts.swept = counts.total <= 0
+            return !counts.swept
+          }
           idleClients = 0
         }
       case .busyAgain: idleClients -= 1
       case .unchanged: break
       }
+    }
+
+    /// `client`'s entry: the one its key last found while that is still in
+    /// the table (no look-up: a keep-alive request charges and releases
+    /// twice), else looked up and remembered; made when `creating`.
+    mutating func entry(_ client: BudgetClient, creating: Bool) -> ClientCounts? {
+      if let remembered = client.entry.counts, remembered.table == table, !remembered.swept {
+        return remembered
+      }
+      if let existing = perClient[client] {
+        client.entry.counts = existing
+        return existing
+      }
+      guard creating else { return nil }
+      let made = ClientCounts(table: table)
+      perClient[client] = made
+      client.entry.counts = made
+      return made
     }
   }
 
@@ -81,13 +98,20 @@ final class UpstreamBudget: Sendable {
   /// addresses have one connection holding sockets at a time (a keep-alive
   /// client): it is kept in a slot of its own, and the table is for others.
   /// Changed only under the budget's lock.
-  private final class ClientCounts {
+  final class ClientCounts {
     var total = 0
+    /// Taken out of the table (at zero, past `idleKept`): a key that
+    /// remembered it looks it up again.
+    var swept = false
+    /// The table it is in (`Counts.table`).
+    let table: UInt64
     var sole: UInt64 = 0
     var soleHeld = 0
     var others: [UInt64: Int] = [:]
     /// The count fell to 0 (the entry is idle), or rose from it again.
     private var idle = false
+
+    init(table: UInt64) { self.table = table }
 
     enum Change { case idle, busyAgain, unchanged }
 
@@ -130,6 +154,7 @@ final class UpstreamBudget: Sendable {
   }
 
   private static let connectionIDs = Atomic<UInt64>(0)
+  fileprivate static let tableIDs = Atomic<UInt64>(0)
 
   /// A new client connection's identity in the budget (never 0).
   static func connectionID() -> UInt64 { connectionIDs.add(1, ordering: .relaxed).newValue }
@@ -153,7 +178,7 @@ final class UpstreamBudget: Sendable {
   func chargeSocket(client: BudgetClient, connection: UInt64 = 0) -> UpstreamCharge? {
     let granted = sockets.withLock { counts in
       guard counts.total < socketLimit,
-        counts.perClient[client]?.allows(connection, cap: perClientLimit) ?? true
+        counts.entry(client, creating: false)?.allows(connection, cap: perClientLimit) ?? true
       else { return false }
       counts.total += 1
       counts.add(client, connection, 1)
@@ -166,7 +191,9 @@ final class UpstreamBudget: Sendable {
   /// the total already; false when the client is at its own limit.
   func chargeClient(_ client: BudgetClient, connection: UInt64 = 0) -> Bool {
     sockets.withLock { counts in
-      guard counts.perClient[client]?.allows(connection, cap: perClientLimit) ?? true else { return false }
+      guard counts.entry(client, creating: false)?.allows(connection, cap: perClientLimit) ?? true else {
+        return false
+      }
       counts.add(client, connection, 1)
       return true
     }
@@ -249,6 +276,14 @@ final class UpstreamCharge: @unchecked Sendable {
 struct BudgetClient: Hashable, Sendable, ExpressibleByStringInterpolation {
   let key: String
   private let hash: Int
+  /// The budget's entry for this key as last found, shared by the copies
+  /// of this value (a session's acquirer and the charges it hands out).
+  let entry = Remembered()
+
+  /// Read and written only under the budget's lock.
+  final class Remembered: @unchecked Sendable {
+    fileprivate var counts: UpstreamBudget.ClientCounts?
+  }
 
   init(_ key: String) {
     self.key = key
