@@ -65,13 +65,12 @@ public struct AddressBlock: Sendable, Equatable, CustomStringConvertible {
   /// Whether `address` (4 or 16 bytes) is in the block. An IPv4-mapped IPv6
   /// address (`::ffff:a.b.c.d`, what a dual-stack socket reports) is judged
   /// as the IPv4 address it carries.
-  /// Compared in place, byte by byte under the mask: checked at every
-  /// accept, it makes no array.
   public func contains(_ address: [UInt8]) -> Bool {
     address.withUnsafeBytes { contains($0) }
   }
 
-  /// The same over bytes in place.
+  /// The same over bytes in place, compared byte by byte under the mask:
+  /// checked at every accept, it makes no array.
   public func contains(_ address: UnsafeRawBufferPointer) -> Bool {
     // A mapped address is judged as IPv4 only, never against an IPv6 block.
     let offset = AddressBlock.isMapped(address) ? 12 : 0
@@ -92,10 +91,7 @@ public struct AddressBlock: Sendable, Equatable, CustomStringConvertible {
   }
 
   static func unmapped(_ address: [UInt8]) -> [UInt8] {
-    guard address.count == 16, address[0..<10].allSatisfy({ $0 == 0 }), address[10] == 0xff,
-      address[11] == 0xff
-    else { return address }
-    return Array(address[12...])
+    address.withUnsafeBytes { isMapped($0) } ? Array(address[12...]) : address
   }
 
   /// Every address of its family.

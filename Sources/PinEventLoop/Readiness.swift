@@ -185,10 +185,6 @@ final class Readiness: @unchecked Sendable {
     free.append(token.slot)
   }
 
-  /// Now, in uptime nanoseconds: when the batch being handled was read, on
-  /// the loop's thread inside a batch; else the clock, read now. A batch
-  /// lasts microseconds (a turn's budget bounds it), so a deadline counted
-  /// from it is early by no more than that.
   /// Whether the caller runs inside a batch, on the loop's thread: work
   /// may then be posted to the batch's end.
   var inBatch: Bool {
@@ -211,10 +207,12 @@ final class Readiness: @unchecked Sendable {
     }
   }
 
+  /// Now, in uptime nanoseconds: when the batch being handled was read, on
+  /// the loop's thread inside a batch; else the clock, read now. A batch
+  /// lasts microseconds (a turn's budget bounds it), so a deadline counted
+  /// from it is early by no more than that.
   var now: UInt64 {
-    let started = batchStarted.load(ordering: .relaxed)
-    if started != 0 && batchThread.load(ordering: .relaxed) == UInt(pthread_self()) { return started }
-    return DispatchTime.now().uptimeNanoseconds
+    inBatch ? batchStarted.load(ordering: .relaxed) : DispatchTime.now().uptimeNanoseconds
   }
 
   /// Handles what is ready, in batches, until epoll reports nothing (or the

@@ -67,19 +67,7 @@ public struct SocketAddress: Sendable, CustomStringConvertible {
   }
 
   /// The address alone: 4 bytes for IPv4, 16 for IPv6.
-  public var addressBytes: [UInt8] {
-    var copy = storage
-    return withUnsafePointer(to: &copy) { pointer in
-      if family == AF_INET6 {
-        return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
-          withUnsafeBytes(of: $0.pointee.sin6_addr) { Array($0) }
-        }
-      }
-      return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
-        withUnsafeBytes(of: $0.pointee.sin_addr) { Array($0) }
-      }
-    }
-  }
+  public var addressBytes: [UInt8] { withAddressBytes { Array($0) } }
 
   /// `1.2.3.4:80` or `[::1]:80`, formatted from the address bytes
   /// (inet_ntop; no getnameinfo per accepted connection).

@@ -85,15 +85,19 @@ public enum ForwardedHead {
       out.put("\r\n")
       writeEndToEnd(head.headers, dropping: droppedFromRequests, to: &out)
       switch head.framing {
-      case .length(let length):
-        out.put("Content-Length: ")
-        out.putDecimal(length)
-        out.put("\r\n")
+      case .length(let length): writeContentLength(length, to: &out)
       case .chunked: out.put("Transfer-Encoding: chunked\r\n")
       case .none, .untilClose: break
       }
       writeVia(via, to: &out)
     }
+  }
+
+  /// The framing field written from the parser's decision.
+  private static func writeContentLength(_ length: Int, to out: inout ByteWriter) {
+    out.put("Content-Length: ")
+    out.putDecimal(length)
+    out.put("\r\n")
   }
 
   /// `Via: …` and the blank line that ends the head.
@@ -146,9 +150,7 @@ public enum ForwardedHead {
       switch head.framing {
       case .length(let length):
         framing = .length(length)
-        out.put("Content-Length: ")
-        out.putDecimal(length)
-        out.put("\r\n")
+        writeContentLength(length, to: &out)
       case .chunked, .untilClose:
         framing = clientVersion == .http11 ? .chunked : .untilClose
         if framing == .chunked { out.put("Transfer-Encoding: chunked\r\n") }
@@ -160,9 +162,7 @@ public enum ForwardedHead {
           head.headers.contains(.contentLength),
           let length = try? HTTP1Framing.contentLength(head.headers)
         {
-          out.put("Content-Length: ")
-          out.putDecimal(length)
-          out.put("\r\n")
+          writeContentLength(length, to: &out)
         }
       }
       if closing || framing == .untilClose { out.put("Connection: close\r\n") }

@@ -24,30 +24,28 @@ enum HTTP1Grammar {
       }
       guard position < input.count else { break }
       let byte = input[position]
-      if byte == lf {
+      if byte == cr, position + 1 < input.count {
+        guard input[position + 1] == lf else { throw HTTPParseError(.badRequest, "bare CR in \(what)") }
+        // The LF that follows is taken with its CR (the usual line end): one
+        // step a line, not two; the size is checked at the CR first, as it
+        // would be were the LF a step of its own.
+        if position - start >= limit {
+          throw HTTPParseError(.headersTooLarge, "\(what) exceeds \(limit) bytes")
+        }
+        position += 1
+      } else if byte == lf {
         guard position > start, input[position - 1] == cr else {
           throw HTTPParseError(.badRequest, "bare LF in \(what)")
         }
-        if position - start >= 3 && input[position - 2] == lf && input[position - 3] == cr {
-          index = position + 1
-          return start..<(position - 3)
-        }
-      } else if byte == cr {
-        if position + 1 < input.count {
-          guard input[position + 1] == lf else { throw HTTPParseError(.badRequest, "bare CR in \(what)") }
-          // The LF that follows is taken with its CR (the usual line end):
-          // one step a line, not two, with the checks an LF alone gets.
-          if position - start >= limit {
-            throw HTTPParseError(.headersTooLarge, "\(what) exceeds \(limit) bytes")
-          }
-          position += 1
-          if position - start >= 3 && input[position - 2] == lf && input[position - 3] == cr {
-            index = position + 1
-            return start..<(position - 3)
-          }
-        }
       } else if byte == 0 {
         throw HTTPParseError(.badRequest, "NUL in \(what)")
+      }
+      // A line's LF, reached either way: a blank line ends the section.
+      if input[position] == lf && position - start >= 3 && input[position - 2] == lf
+        && input[position - 3] == cr
+      {
+        index = position + 1
+        return start..<(position - 3)
       }
       if position - start >= limit {
         throw HTTPParseError(.headersTooLarge, "\(what) exceeds \(limit) bytes")

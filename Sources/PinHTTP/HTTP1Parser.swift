@@ -91,7 +91,7 @@ public struct HTTP1Parser: Sendable {
     var table: [HTTPHeaders.Entry]
   }
 
-  /// This parser's storage, emptied (nil parts where it holds more than a
+  /// This parser's storage, emptied (empty parts where it holds more than a
   /// recycled head may: a large buffer is let go of, not kept); the parser
   /// is left without it and must not be used again.
   public mutating func takeSpares() -> Spares {

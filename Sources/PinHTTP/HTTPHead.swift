@@ -97,13 +97,9 @@ public enum RequestTarget: Sendable, Equatable {
       hostEnd = bytes.endIndex
     }
     let host = bytes.startIndex..<hostEnd
-    guard !host.isEmpty,
-      bytes.withUnsafeBufferPointer({ all in
-        let base = bytes.startIndex
-        return UnsafeBufferPointer(rebasing: all[(host.lowerBound - base)..<(host.upperBound - base)])
-          .allSatisfy(isAuthorityHostByte)
-      })
-    else { return nil }
+    guard !host.isEmpty, bytes[host].withUnsafeBufferPointer({ $0.allSatisfy(isAuthorityHostByte) }) else {
+      return nil
+    }
     guard let portStart else { return (host, nil) }
     let digits = bytes[portStart...]
     guard !digits.isEmpty, digits.count <= 5, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {

@@ -42,23 +42,9 @@ public enum HTTPSerializer {
     bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
   }
 
-  /// A number's decimal digits, written from the right into a few bytes on
-  /// the stack (no String made, nothing reversed).
+  /// A number's decimal digits (`ByteWriter.putDecimal`: no String made).
   static func appendDecimal(_ value: Int, to bytes: inout [UInt8]) {
-    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
-      var rest = value.magnitude
-      var start = digits.count
-      repeat {
-        start -= 1
-        digits[start] = 0x30 + UInt8(rest % 10)
-        rest /= 10
-      } while rest > 0
-      if value < 0 {
-        start -= 1
-        digits[start] = 0x2d
-      }
-      bytes.append(contentsOf: UnsafeBufferPointer(rebasing: digits[start...]))
-    }
+    bytes.appendWriting(room: 20) { $0.putDecimal(value) }
   }
 
   /// `name: value` and its CRLF.
@@ -68,18 +54,6 @@ public enum HTTPSerializer {
     bytes += name
     appendStatic(": ", to: &bytes)
     bytes += value
-    appendStatic("\r\n", to: &bytes)
-  }
-
-  static func appendField(name: StaticString, value: some Collection<UInt8>, to bytes: inout [UInt8]) {
-    name.withUTF8Buffer { appendField(name: $0, value: value, to: &bytes) }
-  }
-
-  /// `name: DIGITS`.
-  static func appendField(name: StaticString, decimal value: Int, to bytes: inout [UInt8]) {
-    appendStatic(name, to: &bytes)
-    appendStatic(": ", to: &bytes)
-    appendDecimal(value, to: &bytes)
     appendStatic("\r\n", to: &bytes)
   }
 

@@ -66,13 +66,6 @@ final class LocalPeer: Sendable {
 
   var pid: Int32? { found.withLock { $0.pid } }
 
-  /// The program's key in the activity table and the user's name, once the
-  /// lookup has answered; nil before. One lock, and the key is made (and
-  /// hashed) once per peer, not per request.
-  var activity: (key: LocalProgramKey, user: String)? {
-    found.withLock { found in found.resolved ? activity(of: &found) : nil }
-  }
-
   /// Counts a request or refusal in `activity`: at once when the lookup
   /// has answered, else added to what waits for the answer (and the lookup
   /// asked for, once).
@@ -94,6 +87,8 @@ final class LocalPeer: Sendable {
     table.add(known.key, user: known.user, requests: requests, refusals: refusals, now: now)
   }
 
+  /// The program's key in the activity table and the user's name: the key
+  /// is made (and hashed) once per peer, not per request.
   private func activity(of found: inout Found) -> (key: LocalProgramKey, user: String) {
     if found.activityKey == nil {
       found.activityKey = LocalProgramKey(uid: uid, program: Self.programName(found))

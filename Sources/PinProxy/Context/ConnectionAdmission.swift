@@ -29,21 +29,18 @@ final class ConnectionAdmission: Sendable {
     var zeroes = 0
     static let zeroesKept = 64
 
-    /// One more for `client` unless it has `limit` already; one look-up.
+    /// One more for `client` unless it has `limit` already; one look-up
+    /// for a client the table holds.
     mutating func add(_ client: String, limit: Int) -> Bool {
-      var added = false
-      var fromZero = false
-      Self.bump(&counts[client, default: 0], limit: limit, added: &added, fromZero: &fromZero)
-      if fromZero { zeroes -= 1 }
-      return added
-    }
-
-    private static func bump(_ count: inout Int, limit: Int, added: inout Bool, fromZero: inout Bool) {
-      guard count < limit else { return }
-      // A new entry reads 0 too: only a kept one was counted as a zero.
-      fromZero = count == 0
-      count += 1
-      added = true
+      guard let index = counts.index(forKey: client) else {
+        guard limit > 0 else { return false }
+        counts[client] = 1
+        return true
+      }
+      guard counts.values[index] < limit else { return false }
+      if counts.values[index] == 0 { zeroes -= 1 }
+      counts.values[index] += 1
+      return true
     }
 
     /// One fewer for `client`; one look-up.

@@ -42,10 +42,11 @@ struct ExchangeRecord {
   ) {
     // The loop's clock is read once per batch: a start stamped by the
     // clock itself later in the same batch counts as no time, not as a wrap.
-    let elapsed = max(loop.now, started) - started
+    let now = max(loop.now, started)
+    let elapsed = now - started
     metrics.request(listener: listener, status: status, nanoseconds: elapsed, loop: loop.index)
     if let user { metrics.userRequests.increment([listener, user]) }
-    if let local = client.local { metrics.localActivity.request(local, now: started + elapsed) }
+    if let local = client.local { metrics.localActivity.request(local, now: now) }
     guard logger.access else { return }
     let path = logger.shownPath(target.path[...])
     let line = AccessLine(

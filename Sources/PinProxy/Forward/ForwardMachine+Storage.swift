@@ -17,11 +17,12 @@ extension ForwardMachine {
     var output: [UInt8]
     var parser: HTTP1Parser.Spares?
 
-    /// A first session's: nothing allocated until used.
-    static var empty: Storage {
+    /// Empty queues (nothing allocated until used) around `output` and
+    /// `parser`: a first session's has none of either.
+    static func queues(output: [UInt8] = [], parser: HTTP1Parser.Spares? = nil) -> Storage {
       Storage(
         pending: RingBuffer(), actions: RingBuffer(capacity: 16),
-        exchangeActions: ExchangeMachine<Upstream>.Actions(capacity: 16), output: [], parser: nil)
+        exchangeActions: ExchangeMachine<Upstream>.Actions(capacity: 16), output: output, parser: parser)
     }
   }
 
@@ -34,10 +35,7 @@ extension ForwardMachine {
     var output = response.takeOutput()
     if output.capacity > HTTP1Downstream.keptOutputCapacity { output = [] }
     output.removeAll(keepingCapacity: true)
-    var storage = Storage(
-      pending: RingBuffer(), actions: RingBuffer(capacity: 16),
-      exchangeActions: ExchangeMachine<Upstream>.Actions(capacity: 16), output: output,
-      parser: parser.takeSpares())
+    var storage = Storage.queues(output: output, parser: parser.takeSpares())
     swap(&storage.pending, &pending)
     swap(&storage.actions, &actions)
     swap(&storage.exchangeActions, &exchangeActions)

@@ -129,7 +129,7 @@ struct ForwardMachine<Upstream: SameUpstream> {
     self.clock = clock
     // Made once, from a finished session's storage when there is one (not
     // made empty first and then replaced).
-    let storage = storage ?? Storage.empty
+    let storage = storage ?? Storage.queues()
     (pending, actions, exchangeActions) = (storage.pending, storage.actions, storage.exchangeActions)
     response = HTTP1Downstream(clientVersion: .http11, closing: false, output: storage.output)
     parser = HTTP1Parser(role: .request, limits: limits, pausesBetweenMessages: true, spares: storage.parser)
