@@ -13,9 +13,19 @@ import PackageDescription
 // too — every unit, end-to-end, fuzz and sanitizer run of scripts/test.sh (the ThreadSanitizer suites among them),
 // so an overlapping access on a tested path fails a test. Bounds, overflow and precondition checks stay in every
 // build (never -Ounchecked: every byte is hostile).
+//
+// Their release builds, and PinTLS's, also keep large values in registers: Swift 6's IRGen moves a "large
+// loadable" value (a parser event, a machine, an action of an enum with many payloads) to memory and copies and
+// destroys it through its type's value witnesses, a call through type metadata each time; per keep-alive request
+// that cost about 3k instructions, most of it memcpy (issue 57). `-disable-large-loadable-types-reg2mem` turns that
+// one IRGen pass off, the code generation Swift used before it; it checks nothing less.
+let registerValues: [SwiftSetting] = [
+  .unsafeFlags(["-Xfrontend", "-disable-large-loadable-types-reg2mem"], .when(configuration: .release))
+]
 let dataPathSettings: [SwiftSetting] =
-  Context.environment["PINPROXY_FUZZ_TARGETS"] != nil
-  ? [] : [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
+  registerValues
+  + (Context.environment["PINPROXY_FUZZ_TARGETS"] != nil
+    ? [] : [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))])
 let package = Package(
   name: "pinproxy",
   platforms: [.macOS(.v14)],
@@ -42,7 +52,7 @@ let package = Package(
       providers: [.apt(["libssl-dev"])]
     ),
     .target(name: "PinTrust"),
-    .target(name: "PinTLS", dependencies: ["COpenSSL", "PinTrust"]),
+    .target(name: "PinTLS", dependencies: ["COpenSSL", "PinTrust"], swiftSettings: registerValues),
     // libxcrypt, for the htpasswd hashes of proxy authentication.
     .systemLibrary(name: "CCrypt", providers: [.apt(["libcrypt-dev"])]),
     .target(name: "PinHTTP", swiftSettings: dataPathSettings),
