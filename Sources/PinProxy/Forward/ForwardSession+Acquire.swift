@@ -24,8 +24,12 @@ extension ForwardSession {
     else { return }
     let acquirer = self.acquirer
     // A pooled connection is taken at once, with no closure to allocate.
-    if poolAllowed, let taken = acquirer.takePooled(target, bodyFollows: bodyFollows) {
-      return acquired(taken.map { ($0, true) }, exchange: id)
+    if poolAllowed {
+      switch acquirer.takePooled(target, bodyFollows: bodyFollows) {
+      case .taken(let connection): return upstreamAcquired(connection, pooled: true, exchange: id)
+      case .refused: return run { $0.dialFailed(acquirer.refusal, exchange: id) }
+      case .noneIdle: break
+      }
     }
     // The session is held until the acquisition answers (a dial is bounded
     // by its timeouts); a session whose client left meanwhile closes the
@@ -39,15 +43,15 @@ extension ForwardSession {
     _ result: Result<(link: any UpstreamLink, pooled: Bool), ProxyFailure>, exchange id: Int
   ) {
     switch result {
-    case .success(let acquired):
-      let link = acquired.link
-      run {
-        $0.upstreamReady(
-          UpstreamRef(link: link), exchange: id, pooled: acquired.pooled, tls: link.tls,
-          protocol: link.protocolName)
-      }
-    case .failure(let failure):
-      run { $0.dialFailed(failure, exchange: id) }
+    case .success(let acquired): upstreamAcquired(acquired.link, pooled: acquired.pooled, exchange: id)
+    case .failure(let failure): run { $0.dialFailed(failure, exchange: id) }
+    }
+  }
+
+  private func upstreamAcquired(_ link: any UpstreamLink, pooled: Bool, exchange id: Int) {
+    run {
+      $0.upstreamReady(
+        UpstreamRef(link: link), exchange: id, pooled: pooled, tls: link.tls, protocol: link.protocolName)
     }
   }
 }

@@ -44,8 +44,12 @@ final class UpstreamAcquirer {
   ) {
     loop.preconditionInLoop()
     let key = target.key
-    if poolAllowed, let taken = takePooled(target, bodyFollows: bodyFollows) {
-      return completion(taken.map { ($0, true) })
+    if poolAllowed {
+      switch takePooled(target, bodyFollows: bodyFollows) {
+      case .taken(let connection): return completion(.success((connection, true)))
+      case .refused: return completion(.failure(refusal))
+      case .noneIdle: break
+      }
     }
     let http2 = pool.http2
     let offersHTTP2 = target.route.offersHTTP2 && key.tls
@@ -65,11 +69,21 @@ final class UpstreamAcquirer {
     dial(target, http2: offersHTTP2, coalescing: false, completion)
   }
 
+  /// What the pool's step of `acquire` answered. A few words, not a
+  /// `Result` holding a failure: the keep-alive path asks it for every
+  /// request, and a failure is made only when there is one (`refusal`).
+  enum PoolAnswer {
+    /// An idle HTTP/1.1 connection, this client's while it serves it.
+    case taken(UpstreamConnection)
+    /// The client's budget refused another connection: answer `refusal`.
+    case refused
+    /// None is idle for the key: dial.
+    case noneIdle
+  }
+
   /// The pool's step of `acquire`, answered at once and without a closure
-  /// (the keep-alive path takes it for every request): an idle HTTP/1.1
-  /// connection, which becomes this client's while it serves it; the
-  /// client's budget refusal; or nil when none is idle for the key.
-  func takePooled(_ target: ForwardTarget, bodyFollows: Bool) -> Result<any UpstreamLink, ProxyFailure>? {
+  /// (the keep-alive path takes it for every request).
+  func takePooled(_ target: ForwardTarget, bodyFollows: Bool) -> PoolAnswer {
     loop.preconditionInLoop()
     let (budget, client, connection) = (self.budget, self.client, self.connection)
     switch pool.take(
@@ -77,14 +91,17 @@ final class UpstreamAcquirer {
     {
     case .connection(let pooled):
       pooled.charge?.assign(to: client, connection: connection)
-      return .success(pooled)
+      return .taken(pooled)
     case .refused:
-      return .failure(budget.refusal(client: client))
+      return .refused
     case .none(let admitted):
       if admitted { budget.releaseClient(client, connection: connection) }
-      return nil
+      return .noneIdle
     }
   }
+
+  /// Why this client gets no more upstream connections (its budget is spent).
+  var refusal: ProxyFailure { budget.refusal(client: client) }
 
   /// `coalescing`: this dial is the one other requests for the key joined,
   /// and tells the HTTP/2 pool how it ended.
