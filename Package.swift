@@ -20,7 +20,9 @@ import PackageDescription
 // that cost about 3k instructions, most of it memcpy (issue 57). `-disable-large-loadable-types-reg2mem` turns that
 // one IRGen pass off, the code generation Swift used before it; it checks nothing less.
 let registerValues: [SwiftSetting] = [
-  .unsafeFlags(["-Xfrontend", "-disable-large-loadable-types-reg2mem"], .when(configuration: .release))
+  .unsafeFlags(
+    ["-Xfrontend", "-disable-large-loadable-types-reg2mem", "-cross-module-optimization"],
+    .when(configuration: .release))
 ]
 let dataPathSettings: [SwiftSetting] =
   registerValues
