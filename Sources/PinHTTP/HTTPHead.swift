@@ -25,48 +25,68 @@ public enum RequestTarget: Sendable, Equatable {
   /// place and only the host and path become Strings (short ones stay
   /// inline in the String, allocating nothing).
   static func parse(_ target: ArraySlice<UInt8>, method: String) -> RequestTarget? {
+    target.withUnsafeBufferPointer { parse(bytes: $0, method: method) }
+  }
+
+  /// The same over a buffer: every scan is a loop over its bytes, with no
+  /// slice re-checked or re-based per step (every request's target).
+  static func parse(bytes target: UnsafeBufferPointer<UInt8>, method: String) -> RequestTarget? {
     if method == "CONNECT" {
       guard let (host, port) = authorityParts(target), let port else { return nil }
-      return .authority(host: String(decoding: target[host], as: UTF8.self), port: port)
+      return .authority(host: text(target, host), port: port)
     }
-    if target.count == 1 && target.first == UInt8(ascii: "*") { return method == "OPTIONS" ? .asterisk : nil }
+    if target.count == 1 && target[0] == UInt8(ascii: "*") { return method == "OPTIONS" ? .asterisk : nil }
     // A fragment is the client's business (RFC 9110 §4.2.5): it is never sent on.
-    let bytes = target[..<(target.firstIndex(of: UInt8(ascii: "#")) ?? target.endIndex)]
-    if bytes.first == UInt8(ascii: "/") { return .origin(String(decoding: bytes, as: UTF8.self)) }
+    let bytes = UnsafeBufferPointer(
+      rebasing: target[..<(target.firstIndex(of: UInt8(ascii: "#")) ?? target.count)])
+    if bytes.first == UInt8(ascii: "/") { return .origin(text(bytes, 0..<bytes.count)) }
     // `scheme://`: a scheme holds no colon, so the first one must start "://".
-    guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), colon + 3 <= bytes.endIndex,
+    guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), colon + 3 <= bytes.count,
       bytes[colon + 1] == UInt8(ascii: "/"), bytes[colon + 2] == UInt8(ascii: "/")
     else { return nil }
     let scheme: String
-    if ASCII.equalsIgnoringCase(httpScheme, bytes[..<colon]) {
+    if isScheme(bytes, colon, "http") {
       scheme = "http"
-    } else if ASCII.equalsIgnoringCase(httpsScheme, bytes[..<colon]) {
+    } else if isScheme(bytes, colon, "https") {
       scheme = "https"
     } else {
       return nil
     }
-    let rest = bytes[(colon + 3)...]
-    let pathStart =
-      rest.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") } ?? rest.endIndex
-    let authority = rest[..<pathStart]
+    let authorityStart = colon + 3
+    var pathStart = authorityStart
+    while pathStart < bytes.count && bytes[pathStart] != UInt8(ascii: "/")
+      && bytes[pathStart] != UInt8(ascii: "?")
+    {
+      pathStart += 1
+    }
+    let authority = UnsafeBufferPointer(rebasing: bytes[authorityStart..<pathStart])
     guard !authority.contains(UInt8(ascii: "@")), let (host, port) = authorityParts(authority) else {
       return nil
     }
-    let pathBytes = rest[pathStart...]
     let path: String
-    if pathBytes.isEmpty {
+    if pathStart == bytes.count {
       path = "/"
-    } else if pathBytes.first == UInt8(ascii: "?") {
-      path = "/" + String(decoding: pathBytes, as: UTF8.self)
+    } else if bytes[pathStart] == UInt8(ascii: "?") {
+      path = "/" + text(bytes, pathStart..<bytes.count)
     } else {
-      path = String(decoding: pathBytes, as: UTF8.self)
+      path = text(bytes, pathStart..<bytes.count)
     }
-    return .absolute(
-      scheme: scheme, host: String(decoding: authority[host], as: UTF8.self), port: port, path: path)
+    return .absolute(scheme: scheme, host: text(authority, host), port: port, path: path)
   }
 
-  private static let httpScheme = Array("http".utf8)
-  private static let httpsScheme = Array("https".utf8)
+  private static func text(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> String {
+    String(decoding: UnsafeBufferPointer(rebasing: bytes[range]), as: UTF8.self)
+  }
+
+  /// Whether `bytes[..<colon]` is `name` in any case (`name`: lowercase letters).
+  private static func isScheme(_ bytes: UnsafeBufferPointer<UInt8>, _ colon: Int, _ name: StaticString)
+    -> Bool
+  {
+    guard colon == name.utf8CodeUnitCount else { return false }
+    let letters = name.utf8Start
+    for index in 0..<colon where bytes[index] | 0x20 != letters[index] { return false }
+    return true
+  }
 
   /// `host[:port]` or `[v6][:port]`; the port, when present, must be 1–65535
   /// written as plain digits (`+443` is not a port). A host with a colon must
@@ -80,34 +100,40 @@ public enum RequestTarget: Sendable, Equatable {
   /// `splitAuthority` in place: where the host lies in `bytes` (brackets
   /// included) and the port; nil when malformed.
   static func authorityParts(_ bytes: ArraySlice<UInt8>) -> (host: Range<Int>, port: Int?)? {
-    guard !bytes.isEmpty else { return nil }
-    let hostEnd: Int
+    let base = bytes.startIndex
+    guard let (host, port) = bytes.withUnsafeBufferPointer({ authorityParts($0) }) else { return nil }
+    return ((base + host.lowerBound)..<(base + host.upperBound), port)
+  }
+
+  /// The same over a buffer, the host's range counted from its start.
+  static func authorityParts(_ bytes: UnsafeBufferPointer<UInt8>) -> (host: Range<Int>, port: Int?)? {
+    let count = bytes.count
+    guard count > 0 else { return nil }
+    var hostEnd = count
     var portStart: Int?
-    if bytes.first == UInt8(ascii: "[") {
+    if bytes[0] == UInt8(ascii: "[") {
       guard let close = bytes.firstIndex(of: UInt8(ascii: "]")) else { return nil }
       hostEnd = close + 1
-      if hostEnd < bytes.endIndex {
+      if hostEnd < count {
         guard bytes[hostEnd] == UInt8(ascii: ":") else { return nil }
         portStart = hostEnd + 1
       }
     } else if let colon = bytes.firstIndex(of: UInt8(ascii: ":")) {
       hostEnd = colon
       portStart = colon + 1
-    } else {
-      hostEnd = bytes.endIndex
     }
-    let host = bytes.startIndex..<hostEnd
-    guard !host.isEmpty, bytes[host].withUnsafeBufferPointer({ $0.allSatisfy(isAuthorityHostByte) }) else {
-      return nil
+    guard hostEnd > 0 else { return nil }
+    for index in 0..<hostEnd where !isAuthorityHostByte(bytes[index]) { return nil }
+    guard let portStart else { return (0..<hostEnd, nil) }
+    guard portStart < count, count - portStart <= 5 else { return nil }
+    var port = 0
+    for index in portStart..<count {
+      let byte = bytes[index]
+      guard byte >= 0x30 && byte <= 0x39 else { return nil }
+      port = port * 10 + Int(byte - 0x30)
     }
-    guard let portStart else { return (host, nil) }
-    let digits = bytes[portStart...]
-    guard !digits.isEmpty, digits.count <= 5, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
-      return nil
-    }
-    let port = digits.reduce(0) { $0 * 10 + Int($1 - 0x30) }
     guard (1...65535).contains(port) else { return nil }
-    return (host, port)
+    return (0..<hostEnd, port)
   }
 }
 

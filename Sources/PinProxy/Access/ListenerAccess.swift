@@ -45,10 +45,10 @@ final class ListenerAccess: Sendable {
 
   /// Why a client at `peer` (4 or 16 bytes; nil: not checked) and, on this
   /// host, owned by `local`, accepted under an earlier snapshot, may not
-  /// use `listener` under this access; nil when it may.
-  func denial(of listener: ListenerConfig, to peer: [UInt8]?, local: LocalPeer?) -> String? {
+  /// use listener `name` under this access; nil when it may.
+  func denial(ofListener name: String, to peer: [UInt8]?, local: LocalPeer?) -> String? {
     if isClosed {
-      return "listener \(listener.name) was renamed, moved or re-moded by a reload; that takes a restart"
+      return "listener \(name) was renamed, moved or re-moded by a reload; that takes a restart"
     }
     if let peer, !allowedClients.allows(peer) {
       return "a reload took this address out of the listener's allowedClients"

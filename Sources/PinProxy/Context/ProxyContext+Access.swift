@@ -45,7 +45,7 @@ extension RuntimeSnapshot {
     -> String?
   {
     let access = access(for: listener)
-    if let denial = access.denial(of: listener, to: client.address, local: client.local) {
+    if let denial = access.denial(ofListener: listener.name, to: client.address, local: client.local) {
       return denial
     }
     return access.authenticator?.inheritanceRefusal(credential)?.reason

@@ -60,11 +60,11 @@ struct ForwardRouter {
   init(snapshot: RuntimeSnapshot, bound: BoundListener, client: ClientOrigin? = nil) {
     self.snapshot = snapshot
     self.bound = bound
-    let listener = bound.config
+    // The listener's name, not its whole configuration copied out of `bound`.
     let access = bound.access(under: snapshot)
     authenticator = access.authenticator
     refusal = access.denial(
-      of: listener, to: client?.address, local: client?.local
+      ofListener: bound.config.name, to: client?.address, local: client?.local
     ).map {
       ProxyFailure(status: 403, code: .clientNotAllowed, reason: $0)
     }
