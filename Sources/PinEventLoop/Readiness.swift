@@ -107,18 +107,24 @@ final class Readiness: @unchecked Sendable {
     precondition(epollFD >= 0, "epoll_create1 failed: errno \(errno)")
     batch = .allocate(capacity: Readiness.batchSize)
     let source = DispatchSource.makeReadSource(fileDescriptor: epollFD, queue: queue)
-    source.setEventHandler { [weak self] in self?.drain() }
+    // Held strongly, not weakly: a weak reference gives the object a side
+    // table, and then every retain and release of it (the loop's clock is
+    // read, and retained, a few times per request) takes the runtime's slow
+    // path. The cycle ends at `shutdown()`: a cancelled source lets go of
+    // its handlers.
+    source.setEventHandler { [self] in drain() }
     let epollFD = self.epollFD
     source.setCancelHandler { _ = Glibc.close(epollFD) }
     source.resume()
     self.source = source
     let resumption = DispatchSource.makeUserDataAddSource(queue: queue)
-    resumption.setEventHandler { [weak self] in self?.drain() }
+    resumption.setEventHandler { [self] in drain() }
     resumption.resume()
     self.resumption = resumption
   }
 
-  /// The loop is going away: stop watching (the cancel handler closes the epoll fd).
+  /// The loop is going away: stop watching (the cancel handler closes the
+  /// epoll fd; the cancelled sources let go of their handlers, which hold this object).
   func shutdown() {
     source?.cancel()
     source = nil
