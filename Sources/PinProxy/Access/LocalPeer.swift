@@ -6,7 +6,21 @@ import Synchronization
 /// (`LocalProgramActivity`): counts made before the program is known wait
 /// in the peer and are added when the lookup answers.
 protocol LocalActivitySink: AnyObject, Sendable {
+  /// Counts for a program; returns its cells, which the peer counts into
+  /// directly from then on (`add(to:)`): no key hashed per request.
+  @discardableResult
   func add(_ key: LocalProgramKey, user: String, requests: Int, refusals: Int, now: UInt64)
+    -> LocalActivityCells
+  /// Counts into cells an earlier `add` of this sink returned; false (and
+  /// nothing counted) when the sink let go of them since, to make room.
+  func add(to cells: LocalActivityCells, requests: Int, refusals: Int, now: UInt64) -> Bool
+}
+
+/// One program's cells in a `LocalActivitySink`, as a peer remembers them.
+/// Its fields are the sink's, changed under the sink's lock.
+class LocalActivityCells: @unchecked Sendable {
+  /// The sink let go of these cells: counts for the program go through its key again.
+  var dropped = false
 }
 
 /// A client connecting from this host, known by the socket at its end of
@@ -39,6 +53,8 @@ final class LocalPeer: Sendable {
     /// they go to once it comes (`count(in:requests:refusals:now:)`): a
     /// number each, not a closure per request.
     var pending: (activity: any LocalActivitySink, requests: Int, refusals: Int, since: UInt64)?
+    /// The program's cells in the sink last counted into (`count(in:)`).
+    var cells: (sink: any LocalActivitySink, cells: LocalActivityCells)?
   }
 
   /// Log lines one peer may have waiting for its lookup; past it they are
@@ -70,21 +86,38 @@ final class LocalPeer: Sendable {
   /// has answered, else added to what waits for the answer (and the lookup
   /// asked for, once).
   func count(in table: any LocalActivitySink, requests: Int, refusals: Int, now: UInt64) {
-    let (known, first) = found.withLock { found -> ((key: LocalProgramKey, user: String)?, Bool) in
+    enum Step {
+      case waiting(first: Bool)
+      case cells(LocalActivityCells)
+      case key(LocalProgramKey, user: String)
+    }
+    let step = found.withLock { found -> Step in
       guard found.resolved else {
         let before = found.pending
         found.pending = (
           table, (before?.requests ?? 0) + requests, (before?.refusals ?? 0) + refusals, before?.since ?? now
         )
-        return (nil, before == nil)
+        return .waiting(first: before == nil)
       }
-      return (activity(of: &found), false)
+      if let remembered = found.cells, remembered.sink === table { return .cells(remembered.cells) }
+      let known = activity(of: &found)
+      return .key(known.key, user: known.user)
     }
-    guard let known else {
+    switch step {
+    case .waiting(let first):
       if first { lookUp() }
-      return
+    case .cells(let cells):
+      if table.add(to: cells, requests: requests, refusals: refusals, now: now) { return }
+      // Dropped to make room: counted through the key, and remembered anew.
+      found.withLock { $0.cells = nil }
+      count(in: table, requests: requests, refusals: refusals, now: now)
+    case .key(let key, let user):
+      let cells = table.add(key, user: user, requests: requests, refusals: refusals, now: now)
+      found.withLock { found in
+        // Unless the lookup answered again meanwhile (another program).
+        if found.activityKey == key { found.cells = (table, cells) }
+      }
     }
-    table.add(known.key, user: known.user, requests: requests, refusals: refusals, now: now)
   }
 
   /// The program's key in the activity table and the user's name: the key
@@ -131,6 +164,7 @@ final class LocalPeer: Sendable {
       if let pid { found.pid = pid }
       found.resolved = true
       found.activityKey = nil
+      found.cells = nil
       defer { (found.waiting, found.pending) = ([], nil) }
       return (found.waiting, found.pending, activity(of: &found))
     }

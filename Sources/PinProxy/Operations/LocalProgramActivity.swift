@@ -13,8 +13,9 @@ final class LocalProgramActivity: LocalActivitySink {
   typealias Key = LocalProgramKey
 
   /// An object, changed where the table holds it (under the table's lock):
-  /// a dictionary's in-place `modify` of a value this size allocates.
-  private final class Counts {
+  /// a dictionary's in-place `modify` of a value this size allocates. The
+  /// peers counting into it remember it (`LocalPeer.count`).
+  private final class Counts: LocalActivityCells {
     let user: String
     var minutes = [Int](repeating: -1, count: 60)
     var requests = [Int](repeating: 0, count: 60)
@@ -62,14 +63,15 @@ final class LocalProgramActivity: LocalActivitySink {
   }
 
   /// Counts for a program, `user` naming its owner (`LocalPeer.count`).
-  func add(_ key: Key, user: String, requests: Int, refusals: Int, now: UInt64) {
+  @discardableResult
+  func add(_ key: Key, user: String, requests: Int, refusals: Int, now: UInt64) -> LocalActivityCells {
     let minute = Int(now / 60_000_000_000)
-    table.withLock { table in
+    return table.withLock { table in
       // One look-up when the table has room (the usual case).
       if table.count >= LocalProgramActivity.maximumPrograms, table[key] == nil,
         let stalest = table.min(by: { $0.value.lastMinute < $1.value.lastMinute })?.key
       {
-        table[stalest] = nil
+        table.removeValue(forKey: stalest)?.dropped = true
       }
       let counts: Counts
       if let existing = table[key] {
@@ -79,6 +81,19 @@ final class LocalProgramActivity: LocalActivitySink {
         table[key] = counts
       }
       counts.add(minute: minute, requests: requests, refusals: refusals)
+      return counts
+    }
+  }
+
+  /// Counts into a program's cells that `add` returned, while the table
+  /// still holds them.
+  func add(to cells: LocalActivityCells, requests: Int, refusals: Int, now: UInt64) -> Bool {
+    let minute = Int(now / 60_000_000_000)
+    return table.withLock { _ in
+      guard !cells.dropped else { return false }
+      // Only this table makes cells, and a peer counts into the table it had them from.
+      unsafeDowncast(cells, to: Counts.self).add(minute: minute, requests: requests, refusals: refusals)
+      return true
     }
   }
 
