@@ -136,6 +136,7 @@ struct ForwardMachine<Upstream: SameUpstream> {
   }
 
   mutating func nextAction() -> Action? { actions.popFirst() }
+  var hasActions: Bool { !actions.isEmpty }
 
   /// Idle keep-alive: served a request, nothing of the next one yet.
   var isIdleBetweenRequests: Bool {

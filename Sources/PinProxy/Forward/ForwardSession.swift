@@ -61,6 +61,10 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   /// pick the longest waiting under overload.
   var awaitingSince = DispatchTime.now().uptimeNanoseconds
   private var running = false
+  /// Response bytes in the machine's output buffer that this run asked to
+  /// write, not written yet, and the upstream to stop reading should the
+  /// client be backed up after them (`writeClientOutput`).
+  private var clientOutputToWrite: (range: Range<Int>, pausing: UpstreamRef?)?
   /// A refusal was written: close lingeringly when the current run ends.
   private var lingerAfterRun = false
   /// A client that asked for its tunnel in another protocol (a SOCKS5
@@ -133,11 +137,14 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
     // What the actions write to the client leaves in one syscall at the end
     // (a response head and body, or a refusal), TLS records included.
     connection.cork()
-    defer {
-      running = false
+    // Events the uncork or the last write cause (a drain, say) queue their
+    // actions while `running`: they are carried out here, in order.
+    repeat {
+      while let action = machine.nextAction() { execute(action) }
       connection.uncork()
-    }
-    while let action = machine.nextAction() { execute(action) }
+      writeClientOutput()
+    } while machine.hasActions
+    running = false
     machine.clientOutputWritten()
     // After every action of this run (a trailing pauseClient among them),
     // so that nothing the machine queued stops the lingering reads.
@@ -146,6 +153,20 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
       if heldAnswer != nil { return client.pauseReading() }
       startLingering()
     }
+  }
+
+  /// Writes the response bytes this run asked for (`clientOutputToWrite`).
+  /// Uncorked by then, they go out straight from the machine's buffer, with
+  /// no copy into the connection's queue unless the socket takes only part.
+  private func writeClientOutput() {
+    guard let (range, upstream) = clientOutputToWrite else { return }
+    clientOutputToWrite = nil
+    // A reference to the machine's buffer, not an access to the machine,
+    // is held while writing: a delegate call the write makes may run it.
+    let output = machine.clientOutput
+    output.withUnsafeBytes { client.write(UnsafeRawBufferPointer(rebasing: $0[range])) }
+    // Back-pressure: a slow client stops the upstream being read.
+    if let upstream, client.isAboveHighWatermark { upstream.link.pauseReading() }
   }
 
   /// After a refusal: the answer is out (or queued); what the client still
@@ -245,6 +266,17 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   @inline(__always)
   private func execute(_ action: ForwardMachine<UpstreamRef>.Action) {
     switch action {
+    case .writeClient, .exchange, .resumeUpstream, .resumeClient, .pauseClient, .awaitRequest,
+      .armHeaderTimer,
+      .cancelHeadTimer:
+      // None of these writes to or closes the client: the response's bytes may wait.
+      break
+    default:
+      // Whatever else may write to the client, or close it, comes after
+      // the response bytes asked for before it.
+      writeClientOutput()
+    }
+    switch action {
     case .resumeClient(let upstream):
       if upstream?.link.isAboveHighWatermark != true { client.resumeReading() }
     case .pauseClient:
@@ -259,12 +291,15 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
     case .exchange(let action):
       _ = performUpstreamSide(action)
     case .writeClient(let range, let upstream):
-      // A reference to the machine's buffer, not an access to the machine,
-      // is held while writing: a delegate call the write makes may run it.
-      let output = machine.clientOutput
-      output.withUnsafeBytes { client.write(UnsafeRawBufferPointer(rebasing: $0[range])) }
-      // Back-pressure: a slow client stops the upstream being read.
-      if let upstream, client.isAboveHighWatermark { upstream.link.pauseReading() }
+      // Bytes that follow the last ones asked for in the machine's buffer
+      // (a body after its head) join them: written together at the end of
+      // the run, uncorked, straight from the buffer.
+      if let waiting = clientOutputToWrite, waiting.range.upperBound == range.lowerBound {
+        clientOutputToWrite = (waiting.range.lowerBound..<range.upperBound, upstream ?? waiting.pausing)
+      } else {
+        writeClientOutput()
+        clientOutputToWrite = (range, upstream)
+      }
     case .resumeUpstream(let upstream):
       upstream.link.resumeReading()
     case .refuse(let refusal):
