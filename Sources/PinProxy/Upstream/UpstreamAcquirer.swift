@@ -25,6 +25,8 @@ final class UpstreamAcquirer {
   /// The client connection asking (`UpstreamBudget.connectionID`): its
   /// first socket is never refused for its address's cap.
   let connection: UInt64
+  /// The idle list last found for a target (`idleList(for:)`). On the loop only.
+  private var lastList: (target: ForwardTarget, list: UpstreamPool.IdleList)?
 
   init(
     pool: UpstreamPool, dialer: UpstreamDialer, loop: EventLoop, limits: HTTPLimits, metrics: ProxyMetrics,
@@ -87,7 +89,8 @@ final class UpstreamAcquirer {
     loop.preconditionInLoop()
     let (budget, client, connection) = (self.budget, self.client, self.connection)
     switch pool.take(
-      target.key, bodyFollows: bodyFollows, admit: { budget.chargeClient(client, connection: connection) })
+      from: idleList(for: target), bodyFollows: bodyFollows,
+      admit: { budget.chargeClient(client, connection: connection) })
     {
     case .connection(let pooled):
       pooled.charge?.assign(to: client, connection: connection)
@@ -98,6 +101,16 @@ final class UpstreamAcquirer {
       if admitted { budget.releaseClient(client, connection: connection) }
       return .noneIdle
     }
+  }
+
+  /// The pool's idle list for the target's key: the one remembered for the
+  /// same target (a keep-alive client's router hands out one object per
+  /// host and path) while the pool still has it, else looked up.
+  private func idleList(for target: ForwardTarget) -> UpstreamPool.IdleList? {
+    if let lastList, lastList.target === target, !lastList.list.dropped { return lastList.list }
+    let list = pool.idleList(for: target.key)
+    lastList = list.map { (target, $0) }
+    return list
   }
 
   /// Why this client gets no more upstream connections (its budget is spent).

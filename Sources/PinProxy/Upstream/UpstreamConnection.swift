@@ -34,6 +34,9 @@ final class UpstreamConnection: UpstreamLink, ChannelDelegate, @unchecked Sendab
   private var requestChunked = false
   private var closed = false
   private(set) var reusedFromPool = false
+  /// The pool's list for its key that it was last taken from or put in
+  /// (`UpstreamPool.put` finds it there, hashing no key). On the loop only.
+  var idleList: UpstreamPool.IdleList?
   private(set) var sawEndOfStream = false
   /// This socket's place in the upstream budget (nil for the daemon's own requests).
   let charge: UpstreamCharge?

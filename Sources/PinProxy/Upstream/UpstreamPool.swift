@@ -18,9 +18,14 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
   /// One key's idle connections. A class, so that taking and putting back
   /// only read the dictionary: a dictionary value changed in place goes
   /// through nested modify coroutines, whose frames were allocated on the
-  /// heap three times per keep-alive request.
-  private final class IdleList {
-    var entries: [(connection: UpstreamConnection, deadline: UInt64)] = []
+  /// heap three times per keep-alive request. A connection remembers the
+  /// list it was taken from, and an acquirer the list of its last target,
+  /// so that a keep-alive request's take and put hash no key at all.
+  final class IdleList {
+    fileprivate var entries: [(connection: UpstreamConnection, deadline: UInt64)] = []
+    /// No longer the pool's list for its key (retired, or dropped empty):
+    /// whoever remembers it looks the key up again.
+    fileprivate(set) var dropped = false
   }
   static let maxEmptyLists = 256
   /// The idle count across all loops' pools, for /metrics.
@@ -102,10 +107,22 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
   /// no; `none` with `admitted` true when it said yes and none of the idle
   /// ones was still usable. One look-up of the key in all.
   func take(_ key: UpstreamKey, bodyFollows: Bool, admit: () -> Bool) -> Taken {
+    take(from: idleList(for: key), bodyFollows: bodyFollows, admit: admit)
+  }
+
+  /// The same from the key's list as `idleList(for:)` gave it (nil: none yet).
+  func take(from list: IdleList?, bodyFollows: Bool, admit: () -> Bool) -> Taken {
     loop.preconditionInLoop()
-    guard let list = idle[key], !list.entries.isEmpty else { return .none(admitted: false) }
+    guard let list, !list.dropped, !list.entries.isEmpty else { return .none(admitted: false) }
     guard admit() else { return .refused }
     return take(from: list, bodyFollows: bodyFollows).map(Taken.connection) ?? .none(admitted: true)
+  }
+
+  /// The key's list of idle connections, while the pool has one: to be
+  /// remembered and handed back to `take(from:)` while not `dropped`.
+  func idleList(for key: UpstreamKey) -> IdleList? {
+    loop.preconditionInLoop()
+    return idle[key]
   }
 
   enum Taken {
@@ -119,6 +136,7 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
       idleGauge.add(-1)
       if connection.isReusable && (!bodyFollows || connection.hasNoUnreadInput) {
         connection.markReused()
+        connection.idleList = list
         return connection
       }
       connection.close()
@@ -130,7 +148,8 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
   /// full, or when it was verified under a pin list that has since been replaced.
   func put(_ connection: UpstreamConnection, idleTimeout: Double, maxIdle: Int) {
     loop.preconditionInLoop()
-    let existing = idle[connection.key]
+    // The list it was taken from, while still the key's; else looked up.
+    let existing = connection.idleList.flatMap { $0.dropped ? nil : $0 } ?? idle[connection.key]
     guard connection.isReusable, (existing?.entries.count ?? 0) < maxIdle,
       connection.key.policy.generation >= generation, pins.isCurrent(connection.key.policy.pinList)
     else {
@@ -146,10 +165,16 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
     if let existing {
       list = existing
     } else {
-      if idle.count >= Self.maxEmptyLists { idle = idle.filter { !$0.value.entries.isEmpty } }
+      if idle.count >= Self.maxEmptyLists {
+        idle = idle.filter { _, list in
+          if list.entries.isEmpty { list.dropped = true }
+          return !list.dropped
+        }
+      }
       list = IdleList()
       idle[connection.key] = list
     }
+    connection.idleList = list
     list.entries.append((connection, deadline))
     idleGauge.add(1)
   }
@@ -165,6 +190,10 @@ final class UpstreamPool: UpstreamDelegate, @unchecked Sendable {
         connection.close()
         idleGauge.add(-1)
       }
+      // Emptied, not only dropped: a connection remembers its list, and a
+      // list still holding it would hold it in turn.
+      list.entries = []
+      list.dropped = true
       idle[key] = nil
     }
   }
