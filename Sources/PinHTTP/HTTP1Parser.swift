@@ -361,8 +361,10 @@ public struct HTTP1Parser: Sendable {
   private mutating func copyHead(_ bytes: Slice<UnsafeRawBufferPointer>) -> [UInt8] {
     var copy: [UInt8] = []
     swap(&copy, &spareHead)
-    copy.removeAll(keepingCapacity: true)
-    copy.append(contentsOf: bytes)
+    // Emptied and refilled by one copy of the buffer (a slice of a raw
+    // buffer appended as a sequence went through the generic path).
+    if !copy.isEmpty { copy.removeAll(keepingCapacity: true) }
+    copy.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes))
     return copy
   }
 

@@ -13,27 +13,29 @@ import Foundation
 /// cost more than the lock itself on the fingerprint cache's hit path. The lock
 /// already makes the access exclusive. Both share one allocation aligned to,
 /// and padded to, whole cache lines, so two locks taken on two cores never
-/// share a line (the fingerprint cache's shards are locked side by side).
+/// share a line (the fingerprint cache's shards are locked side by side);
+/// a per-connection lock opts out (`cacheLineAligned: false`).
 public final class Locked<Value>: @unchecked Sendable {
   private static var line: Int { 64 }
-  private static var valueOffset: Int {
-    (MemoryLayout<pthread_mutex_t>.stride + line - 1) / line * line
-  }
-  private static var byteCount: Int {
-    (valueOffset + MemoryLayout<Value>.stride + line - 1) / line * line
-  }
   // Usable from inlined code: `withLock` is inlined into its callers in
   // other modules, where a generic call through the module boundary cost
   // more than the lock itself (a thunk and a closure context per call).
   @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
   @usableFromInline let value: UnsafeMutablePointer<Value>
 
-  public init(_ value: Value) {
-    let raw = UnsafeMutableRawPointer.allocate(
-      byteCount: Self.byteCount, alignment: max(Self.line, MemoryLayout<Value>.alignment))
+  /// `cacheLineAligned: false` for a lock of one client's state, made and
+  /// let go of per connection: memory aligned past 16 bytes is served by
+  /// malloc's slow aligned path (about 650 instructions, more than the rest
+  /// of such an object's life), and a lock one loop takes is not contended.
+  public init(_ value: Value, cacheLineAligned: Bool = true) {
+    let line = cacheLineAligned ? Self.line : 1
+    let alignment = max(line, MemoryLayout<Value>.alignment, MemoryLayout<pthread_mutex_t>.alignment)
+    let valueOffset = (MemoryLayout<pthread_mutex_t>.stride + alignment - 1) / alignment * alignment
+    let byteCount = (valueOffset + MemoryLayout<Value>.stride + line - 1) / line * line
+    let raw = UnsafeMutableRawPointer.allocate(byteCount: byteCount, alignment: alignment)
     mutex = raw.initializeMemory(as: pthread_mutex_t.self, to: pthread_mutex_t())
     precondition(pthread_mutex_init(mutex, nil) == 0, "pthread_mutex_init")
-    self.value = (raw + Self.valueOffset).initializeMemory(as: Value.self, to: value)
+    self.value = (raw + valueOffset).initializeMemory(as: Value.self, to: value)
   }
 
   deinit {

@@ -35,7 +35,8 @@ final class LocalPeer: Sendable {
   /// The client socket's 4-tuple as the kernel was asked for it: whether
   /// the socket still exists is asked again before its process is looked for.
   let tuple: SocketTuple?
-  private let found = Locked<Found>(Found())
+  /// Made per connection: not padded to a cache line (see `Locked`).
+  private let found = Locked<Found>(Found(), cacheLineAligned: false)
 
   struct Found: Sendable {
     var user: String?
