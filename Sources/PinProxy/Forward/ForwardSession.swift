@@ -42,21 +42,35 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
     case ended
   }
   var mode = Mode.serving
-  /// Made once, re-armed per request (see `EventLoop.makeTimer`). Their
-  /// work holds the session strongly: nothing on a connection's path takes
-  /// a weak reference to it (that would put every retain and release of it
+  /// What the session's one timer waits for. The head timer (idle or
+  /// header) runs only while a request is awaited, the response timer only
+  /// while an exchange waits for its response head: never both, so one
+  /// timer object serves both (two per connection were two allocations
+  /// and two timers to let go of). Cancelling one leaves the other armed.
+  enum TimerPurpose {
+    case none
+    case head(seconds: Double)
+    case response(exchange: Int)
+  }
+  private var timerPurpose = TimerPurpose.none
+  /// Made once, re-armed per request (see `EventLoop.makeTimer`). Its work
+  /// holds the session strongly: nothing on a connection's path takes a
+  /// weak reference to it (that would put every retain and release of it
   /// on the runtime's slow path). `stopTimers()` ends the cycle when the
   /// session stops serving.
-  lazy var headTimer: LoopTimer = loop.makeTimer { [self] in
-    let seconds = headTimerSeconds
-    run { $0.headTimerFired(after: seconds) }
+  lazy var timer: LoopTimer = loop.makeTimer { [self] in
+    let purpose = timerPurpose
+    timerPurpose = .none
+    switch purpose {
+    case .none:
+      break
+    case .head(let seconds):
+      run { $0.headTimerFired(after: seconds) }
+    case .response(let exchange):
+      let seconds = snapshot.timeouts.upstreamResponse
+      run { $0.responseTimerFired(exchange: exchange, after: seconds) }
+    }
   }
-  lazy var responseTimer: LoopTimer = loop.makeTimer { [self] in
-    let (exchange, seconds) = (responseTimerExchange, snapshot.timeouts.upstreamResponse)
-    run { $0.responseTimerFired(exchange: exchange, after: seconds) }
-  }
-  private var headTimerSeconds = 0.0
-  private var responseTimerExchange = 0
   /// When the session last started waiting for a request (uptime ns), to
   /// pick the longest waiting under overload.
   var awaitingSince = DispatchTime.now().uptimeNanoseconds
@@ -231,8 +245,7 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   /// The session serves no more requests: its timers are cancelled for
   /// good, and let go of it.
   func stopTimers() {
-    headTimer.invalidate()
-    responseTimer.invalidate()
+    timer.invalidate()
   }
 
   /// The registry holds sessions unretained: the entry goes at the latest
@@ -287,7 +300,7 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
     case .armHeaderTimer:
       armHeadTimer(seconds: snapshot.timeouts.clientHeader)
     case .cancelHeadTimer:
-      headTimer.cancel()
+      cancelHeadTimer()
     case .exchange(let action):
       _ = performUpstreamSide(action)
     case .writeClient(let range, let upstream):
@@ -332,11 +345,15 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   // MARK: ExchangeHost (the current request's exchange)
 
   func armResponseTimer() {
-    responseTimerExchange = machine.inExchange { $0.exchange.id } ?? 0
-    responseTimer.schedule(after: snapshot.timeouts.upstreamResponse)
+    timerPurpose = .response(exchange: machine.inExchange { $0.exchange.id } ?? 0)
+    timer.schedule(after: snapshot.timeouts.upstreamResponse)
   }
 
-  func cancelResponseTimer() { responseTimer.cancel() }
+  func cancelResponseTimer() {
+    guard case .response = timerPurpose else { return }
+    timerPurpose = .none
+    timer.cancel()
+  }
 
   /// Back-pressure: the client stops being read while the upstream is backed up.
   func requestBodySent(_ count: Int, backedUp: Bool) {
@@ -360,8 +377,14 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   var loggedUser: String? { machine.router.authenticator?.loggedUser(machine.credential) }
 
   private func armHeadTimer(seconds: Double) {
-    headTimerSeconds = seconds
-    headTimer.schedule(after: seconds)
+    timerPurpose = .head(seconds: seconds)
+    timer.schedule(after: seconds)
+  }
+
+  func cancelHeadTimer() {
+    guard case .head = timerPurpose else { return }
+    timerPurpose = .none
+    timer.cancel()
   }
 
   private func refuse(_ refusal: Refusal) {
