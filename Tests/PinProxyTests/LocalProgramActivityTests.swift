@@ -72,4 +72,25 @@ final class LocalProgramActivityTests: XCTestCase {
     XCTAssertEqual(requests(of: "app", in: first, now: minute), 1)
     XCTAssertEqual(requests(of: "app", in: second, now: minute), 2)
   }
+
+  /// Without an admin endpoint the table is shown nowhere: a request counts
+  /// nothing and starts no lookup of the client's program.
+  func testATableNobodySeesCountsNothingAndAsksForNoLookup() {
+    let hidden = LocalProgramActivity(shown: false)
+    let known = peer(program: "app")
+    hidden.request(known, now: minute)
+    hidden.refusal(known, now: minute)
+    XCTAssertEqual(hidden.top(10, now: minute), [])
+    let unknown = LocalPeer(owner: SocketOwner(uid: 1000, inode: 4444))
+    hidden.request(unknown, now: minute)
+    XCTAssertTrue(unknown.markAsked(), "no lookup was asked for")
+    XCTAssertFalse(unknown.isResolved)
+    // The same peer counted where the table is shown asks for its lookup.
+    let shown = LocalProgramActivity()
+    let other = LocalPeer(owner: SocketOwner(uid: 1000, inode: 4545))
+    XCTAssertTrue(other.markAsked())
+    shown.request(other, now: minute)
+    other.record(user: "app", program: "seen", pid: 3)
+    XCTAssertEqual(requests(of: "seen", in: shown, now: minute), 1)
+  }
 }

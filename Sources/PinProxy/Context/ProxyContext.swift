@@ -58,7 +58,8 @@ final class ProxyContext: Sendable {
     self.logger = logger
     boundListeners = snapshot.configuration.listeners
     let metrics = ProxyMetrics(
-      listeners: snapshot.configuration.listeners.map(\.name), loops: group.loops.count)
+      listeners: snapshot.configuration.listeners.map(\.name), loops: group.loops.count,
+      localProgramsShown: snapshot.configuration.admin != nil)
     self.metrics = metrics
     metrics.refusalLog.rulesChanged(snapshot.ruleExpectations)
     logger.setQueryStrings(snapshot.configuration.logging.queryStrings)

@@ -43,6 +43,14 @@ final class LocalProgramActivity: LocalActivitySink {
 
   private let table = Locked<[Key: Counts]>([:])
   static let maximumPrograms = 128
+  /// Whether anyone can see the table: only `/status` and the operator's
+  /// page show it, both on the admin endpoint, which is bound at start or
+  /// never. Without it nothing is counted, and no connection has its
+  /// program looked up for the table (a scan of /proc per loopback client
+  /// that nobody would read); access and refusal lines still look up theirs.
+  let isShown: Bool
+
+  init(shown: Bool = true) { isShown = shown }
 
   /// A program's activity over the last hour.
   struct Summary: Sendable, Codable, Equatable {
@@ -54,11 +62,13 @@ final class LocalProgramActivity: LocalActivitySink {
 
   /// A request answered for `local` (served or refused).
   func request(_ local: LocalPeer, now: UInt64 = DispatchTime.now().uptimeNanoseconds) {
+    guard isShown else { return }
     local.count(in: self, requests: 1, refusals: 0, now: now)
   }
 
   /// A refusal of `local` (a request's, or its TLS handshake's).
   func refusal(_ local: LocalPeer, now: UInt64 = DispatchTime.now().uptimeNanoseconds) {
+    guard isShown else { return }
     local.count(in: self, requests: 0, refusals: 1, now: now)
   }
 

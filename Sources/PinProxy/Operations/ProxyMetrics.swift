@@ -30,7 +30,7 @@ final class ProxyMetrics: Sendable {
   /// The last refusals, for the operator's page.
   let refusalLog = RefusalLog()
   /// Requests and refusals of programs on this host over the last hour.
-  let localActivity = LocalProgramActivity()
+  let localActivity: LocalProgramActivity
   /// Each rule's last verdict, pin health and recent refusals.
   let rules = RuleActivity()
   /// Per listener of `listenerNames`: connections open, and refusals answered.
@@ -103,8 +103,11 @@ final class ProxyMetrics: Sendable {
   /// - Parameters:
   ///   - listeners: the names of the listeners bound at start.
   ///   - loops: the number of event loops (one set of histogram cells each).
-  init(listeners: [String] = [], loops: Int = 1) {
+  ///   - localProgramsShown: whether an admin endpoint shows the local
+  ///     programs' activity (`LocalProgramActivity.isShown`).
+  init(listeners: [String] = [], loops: Int = 1, localProgramsShown: Bool = true) {
     listenerNames = listeners
+    localActivity = LocalProgramActivity(shown: localProgramsShown)
     listenerConnections = listeners.map { _ in SharedCount() }
     listenerRefusals = listeners.map { _ in SharedCount() }
     requestDuration = LatencyHistogram(
