@@ -96,4 +96,40 @@ final class ForwardRouterTests: XCTestCase {
     }
     XCTAssertEqual(again.ruleName, "origin.test")
   }
+
+  /// A new connection starts from the decision the loop's last connection
+  /// left (`ForwardRouter.Memo`) only under the same snapshot and listener:
+  /// after a reload that denies the host, the new router refuses it.
+  func testANewConnectionReusesTheLastDecisionOnlyUnderItsSnapshotAndListener() throws {
+    let configuration = try ConfigurationParser.parse(ForwardRouterTests.config, file: "test.yaml")
+    let snapshot = try RuntimeSnapshot.compile(configuration, generation: 1)
+    let bound = BoundListener(configuration.listeners[0])
+    var ended = ForwardRouter(snapshot: snapshot, bound: bound)
+    XCTAssertNil(ended.memo, "nothing decided yet")
+    let first = try XCTUnwrap(forwarded(ended.route(try head("http://origin.test/a"), inside: nil)))
+    let memo = ended.memo
+
+    var next = ForwardRouter(snapshot: snapshot, bound: bound)
+    next.adopt(memo)
+    let reused = try XCTUnwrap(forwarded(next.route(try head("http://origin.test/a"), inside: nil)))
+    XCTAssertTrue(reused === first, "the same decision and target, not decided again")
+    let otherPath = try XCTUnwrap(forwarded(next.route(try head("http://origin.test/b"), inside: nil)))
+    XCTAssertEqual(otherPath.key, first.key)
+
+    var otherListener = ForwardRouter(snapshot: snapshot, bound: BoundListener(configuration.listeners[0]))
+    otherListener.adopt(memo)
+    let decided = try XCTUnwrap(forwarded(otherListener.route(try head("http://origin.test/a"), inside: nil)))
+    XCTAssertFalse(decided === first, "another listener decides for itself")
+
+    let reloaded = try ConfigurationParser.parse(
+      ForwardRouterTests.config.replacingOccurrences(of: "origin.test", with: "elsewhere.test"),
+      file: "test.yaml")
+    var afterReload = ForwardRouter(
+      snapshot: try RuntimeSnapshot.compile(reloaded, generation: 2), bound: bound)
+    afterReload.adopt(memo)
+    guard case .refuse(let denied) = afterReload.route(try head("http://origin.test/a"), inside: nil) else {
+      return XCTFail("the reload's snapshot governs: origin.test has no rule in it")
+    }
+    XCTAssertEqual(denied.code, .deniedByPolicy)
+  }
 }

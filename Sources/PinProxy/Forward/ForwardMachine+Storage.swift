@@ -57,6 +57,11 @@ final class ForwardStorageShelf {
     loop.inLoop ? loop.local(ForwardStorageShelf.self) { ForwardStorageShelf() } : nil
   }
 
+  /// The route decision of the session that ended last (`ForwardRouter.Memo`).
+  /// One per loop, replaced by each: what an old snapshot's decision holds
+  /// stays alive until the loop's next session ends, no longer.
+  var routeMemo: ForwardRouter.Memo?
+
   func take() -> ForwardMachine<UpstreamRef>.Storage? { spares.popLast() }
 
   func put(_ storage: consuming ForwardMachine<UpstreamRef>.Storage) {

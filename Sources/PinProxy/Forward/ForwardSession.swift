@@ -123,9 +123,12 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
     self.origin = origin
     pool = context.pool(for: connection.loop)
     registry = context.registry(for: connection.loop)
-    shelf = ForwardStorageShelf.of(connection.loop)
+    let shelf = ForwardStorageShelf.of(connection.loop)
+    self.shelf = shelf
+    var router = ForwardRouter(snapshot: snapshot, bound: listener, client: origin)
+    router.adopt(shelf?.routeMemo)
     machine = ForwardMachine(
-      router: ForwardRouter(snapshot: snapshot, bound: listener, client: origin),
+      router: router,
       limits: snapshot.httpLimits, client: origin.key, clock: { [loop = connection.loop] in loop.now },
       storage: shelf?.take())
     connection.delegate = self
@@ -253,7 +256,10 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   deinit {
     registry.forget(ObjectIdentifier(self))
     // Only on the loop: a session released elsewhere frees its storage.
-    if let shelf, loop.inLoop { shelf.put(machine.surrenderStorage()) }
+    if let shelf, loop.inLoop {
+      if let memo = machine.router.memo { shelf.routeMemo = memo }
+      shelf.put(machine.surrenderStorage())
+    }
   }
 
   // MARK: UpstreamDelegate

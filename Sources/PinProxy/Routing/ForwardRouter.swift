@@ -35,7 +35,7 @@ struct ForwardRouter {
   /// One object, not a tuple of values: the router (and so the machine
   /// holding it) is copied with one reference, and the memo is read
   /// without copying a host, a key and a route through their metadata.
-  private final class Decided {
+  fileprivate final class Decided {
     let from: RouteInput
     let key: UpstreamKey
     let route: UpstreamRoute
@@ -44,11 +44,39 @@ struct ForwardRouter {
     }
   }
 
-  private struct RouteInput: Equatable {
+  fileprivate struct RouteInput: Equatable {
     var scheme: String
     var host: String
     var port: Int?
     var insideTunnel: Bool
+  }
+
+  /// The last forward decision as a finished connection leaves it, for
+  /// the next connection of the same loop and listener
+  /// (`ForwardStorageShelf.routeMemo`): a client that opens a connection
+  /// per request names the same host each time, and its first request
+  /// then skips the host parsing and rule lookup as a keep-alive request
+  /// does. Taken only under the snapshot it was decided under (the
+  /// generation: every snapshot installed has one of its own) and for the
+  /// same listener (`portRefusal` reads its configuration): the decision
+  /// depends on nothing else. It holds the decision, not the snapshot.
+  struct Memo {
+    fileprivate let generation: UInt64
+    fileprivate let bound: BoundListener
+    fileprivate let decided: Decided
+    fileprivate let target: ForwardTarget?
+  }
+
+  /// This router's memo for the next connection; nil before a forward decision.
+  var memo: Memo? {
+    last.map { Memo(generation: snapshot.generation, bound: bound, decided: $0, target: lastTarget) }
+  }
+
+  /// Starts from a finished connection's memo when it was decided under
+  /// this router's snapshot and listener; otherwise leaves the router as it is.
+  mutating func adopt(_ memo: Memo?) {
+    guard last == nil, let memo, memo.generation == snapshot.generation, memo.bound === bound else { return }
+    (last, lastTarget) = (memo.decided, memo.target)
   }
 
   /// - Parameter client: who the client is, checked again against
