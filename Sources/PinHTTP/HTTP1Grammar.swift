@@ -186,7 +186,7 @@ enum HTTP1Grammar {
     let status = digits.reduce(0) { $0 * 10 + Int($1 - 0x30) }
     guard status >= 100 else { throw HTTPParseError(.badRequest, "malformed status line") }
     let version = try httpVersion(startLine[..<first])
-    let reason = second.map { String(decoding: rest[($0 + 1)...], as: UTF8.self) } ?? ""
+    let reason = second.map { reasonPhrase(rest[($0 + 1)...]) } ?? ""
     let headers = try fields(fieldBytes, in: head, table: consume table, limits: limits)
     return HTTPResponseHead(version: version, status: status, reason: reason, headers: headers)
   }
@@ -310,11 +310,32 @@ enum HTTP1Grammar {
   /// The method, a token; the usual ones are the literals they are (no
   /// String made from the bytes).
   static func method(_ bytes: ArraySlice<UInt8>) -> String? {
-    for known in knownMethods where known.utf8.elementsEqual(bytes) { return known }
-    return token(bytes)
+    // The usual methods by length, then bytes: the literal is returned (no
+    // String made, nothing generic over a collection per request).
+    let known: String? = bytes.withUnsafeBufferPointer { buffer in
+      func named(_ name: StaticString) -> Bool {
+        // Only called with the name's own length.
+        for index in 0..<buffer.count where buffer[index] != name.utf8Start[index] { return false }
+        return true
+      }
+      switch buffer.count {
+      case 3: return named("GET") ? "GET" : named("PUT") ? "PUT" : nil
+      case 4: return named("POST") ? "POST" : named("HEAD") ? "HEAD" : nil
+      case 5: return named("PATCH") ? "PATCH" : nil
+      case 6: return named("DELETE") ? "DELETE" : nil
+      case 7: return named("OPTIONS") ? "OPTIONS" : named("CONNECT") ? "CONNECT" : nil
+      default: return nil
+      }
+    }
+    return known ?? token(bytes)
   }
 
-  private static let knownMethods = ["GET", "POST", "HEAD", "PUT", "DELETE", "OPTIONS", "CONNECT", "PATCH"]
+  /// The reason phrase as text; the usual `OK` is the literal (most
+  /// responses), not a String decoded per response.
+  static func reasonPhrase(_ bytes: ArraySlice<UInt8>) -> String {
+    if bytes.count == 2, bytes.first == UInt8(ascii: "O"), bytes.last == UInt8(ascii: "K") { return "OK" }
+    return String(decoding: bytes, as: UTF8.self)
+  }
 
   private static let http11 = Array("HTTP/1.1".utf8)
   private static let http10 = Array("HTTP/1.0".utf8)

@@ -65,9 +65,45 @@ public enum KnownField: UInt8, CaseIterable, Sendable {
     return name.withUTF8 { recognize($0) }
   }
 
+  /// A word at a time (`recognize` runs for every field line): the names
+  /// are lower-case letters and `-`, so a word of the candidate matches
+  /// when, with bit 0x20 set in the bytes where the name has a letter (a
+  /// letter's bit 0x40 shifted down), it equals the name's word. Where the
+  /// name has `-` the byte must be `-` itself (a CR, 0x0D, is `-` with 0x20
+  /// set). The last word overlaps the one before it rather than being read
+  /// a byte at a time; a name under eight bytes is read as two overlapping
+  /// four-byte words, or bytes under four.
   private func isNamed(_ candidate: UnsafeBufferPointer<UInt8>) -> Bool {
     let name = self.name
-    return ASCII.equalsIgnoringCase(
-      candidate, UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+    let count = name.utf8CodeUnitCount
+    guard candidate.count == count, let start = candidate.baseAddress else { return false }
+    let (want, have) = (UnsafeRawPointer(name.utf8Start), UnsafeRawPointer(start))
+    @inline(__always) func matches(_ want: UInt64, _ have: UInt64) -> Bool {
+      have | ((want & 0x4040_4040_4040_4040) &>> 1) == want
+    }
+    @inline(__always) func word(_ pointer: UnsafeRawPointer, _ offset: Int) -> UInt64 {
+      UInt64(littleEndian: pointer.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+    }
+    @inline(__always) func half(_ pointer: UnsafeRawPointer, _ offset: Int) -> UInt64 {
+      UInt64(UInt32(littleEndian: pointer.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
+    }
+    if count >= 8 {
+      var offset = 0
+      while offset + 8 < count {
+        guard matches(word(want, offset), word(have, offset)) else { return false }
+        offset += 8
+      }
+      return matches(word(want, count - 8), word(have, count - 8))
+    }
+    if count >= 4 {
+      return matches(half(want, 0), half(have, 0)) && matches(half(want, count - 4), half(have, count - 4))
+    }
+    for offset in 0..<count {
+      let byte = (
+        want.load(fromByteOffset: offset, as: UInt8.self), have.load(fromByteOffset: offset, as: UInt8.self)
+      )
+      guard matches(UInt64(byte.0), UInt64(byte.1)) else { return false }
+    }
+    return true
   }
 }

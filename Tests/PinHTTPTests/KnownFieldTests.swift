@@ -32,6 +32,27 @@ final class KnownFieldTests: XCTestCase {
     }
   }
 
+  /// Recognised a word at a time: every byte value in every position of
+  /// every name gives what a byte-by-byte compare (ASCII letters folded,
+  /// nothing else) gives; a CR where the name has `-` is not a match.
+  func testEveryByteInEveryPositionIsComparedAsAByteCompareWould() {
+    func folded(_ byte: UInt8) -> UInt8 { byte >= 0x41 && byte <= 0x5a ? byte | 0x20 : byte }
+    for field in KnownField.allCases {
+      let name = Array(field.name.description.utf8)
+      for index in name.indices {
+        for value in 0...255 {
+          var bytes = name
+          bytes[index] = UInt8(value)
+          let expected: KnownField? = folded(UInt8(value)) == name[index] ? field : nil
+          let found = bytes.withUnsafeBufferPointer { KnownField.recognize($0) }
+          XCTAssertEqual(found, expected, "\(field.name) with byte \(value) at \(index)")
+        }
+      }
+    }
+    let carriageReturn = Array("content\rlength".utf8)
+    XCTAssertNil(carriageReturn.withUnsafeBufferPointer { KnownField.recognize($0) })
+  }
+
   /// Random lists, changed by every kind of change: the bit lookups agree
   /// with a compare of every name, and with the fields as listed.
   func testLookupsAgreeWithTheNamesAfterEveryChange() {
