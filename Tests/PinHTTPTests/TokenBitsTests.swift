@@ -17,6 +17,36 @@ final class TokenBitsTests: XCTestCase {
     XCTAssertFalse(HTTP1Grammar.isTokenByte(0x80))
   }
 
+  /// A field name is skipped eight bytes a step while they are letters,
+  /// digits or `-`: every byte value, in every position of a word, stops
+  /// the step exactly where a byte-by-byte test would; so do random words.
+  func testAWordOfANameIsSkippedExactlyAsFarAsItsPlainBytesGo() {
+    func plain(_ byte: UInt8) -> Bool {
+      (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a) || (byte >= 0x30 && byte <= 0x39)
+        || byte == 0x2d
+    }
+    func expected(_ bytes: [UInt8]) -> Int { bytes.firstIndex { !plain($0) } ?? 8 }
+    func counted(_ bytes: [UInt8]) -> Int {
+      bytes.withUnsafeBytes { HTTP1Grammar.plainNameBytes(ByteWord.load($0, 0)) }
+    }
+    for filler in Array("aZ9-".utf8) {
+      for position in 0..<8 {
+        for value in 0...255 {
+          var bytes = [UInt8](repeating: filler, count: 8)
+          bytes[position] = UInt8(value)
+          XCTAssertEqual(counted(bytes), expected(bytes), "byte \(value) at \(position) among \(filler)")
+        }
+      }
+    }
+    var generator = SystemRandomNumberGenerator()
+    let alphabet =
+      Array("aA-z0:9_ \u{7f}".utf8) + [0x80, 0xc1, 0xed, 0x00, 0x0d, 0x5b, 0x60, 0x7b, 0x2f, 0x3a, 0x40]
+    for _ in 0..<20_000 {
+      let bytes = (0..<8).map { _ in alphabet.randomElement(using: &generator)! }
+      XCTAssertEqual(counted(bytes), expected(bytes), "\(bytes)")
+    }
+  }
+
   func testANameSetFindsItsNamesOfEveryLengthAndNothingElse() {
     let long = String(repeating: "x", count: 70)
     let set = HeaderNameSet(["te", "connection", "content-length", long])
