@@ -28,6 +28,23 @@ enum ByteWord {
   @inline(__always)
   static func equal(_ word: UInt64, _ byte: UInt8) -> UInt64 { zeros(word ^ (ones &* UInt64(byte))) }
 
+  /// Marks the bytes above `bound`, exactly, in a word whose bytes are all
+  /// at most 0x7F (its high bits set aside): a byte plus at most 0x7F never
+  /// carries into the next, so every mark is true, not only the first.
+  @inline(__always)
+  static func above(_ low: UInt64, _ bound: UInt8) -> UInt64 {
+    (low &+ (ones &* UInt64(0x7f - bound))) & highs
+  }
+
+  /// The offset of the first byte outside 0x21...0x7E (a control byte,
+  /// space, DEL or a byte with the high bit): 8 when there is none.
+  @inline(__always)
+  static func firstNotVisible(_ word: UInt64) -> Int {
+    let low = word & ~highs
+    let visible = above(low, 0x20) & ~above(low, 0x7e) & ~(word & highs)
+    return first(~visible & highs)
+  }
+
   /// The offset of the first marked byte; 8 when none is.
   @inline(__always)
   static func first(_ marks: UInt64) -> Int { marks.trailingZeroBitCount &>> 3 }

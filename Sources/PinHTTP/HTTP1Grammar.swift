@@ -14,10 +14,12 @@ enum HTTP1Grammar {
   ) throws(HTTPParseError) -> Range<Int>? {
     let start = index
     var position = max(start, resumeAt)
+    // Where word steps end: the input's end, or the limit's if sooner.
+    let wordsEnd = limit < input.count - start ? start + limit : input.count
     while position < input.count {
       // Eight bytes a step up to the first LF, CR or NUL, while the limit is
       // not within the step: the bytes before it need nothing but skipping.
-      while position + 8 <= input.count && position + 8 - start <= limit {
+      while position &+ 8 <= wordsEnd {
         let skipped = firstLineByte(ByteWord.load(input, position))
         position += skipped
         if skipped < 8 { break }
@@ -132,7 +134,7 @@ enum HTTP1Grammar {
     guard targetBytes.count <= limits.maxURILength else {
       throw HTTPParseError(.uriTooLong, "request target longer than \(limits.maxURILength) bytes")
     }
-    guard !targetBytes.isEmpty, targetBytes.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) else {
+    guard !targetBytes.isEmpty, allVisible(targetBytes) else {
       throw HTTPParseError(.badRequest, "malformed request target")
     }
     let version = try httpVersion(startLine[(second + 1)...])
@@ -144,6 +146,22 @@ enum HTTP1Grammar {
     try checkHost(headers, version: version, method: method)
     return HTTPRequestHead(
       method: method, target: target, rawTargetBytes: targetBytes, version: version, headers: headers)
+  }
+
+  /// Whether every byte is visible ASCII (0x21...0x7E), eight a step.
+  static func allVisible(_ bytes: ArraySlice<UInt8>) -> Bool {
+    bytes.withUnsafeBytes { buffer in
+      var position = 0
+      while position + 8 <= buffer.count {
+        guard ByteWord.firstNotVisible(ByteWord.load(buffer, position)) == 8 else { return false }
+        position += 8
+      }
+      while position < buffer.count {
+        guard buffer[position] > 0x20 && buffer[position] < 0x7f else { return false }
+        position += 1
+      }
+      return true
+    }
   }
 
   /// RFC 9112 §3.2: an HTTP/1.1 request carries exactly one Host, and no
@@ -275,21 +293,17 @@ enum HTTP1Grammar {
   }
 
   /// How many of `word`'s bytes, from the first, are ASCII letters,
-  /// digits or `-` (8: all). Exact for every byte: the high bit is set
-  /// aside first, so a byte plus at most 0x7F never carries into the next
-  /// and each test marks exactly the bytes it matches (unlike the
-  /// first-mark-only tests of `ByteWord`).
+  /// digits or `-` (8: all). Exact for every byte: the high bits are set
+  /// aside first, so each range test (`ByteWord.above`) marks exactly the
+  /// bytes it matches, not only the first.
   @inline(__always)
   static func plainNameBytes(_ word: UInt64) -> Int {
     let low = word & ~ByteWord.highs
-    @inline(__always) func above(_ bytes: UInt64, _ bound: UInt8) -> UInt64 {
-      (bytes &+ (ByteWord.ones &* UInt64(0x7f - bound))) & ByteWord.highs
-    }
     // Bit 0x20 folds A-Z onto a-z, and moves no other byte into a-z.
     let folded = low | (ByteWord.ones &* 0x20)
-    let letters = above(folded, 0x60) & ~above(folded, 0x7a)
-    let digits = above(low, 0x2f) & ~above(low, 0x39)
-    let dashes = ~above(low ^ (ByteWord.ones &* 0x2d), 0) & ByteWord.highs
+    let letters = ByteWord.above(folded, 0x60) & ~ByteWord.above(folded, 0x7a)
+    let digits = ByteWord.above(low, 0x2f) & ~ByteWord.above(low, 0x39)
+    let dashes = ~ByteWord.above(low ^ (ByteWord.ones &* 0x2d), 0) & ByteWord.highs
     let plain = (letters | digits | dashes) & ~(word & ByteWord.highs)
     return ByteWord.first(~plain & ByteWord.highs)
   }

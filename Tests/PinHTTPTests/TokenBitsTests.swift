@@ -47,6 +47,31 @@ final class TokenBitsTests: XCTestCase {
     }
   }
 
+  /// A request target is checked eight bytes a step: every byte value in
+  /// every position of a word, and every length of a tail, is judged as
+  /// the byte test (0x21...0x7E) judges it.
+  func testATargetIsVisibleASCIIExactlyWhenEveryByteIs() {
+    for position in 0..<8 {
+      for value in 0...255 {
+        var word = [UInt8](repeating: UInt8(ascii: "a"), count: 8)
+        word[position] = UInt8(value)
+        let visible = value > 0x20 && value < 0x7f
+        XCTAssertEqual(
+          word.withUnsafeBytes { ByteWord.firstNotVisible(ByteWord.load($0, 0)) }, visible ? 8 : position,
+          "byte \(value) at \(position)")
+        for length in [position + 1, 8, 13] {
+          var target = [UInt8](repeating: UInt8(ascii: "/"), count: max(length, 8))
+          target[position] = UInt8(value)
+          XCTAssertEqual(
+            HTTP1Grammar.allVisible(target[...]), visible, "byte \(value) at \(position) of \(length)")
+          // The same byte in a tail shorter than a word.
+          let tail = Array(target.prefix(position + 1))
+          XCTAssertEqual(HTTP1Grammar.allVisible(tail[...]), visible)
+        }
+      }
+    }
+  }
+
   func testANameSetFindsItsNamesOfEveryLengthAndNothingElse() {
     let long = String(repeating: "x", count: 70)
     let set = HeaderNameSet(["te", "connection", "content-length", long])
