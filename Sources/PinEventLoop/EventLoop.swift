@@ -89,6 +89,12 @@ public final class EventLoop: Sendable {
     timers.makeTimer(work)
   }
 
+  /// The same, its work given once later (`LoopTimer.setWork`): an owner
+  /// keeps the timer in a `let`, made before the work can capture the
+  /// owner. (A `lazy var` timer was retained and released at every access,
+  /// four a request.) Arming it before it has work does nothing.
+  public func makeTimer() -> LoopTimer { timers.makeTimer(nil) }
+
   /// Now, in uptime nanoseconds, read once per batch of readiness events
   /// on the loop (see `Readiness.now`); the clock itself elsewhere.
   public var now: UInt64 { readiness.now }
@@ -129,12 +135,19 @@ public final class LoopTimer: @unchecked Sendable {
   /// the timer.
   var slot = -1
 
-  init(id: UInt64, table: TimerTable, work: (@Sendable () -> Void)? = nil) {
+  /// Its work was given (at `makeTimer`, or once by `setWork`).
+  var workGiven: Bool
+
+  init(id: UInt64, table: TimerTable, work: (@Sendable () -> Void)? = nil, reusable: Bool? = nil) {
     self.id = id
     self.table = table
     self.work = work
-    reusable = work != nil
+    self.reusable = reusable ?? (work != nil)
+    workGiven = work != nil
   }
+
+  /// Gives a timer from `EventLoop.makeTimer()` its work; once only.
+  public func setWork(_ work: @escaping @Sendable () -> Void) { table.setWork(self, work) }
 
   public func cancel() { reusable ? table.disarm(self) : table.remove(id) }
 
@@ -223,12 +236,19 @@ final class TimerTable: @unchecked Sendable {
   }
 
   /// A timer with its own id and no deadline yet.
-  func makeTimer(_ work: @escaping @Sendable () -> Void) -> LoopTimer {
+  func makeTimer(_ work: (@Sendable () -> Void)?) -> LoopTimer {
     lock.lock()
     nextID &+= 1
     let id = nextID
     lock.unlock()
-    return LoopTimer(id: id, table: self, work: work)
+    return LoopTimer(id: id, table: self, work: work, reusable: true)
+  }
+
+  func setWork(_ timer: LoopTimer, _ work: @escaping @Sendable () -> Void) {
+    lock.lock()
+    defer { lock.unlock() }
+    precondition(timer.reusable && !timer.workGiven, "setWork: once, on a timer from EventLoop.makeTimer()")
+    (timer.work, timer.workGiven) = (work, true)
   }
 
   /// Arms `timer` for `deadline`, replacing its earlier deadline if any;

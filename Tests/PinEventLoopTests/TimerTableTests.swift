@@ -109,6 +109,29 @@ final class TimerTableTests: XCTestCase {
     cancelled.invalidate()
   }
 
+  /// A timer made before its work (an owner's `let`, its work given at the
+  /// end of the owner's init): armed before the work is given it does
+  /// nothing; armed after, it fires the work given.
+  func testATimerGivenItsWorkLaterFiresOnlyOnceItHasIt() {
+    let loop = EventLoop(name: "work-later")
+    let fired = DispatchSemaphore(value: 0)
+    nonisolated(unsafe) var runs = 0
+    let timer = loop.makeTimer()
+    loop.runAndWait { timer.schedule(after: 0.01) }
+    usleep(300_000)
+    loop.runAndWait {}
+    timer.setWork {
+      runs += 1
+      fired.signal()
+    }
+    XCTAssertEqual(runs, 0, "armed without work: nothing was listed to fire")
+    loop.runAndWait { timer.schedule(after: 0.01) }
+    XCTAssertEqual(fired.wait(timeout: .now() + 5), .success)
+    loop.runAndWait {}
+    XCTAssertEqual(runs, 1)
+    timer.invalidate()
+  }
+
   /// Connections come and go: a slot let go of by an invalidated timer is
   /// taken by the next one armed, and only the timers still listed fire —
   /// the new holder of a slot, never the old one.

@@ -53,24 +53,13 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
     case response(exchange: Int)
   }
   private var timerPurpose = TimerPurpose.none
-  /// Made once, re-armed per request (see `EventLoop.makeTimer`). Its work
-  /// holds the session strongly: nothing on a connection's path takes a
-  /// weak reference to it (that would put every retain and release of it
-  /// on the runtime's slow path). `stopTimers()` ends the cycle when the
-  /// session stops serving.
-  lazy var timer: LoopTimer = loop.makeTimer { [self] in
-    let purpose = timerPurpose
-    timerPurpose = .none
-    switch purpose {
-    case .none:
-      break
-    case .head(let seconds):
-      run { $0.headTimerFired(after: seconds) }
-    case .response(let exchange):
-      let seconds = snapshot.timeouts.upstreamResponse
-      run { $0.responseTimerFired(exchange: exchange, after: seconds) }
-    }
-  }
+  /// Made once, re-armed per request (see `EventLoop.makeTimer()`), its
+  /// work given at the end of `init` (`timerFired`). A `let`: calls on it
+  /// retain nothing. Its work holds the session strongly: nothing on a
+  /// connection's path takes a weak reference to it (that would put every
+  /// retain and release of it on the runtime's slow path). `stopTimers()`
+  /// ends the cycle when the session stops serving.
+  let timer: LoopTimer
   /// When the session last started waiting for a request (uptime ns), to
   /// pick the longest waiting under overload.
   var awaitingSince = DispatchTime.now().uptimeNanoseconds
@@ -131,7 +120,23 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
       router: router,
       limits: snapshot.httpLimits, client: origin.key, clock: { [loop = connection.loop] in loop.now },
       storage: shelf?.take())
+    timer = connection.loop.makeTimer()
     connection.delegate = self
+    timer.setWork { [self] in timerFired() }
+  }
+
+  private func timerFired() {
+    let purpose = timerPurpose
+    timerPurpose = .none
+    switch purpose {
+    case .none:
+      break
+    case .head(let seconds):
+      run { $0.headTimerFired(after: seconds) }
+    case .response(let exchange):
+      let seconds = snapshot.timeouts.upstreamResponse
+      run { $0.responseTimerFired(exchange: exchange, after: seconds) }
+    }
   }
 
   func start() {

@@ -9,16 +9,17 @@ final class ForwardTarget: Sendable {
   let route: UpstreamRoute
   let path: String
 
+  /// The Host header sent upstream: the port only when it is not the
+  /// scheme's default. Made once per target, which a keep-alive client's
+  /// requests share, not per request sent.
+  let authority: String
+
   init(key: UpstreamKey, route: UpstreamRoute, path: String) {
     self.key = key
     self.route = route
     self.path = path
-  }
-
-  /// The Host header sent upstream: the port only when it is not the scheme's default.
-  var authority: String {
     let defaultPort = key.tls ? 443 : 80
-    return key.port == defaultPort ? key.host.description : "\(key.host):\(key.port)"
+    authority = key.port == defaultPort ? key.host.description : "\(key.host):\(key.port)"
   }
 }
 
