@@ -145,6 +145,21 @@ public struct BorrowedEvents: HTTP1EventSink {
   }
 
   public mutating func appendBody(_ bytes: UnsafeRawBufferPointer) { list.append(.body(bytes)) }
+
+  /// Empties the list as `removeAll` does, a response head's storage
+  /// handed back to `parser` for its next head on the way: each event is
+  /// moved out of the list, so the head is neither copied nor retained to
+  /// be recycled (iterating the list copied every event).
+  public mutating func removeAll(recyclingHeadsInto parser: inout HTTP1Parser) {
+    guard !list.isEmpty else { return }
+    guard list.capacity <= 64 else {
+      for case .response(let head) in list { parser.recycle(head.headers) }
+      return list = []
+    }
+    while let event = list.popLast() {
+      if case .response(let head) = consume event { parser.recycle(head.headers) }
+    }
+  }
 }
 
 /// A machine's queue of events as the parser's sink: bodies copied (a body

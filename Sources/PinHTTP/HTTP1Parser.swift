@@ -372,8 +372,7 @@ public struct HTTP1Parser: Sendable {
   /// relayed): its storage and table serve the next head, so a keep-alive
   /// connection's heads allocate nothing once warm. Storage still shared
   /// with a copy elsewhere is copied on its next change, as any array.
-  public mutating func recycle(_ headers: HTTPHeaders) {
-    var headers = headers
+  public mutating func recycle(_ headers: consuming HTTPHeaders) {
     let (storage, table) = headers.surrender()
     guard storage.capacity <= Self.recycledHeadLimit else { return }
     spareHead = storage

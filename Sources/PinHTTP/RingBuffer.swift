@@ -49,12 +49,19 @@ public struct RingBuffer<Element> {
   @inlinable
   public mutating func popFirst() -> Element? {
     guard stored > 0 else { return nil }
-    // Moved out of its slot, not copied and released: one reference count
-    // change less per element, on a queue every action passes through.
-    let element = storage[head].take()
+    let slot = head
     head = (head + 1) % storage.count
     stored -= 1
-    return element
+    // Moved out of its slot, which is left nil: no copy and no release.
+    // (`storage[slot].take()` copied the element out through the array's
+    // subscript and then released the original when it set the slot nil:
+    // a retain and a release of everything an event or action holds, on a
+    // queue every event and action passes through.)
+    return storage.withUnsafeMutableBufferPointer { slots in
+      let element = (slots.baseAddress! + slot).move()
+      (slots.baseAddress! + slot).initialize(to: nil)
+      return element
+    }
   }
 
   /// Drops the `count` newest elements (what a failed step appended).

@@ -40,4 +40,41 @@ final class HeadRecyclingTests: XCTestCase {
       _ = try parser.resume()
     }
   }
+
+  /// The upstream side's list of lent events, emptied with the response
+  /// head's storage handed back to the parser: round after round the heads
+  /// and bodies read correctly, the list is empty after, and a head copied
+  /// out before it was emptied keeps its own fields.
+  func testAnEmptiedEventListHandsItsHeadBackAndAHeadKeptElsewhereKeepsItsFields() throws {
+    var parser = HTTP1Parser(role: .response, pausesBetweenMessages: true)
+    var events = BorrowedEvents()
+    var kept: HTTPResponseHead?
+    for round in 0..<40 {
+      let padding = String(repeating: "q", count: (round * 29) % 200)
+      let body = "body-\(round)"
+      let response = Array(
+        "HTTP/1.1 200 OK\r\nX-Round: \(round)\r\nX-Pad: \(padding)\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+          .utf8)
+      if round > 0 { try parser.resume(into: &events) }
+      try response.withUnsafeBytes { try parser.feed($0, into: &events) }
+      var (heads, bodies) = (0, "")
+      for event in events.list {
+        switch event {
+        case .response(let head):
+          heads += 1
+          XCTAssertEqual(head.headers.first("X-Round"), "\(round)")
+          XCTAssertEqual(head.headers.first("X-Pad"), padding)
+          if round == 3 { kept = head }
+        case .body(let bytes): bodies += String(decoding: bytes, as: UTF8.self)
+        default: break
+        }
+      }
+      XCTAssertEqual(heads, 1, "round \(round)")
+      XCTAssertEqual(bodies, body)
+      events.removeAll(recyclingHeadsInto: &parser)
+      XCTAssertTrue(events.isEmpty)
+    }
+    XCTAssertEqual(kept?.headers.first("X-Round"), "3", "a head held elsewhere keeps its bytes")
+    XCTAssertEqual(kept?.headers.first("X-Pad"), String(repeating: "q", count: 87))
+  }
 }

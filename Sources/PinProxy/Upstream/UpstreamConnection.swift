@@ -165,8 +165,7 @@ final class UpstreamConnection: UpstreamLink, ChannelDelegate, @unchecked Sendab
       if !events.isEmpty { delegate?.upstream(self, didReceive: events.list) }
       // Once delivered, a head's storage serves the next response, and
       // nothing of this one is held (a pooled connection would keep it).
-      for case .response(let head) in events.list { parser.recycle(head.headers) }
-      events.removeAll()
+      events.removeAll(recyclingHeadsInto: &parser)
       if isOpen && parser.isPaused && parser.hasBufferedInput {
         // Bytes after a complete response that nobody asked for.
         closeTellingDelegate(nil)
