@@ -16,7 +16,7 @@ import Foundation
 /// share a line (the fingerprint cache's shards are locked side by side);
 /// a per-connection lock opts out (`cacheLineAligned: false`).
 public final class Locked<Value>: @unchecked Sendable {
-  private static var line: Int { 64 }
+  @usableFromInline static var line: Int { 64 }
   // Usable from inlined code: `withLock` is inlined into its callers in
   // other modules, where a generic call through the module boundary cost
   // more than the lock itself (a thunk and a closure context per call).
@@ -27,6 +27,11 @@ public final class Locked<Value>: @unchecked Sendable {
   /// let go of per connection: memory aligned past 16 bytes is served by
   /// malloc's slow aligned path (about 650 instructions, more than the rest
   /// of such an object's life), and a lock one loop takes is not contended.
+  ///
+  /// Inlinable, as `withLock` is: called from another module through the
+  /// generic entry, it copied the value in through its type's metadata
+  /// (about 600 instructions for a local peer's lock, made per connection).
+  @inlinable
   public init(_ value: Value, cacheLineAligned: Bool = true) {
     let line = cacheLineAligned ? Self.line : 1
     let alignment = max(line, MemoryLayout<Value>.alignment, MemoryLayout<pthread_mutex_t>.alignment)

@@ -22,8 +22,10 @@ final class ProxyContext: Sendable {
   /// embedded default has no file to reload) and answers once the new
   /// configuration is in force or was refused. `POST /reload` calls it.
   let reloadRequester = Locked<(@Sendable (@escaping @Sendable (ReloadOutcome) -> Void) -> Void)?>(nil)
-  private let pools: [ObjectIdentifier: UpstreamPool]
-  private let registries: [ObjectIdentifier: SessionRegistry]
+  /// Per loop, by `EventLoop.index` (an index, not a dictionary keyed by
+  /// the loop: a new connection looked both up, two hashes each).
+  private let pools: [UpstreamPool]
+  private let registries: [SessionRegistry]
   let group: EventLoopGroup
   /// Connection counts and limits (process-wide and per client address).
   let admission = ConnectionAdmission()
@@ -63,21 +65,18 @@ final class ProxyContext: Sendable {
     self.metrics = metrics
     metrics.refusalLog.rulesChanged(snapshot.ruleExpectations)
     logger.setQueryStrings(snapshot.configuration.logging.queryStrings)
-    var pools: [ObjectIdentifier: UpstreamPool] = [:]
-    var registries: [ObjectIdentifier: SessionRegistry] = [:]
-    for loop in group.loops {
-      pools[ObjectIdentifier(loop)] = UpstreamPool(
-        loop: loop, idleGauge: metrics.idlePooledConnections, pins: snapshot.pins)
-      registries[ObjectIdentifier(loop)] = SessionRegistry(loop: loop)
+    precondition(group.loops.indices.allSatisfy { group.loops[$0].index == $0 }, "loops indexed in order")
+    let pools = group.loops.map {
+      UpstreamPool(loop: $0, idleGauge: metrics.idlePooledConnections, pins: snapshot.pins)
     }
     self.pools = pools
-    self.registries = registries
+    registries = group.loops.map { SessionRegistry(loop: $0) }
     self.group = group
     sockDiag = group.loops.map { _ in SockDiagSocket() }
     // The daemon's own requests run on the first loop.
     let loop = group.loops[0]
     let (current, engine, sessions) = (current, trustEngine, sessions)
-    let allPools = Array(pools.values)
+    let allPools = pools
     let reporter = PinFailureReporter(
       loop: loop, logger: logger, metrics: metrics, vendorID: PinFailureReporter.installationID()
     ) {
@@ -128,10 +127,11 @@ final class ProxyContext: Sendable {
   }
 
   func registry(for loop: EventLoop) -> SessionRegistry {
-    guard let registry = registries[ObjectIdentifier(loop)] else {
+    let index = loop.index
+    guard index < registries.count, registries[index].loop === loop else {
       preconditionFailure("loop outside the proxy's group")
     }
-    return registry
+    return registries[index]
   }
 
   /// Installs a new snapshot. It governs every decision made after this:
@@ -177,10 +177,11 @@ final class ProxyContext: Sendable {
 
   /// The pool of `loop`; only ever used on that loop.
   func pool(for loop: EventLoop) -> UpstreamPool {
-    guard let pool = pools[ObjectIdentifier(loop)] else {
+    let index = loop.index
+    guard index < pools.count, pools[index].loop === loop else {
       preconditionFailure("loop outside the proxy's group")
     }
-    return pool
+    return pools[index]
   }
 }
 
