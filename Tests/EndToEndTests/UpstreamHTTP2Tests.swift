@@ -46,7 +46,8 @@ final class UpstreamHTTP2Tests: ProxyTestCase {
     let bodies = try parallelGets("http://httpbin.org/small", count: 50, through: port)
     XCTAssertEqual(bodies.filter { $0 == "hello over HTTP/2.0" }.count, 50, "\(bodies)")
     XCTAssertEqual(try nginx.acceptedConnections(), 1, "one multiplexed TLS connection for 50 requests")
-    XCTAssertEqual(nginx.requests.filter { $0.hasPrefix("HTTP/2.0 GET /small 200") }.count, 50)
+    let small = nginx.requests(waitingFor: 50) { $0.hasPrefix("HTTP/2.0 GET /small 200") }
+    XCTAssertEqual(small.filter { $0.hasPrefix("HTTP/2.0 GET /small 200") }.count, 50)
     XCTAssertEqual(
       try metric(#"pinproxy_upstream_connections_total{protocol="h2"}"#), 1, "the metric counts it too")
     XCTAssertEqual(try metric("pinproxy_http2_streams_in_flight"), 0, "every stream finished")
@@ -139,7 +140,8 @@ final class UpstreamHTTP2Tests: ProxyTestCase {
     XCTAssertEqual(result.status, 200)
     XCTAssertEqual(result.body.count, 50 << 20)
     XCTAssertTrue(result.body == (try Data(contentsOf: URL(fileURLWithPath: original))), "byte-identical")
-    XCTAssertTrue(nginx.requests.contains("HTTP/2.0 GET /big.bin 200 \(50 << 20)"), "\(nginx.requests)")
+    let big = nginx.requests(waitingFor: 1) { $0 == "HTTP/2.0 GET /big.bin 200 \(50 << 20)" }
+    XCTAssertTrue(big.contains("HTTP/2.0 GET /big.bin 200 \(50 << 20)"), "\(big)")
   }
 
   func testAnUploadIsStreamedAsDATAWithItsLength() throws {
@@ -157,7 +159,8 @@ final class UpstreamHTTP2Tests: ProxyTestCase {
       XCTAssertEqual(result.status, 200, "\(extra)")
       XCTAssertEqual(result.text, "\(bytes.count) \(digest)\n", "\(extra)")
     }
-    XCTAssertEqual(nginx.requests.filter { $0.hasPrefix("HTTP/2.0 POST /upload 200") }.count, 2)
+    let uploads = nginx.requests(waitingFor: 2) { $0.hasPrefix("HTTP/2.0 POST /upload 200") }
+    XCTAssertEqual(uploads.filter { $0.hasPrefix("HTTP/2.0 POST /upload 200") }.count, 2)
   }
 
   func testASlowClientStallsOnlyItsOwnStream() throws {
@@ -299,9 +302,9 @@ final class UpstreamHTTP2Tests: ProxyTestCase {
     // The first request learns the origin's SETTINGS (8 streams).
     XCTAssertEqual(try get("http://httpbin.org/small", through: port).status, 200)
     _ = try parallelGets("http://httpbin.org/limited/slow.bin", count: 24, through: port)
+    let slow = nginx.requests(waitingFor: 24) { $0 == "HTTP/2.0 GET /limited/slow.bin 200 \(128 << 10)" }
     XCTAssertEqual(
-      nginx.requests.filter { $0 == "HTTP/2.0 GET /limited/slow.bin 200 \(128 << 10)" }.count, 24,
-      "\(nginx.requests)")
+      slow.filter { $0 == "HTTP/2.0 GET /limited/slow.bin 200 \(128 << 10)" }.count, 24, "\(slow)")
     let connections = try nginx.acceptedConnections()
     XCTAssertGreaterThanOrEqual(connections, 3, "24 concurrent streams at 8 per connection")
     XCTAssertLessThan(connections, 24, "still multiplexed")

@@ -104,6 +104,21 @@ public final class NginxOrigin {
     return (try? String(contentsOfFile: log, encoding: .utf8))?.split(separator: "\n").map(String.init) ?? []
   }
 
+  /// The access log lines once `count` of them match, or as they are after
+  /// `seconds`: nginx writes a request's line after it has sent the
+  /// response, so a client that has read the answer may be ahead of it.
+  public func requests(
+    waitingFor count: Int, seconds: Double = 10, matching: (String) -> Bool
+  ) -> [String] {
+    let deadline = Date().addingTimeInterval(seconds)
+    var lines = requests
+    while lines.filter(matching).count < count && Date() < deadline {
+      usleep(50_000)
+      lines = requests
+    }
+    return lines
+  }
+
   /// A graceful reload: the old worker sends GOAWAY on its HTTP/2
   /// connections and finishes the streams in progress.
   public func reload() throws {
