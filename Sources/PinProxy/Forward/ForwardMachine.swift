@@ -99,16 +99,11 @@ struct ForwardMachine<Upstream: SameUpstream> {
   var response: HTTP1Downstream
   /// Set inside an intercepted CONNECT: requests go to this host over TLS.
   var tunnel: ConnectTarget?
-  /// The proxy credential last verified on this connection: a CONNECT's
-  /// holds for every request inside its tunnel (while the file in force
-  /// still has that user with that hash); an absolute-form request's names
-  /// the user for its access line only (each such request carries its own).
-  var credential: VerifiedCredential?
-  /// The `Proxy-Authorization` value that `credential` was verified from:
-  /// a keep-alive client sends the same one with every request, and the
-  /// same bytes again need no parsing, digest or cache look-up (only the
-  /// check that the file in force still has that user with that hash).
-  var verifiedField: [UInt8]?
+  /// Proxy authentication of this connection (`proxyAuth`): what it has
+  /// verified, and the verdict for each request.
+  var authGate = ProxyAuthGate()
+  /// The proxy credential last verified on this connection (`ProxyAuthGate.credential`).
+  var credential: VerifiedCredential? { authGate.credential }
   private var headTimerIsIdle = false
   /// A head timer (idle or header) runs: only then is there one to cancel.
   private var headTimerArmed = false
