@@ -138,11 +138,13 @@ public final class LoopTimer: @unchecked Sendable {
   /// Its work was given (at `makeTimer`, or once by `setWork`).
   var workGiven: Bool
 
-  init(id: UInt64, table: TimerTable, work: (@Sendable () -> Void)? = nil, reusable: Bool? = nil) {
+  /// `reusable`: made by `EventLoop.makeTimer` (its work kept for
+  /// re-arming), not a one-shot entry of `EventLoop.schedule`.
+  init(id: UInt64, table: TimerTable, work: (@Sendable () -> Void)?, reusable: Bool) {
     self.id = id
     self.table = table
     self.work = work
-    self.reusable = reusable ?? (work != nil)
+    self.reusable = reusable
     workGiven = work != nil
   }
 
@@ -213,7 +215,7 @@ final class TimerTable: @unchecked Sendable {
     entries[id] = Entry(deadline: deadline, work: work)
     armIfEarlier(deadline)
     lock.unlock()
-    return LoopTimer(id: id, table: self)
+    return LoopTimer(id: id, table: self, work: nil, reusable: false)
   }
 
   /// Arms the Dispatch timer for `deadline` when it is not armed or armed

@@ -36,6 +36,23 @@ enum ByteWord {
     (low &+ (ones &* UInt64(0x7f - bound))) & highs
   }
 
+  /// Marks the ASCII letters and digits, exactly, of a word whose high
+  /// bits are set aside (`low`); bit 0x20 folds A-Z onto a-z and moves no
+  /// other byte into a-z.
+  @inline(__always)
+  static func alphanumerics(_ low: UInt64) -> UInt64 {
+    let folded = low | (ones &* 0x20)
+    let letters = above(folded, 0x60) & ~above(folded, 0x7a)
+    return letters | (above(low, 0x2f) & ~above(low, 0x39))
+  }
+
+  /// Marks the bytes equal to `byte` (at most 0x7F), exactly, in a word
+  /// whose high bits are set aside.
+  @inline(__always)
+  static func exactly(_ low: UInt64, _ byte: UInt8) -> UInt64 {
+    ~above(low ^ (ones &* UInt64(byte)), 0) & highs
+  }
+
   /// The offset of the first byte outside 0x21...0x7E (a control byte,
   /// space, DEL or a byte with the high bit): 8 when there is none.
   @inline(__always)

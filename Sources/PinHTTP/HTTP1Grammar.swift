@@ -299,12 +299,7 @@ enum HTTP1Grammar {
   @inline(__always)
   static func plainNameBytes(_ word: UInt64) -> Int {
     let low = word & ~ByteWord.highs
-    // Bit 0x20 folds A-Z onto a-z, and moves no other byte into a-z.
-    let folded = low | (ByteWord.ones &* 0x20)
-    let letters = ByteWord.above(folded, 0x60) & ~ByteWord.above(folded, 0x7a)
-    let digits = ByteWord.above(low, 0x2f) & ~ByteWord.above(low, 0x39)
-    let dashes = ~ByteWord.above(low ^ (ByteWord.ones &* 0x2d), 0) & ByteWord.highs
-    let plain = (letters | digits | dashes) & ~(word & ByteWord.highs)
+    let plain = (ByteWord.alphanumerics(low) | ByteWord.exactly(low, 0x2d)) & ~(word & ByteWord.highs)
     return ByteWord.first(~plain & ByteWord.highs)
   }
 

@@ -172,12 +172,8 @@ public enum BodyFraming: Sendable, Equatable {
 @inline(__always)
 func plainHostBytes(_ word: UInt64) -> Int {
   let low = word & ~ByteWord.highs
-  let folded = low | (ByteWord.ones &* 0x20)
-  let letters = ByteWord.above(folded, 0x60) & ~ByteWord.above(folded, 0x7a)
-  // `-` (0x2D), `.` (0x2E) and the digits (0x30-0x39) are 0x2D...0x39 but `/` (0x2F).
-  let range = ByteWord.above(low, 0x2c) & ~ByteWord.above(low, 0x39)
-  let slashes = ~ByteWord.above(low ^ (ByteWord.ones &* 0x2f), 0) & ByteWord.highs
-  let plain = (letters | (range & ~slashes)) & ~(word & ByteWord.highs)
+  let marks = ByteWord.alphanumerics(low) | ByteWord.exactly(low, 0x2d) | ByteWord.exactly(low, 0x2e)
+  let plain = marks & ~(word & ByteWord.highs)
   return ByteWord.first(~plain & ByteWord.highs)
 }
 

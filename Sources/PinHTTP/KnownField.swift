@@ -77,33 +77,26 @@ public enum KnownField: UInt8, CaseIterable, Sendable {
     let name = self.name
     let count = name.utf8CodeUnitCount
     guard candidate.count == count, let start = candidate.baseAddress else { return false }
-    let (want, have) = (UnsafeRawPointer(name.utf8Start), UnsafeRawPointer(start))
+    let want = UnsafeRawBufferPointer(start: name.utf8Start, count: count)
+    let have = UnsafeRawBufferPointer(start: start, count: count)
     @inline(__always) func matches(_ want: UInt64, _ have: UInt64) -> Bool {
-      have | ((want & 0x4040_4040_4040_4040) &>> 1) == want
+      have | ((want & (ByteWord.ones &* 0x40)) &>> 1) == want
     }
-    @inline(__always) func word(_ pointer: UnsafeRawPointer, _ offset: Int) -> UInt64 {
-      UInt64(littleEndian: pointer.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
-    }
-    @inline(__always) func half(_ pointer: UnsafeRawPointer, _ offset: Int) -> UInt64 {
-      UInt64(UInt32(littleEndian: pointer.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
+    @inline(__always) func half(_ bytes: UnsafeRawBufferPointer, _ offset: Int) -> UInt64 {
+      UInt64(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
     }
     if count >= 8 {
       var offset = 0
       while offset + 8 < count {
-        guard matches(word(want, offset), word(have, offset)) else { return false }
+        guard matches(ByteWord.load(want, offset), ByteWord.load(have, offset)) else { return false }
         offset += 8
       }
-      return matches(word(want, count - 8), word(have, count - 8))
+      return matches(ByteWord.load(want, count - 8), ByteWord.load(have, count - 8))
     }
     if count >= 4 {
       return matches(half(want, 0), half(have, 0)) && matches(half(want, count - 4), half(have, count - 4))
     }
-    for offset in 0..<count {
-      let byte = (
-        want.load(fromByteOffset: offset, as: UInt8.self), have.load(fromByteOffset: offset, as: UInt8.self)
-      )
-      guard matches(UInt64(byte.0), UInt64(byte.1)) else { return false }
-    }
+    for offset in 0..<count where !matches(UInt64(want[offset]), UInt64(have[offset])) { return false }
     return true
   }
 }

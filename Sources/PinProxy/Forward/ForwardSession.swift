@@ -42,17 +42,6 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
     case ended
   }
   var mode = Mode.serving
-  /// What the session's one timer waits for. The head timer (idle or
-  /// header) runs only while a request is awaited, the response timer only
-  /// while an exchange waits for its response head: never both, so one
-  /// timer object serves both (two per connection were two allocations
-  /// and two timers to let go of). Cancelling one leaves the other armed.
-  enum TimerPurpose {
-    case none
-    case head(seconds: Double)
-    case response(exchange: Int)
-  }
-  private var timerPurpose = TimerPurpose.none
   /// Made once, re-armed per request (see `EventLoop.makeTimer()`), its
   /// work given at the end of `init` (`timerFired`). A `let`: calls on it
   /// retain nothing. Its work holds the session strongly: nothing on a
@@ -60,6 +49,8 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   /// retain and release of it on the runtime's slow path). `stopTimers()`
   /// ends the cycle when the session stops serving.
   let timer: LoopTimer
+  /// What `timer` waits for (`ForwardSession+Timer.swift`).
+  var timerPurpose = TimerPurpose.none
   /// When the session last started waiting for a request (uptime ns), to
   /// pick the longest waiting under overload.
   var awaitingSince = DispatchTime.now().uptimeNanoseconds
@@ -123,20 +114,6 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
     timer = connection.loop.makeTimer()
     connection.delegate = self
     timer.setWork { [self] in timerFired() }
-  }
-
-  private func timerFired() {
-    let purpose = timerPurpose
-    timerPurpose = .none
-    switch purpose {
-    case .none:
-      break
-    case .head(let seconds):
-      run { $0.headTimerFired(after: seconds) }
-    case .response(let exchange):
-      let seconds = snapshot.timeouts.upstreamResponse
-      run { $0.responseTimerFired(exchange: exchange, after: seconds) }
-    }
   }
 
   func start() {
@@ -250,12 +227,6 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
 
   var clientPeer: String { connection.peer }
 
-  /// The session serves no more requests: its timers are cancelled for
-  /// good, and let go of it.
-  func stopTimers() {
-    timer.invalidate()
-  }
-
   /// The registry holds sessions unretained: the entry goes at the latest
   /// here. The machine's storage goes on to the loop's next session.
   deinit {
@@ -355,17 +326,6 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
 
   // MARK: ExchangeHost (the current request's exchange)
 
-  func armResponseTimer() {
-    timerPurpose = .response(exchange: machine.inExchange { $0.exchange.id } ?? 0)
-    timer.schedule(after: snapshot.timeouts.upstreamResponse)
-  }
-
-  func cancelResponseTimer() {
-    guard case .response = timerPurpose else { return }
-    timerPurpose = .none
-    timer.cancel()
-  }
-
   /// Back-pressure: the client stops being read while the upstream is backed up.
   func requestBodySent(_ count: Int, backedUp: Bool) {
     if backedUp { client.pauseReading() }
@@ -386,17 +346,6 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
 
   /// The verified proxy user, where `proxyAuth.logUser` lets it be logged.
   var loggedUser: String? { machine.router.authenticator?.loggedUser(machine.credential) }
-
-  private func armHeadTimer(seconds: Double) {
-    timerPurpose = .head(seconds: seconds)
-    timer.schedule(after: seconds)
-  }
-
-  func cancelHeadTimer() {
-    guard case .head = timerPurpose else { return }
-    timerPurpose = .none
-    timer.cancel()
-  }
 
   private func refuse(_ refusal: Refusal) {
     var refusal = refusal
