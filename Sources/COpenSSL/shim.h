@@ -312,4 +312,21 @@ static inline int pp_openssl_init_keep_at_exit(void) {
   return OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, NULL);
 }
 
+/* A client asked for a certificate it has none for (RFC 8446 §4.3.2,
+   RFC 5246 §7.4.4): OpenSSL calls this only when no certificate is set,
+   and it sends none (returns 0). The request is noted in the connection's
+   application data slot (index 0, reserved by OpenSSL for it), so that a
+   server that then refuses without an alert we could read (a reset on
+   loopback discards it) is still told as a refused handshake. */
+static inline int pp_note_certificate_request(SSL *ssl, X509 **certificate, EVP_PKEY **key) {
+  (void)certificate;
+  (void)key;
+  SSL_set_ex_data(ssl, 0, (void *)1);
+  return 0;
+}
+static inline void pp_SSL_CTX_note_certificate_requests(SSL_CTX *context) {
+  SSL_CTX_set_client_cert_cb(context, pp_note_certificate_request);
+}
+static inline int pp_SSL_certificate_was_requested(const SSL *ssl) { return SSL_get_ex_data(ssl, 0) != NULL; }
+
 #endif

@@ -60,6 +60,12 @@ public final class TLSClientContext: @unchecked Sendable {
     if requestsTransparency {
       guard pp_SSL_CTX_request_scts(context) == 1 else { throw TLSEngine.currentFailure() }
     }
+    if identity == nil {
+      // An origin that asks for a certificate is sent none; the request
+      // is noted (`TLSEngine.certificateRequestUnanswered`) to explain the
+      // refusal that follows.
+      pp_SSL_CTX_note_certificate_requests(context)
+    }
     if let identity {
       guard SSL_CTX_use_certificate(context, identity.certificate.pointer) == 1,
         SSL_CTX_use_PrivateKey(context, identity.key) == 1, SSL_CTX_check_private_key(context) == 1

@@ -193,6 +193,10 @@ public final class TLSEngine {
     return String(decoding: UnsafeBufferPointer(start: data, count: Int(length)), as: UTF8.self)
   }
   public var sessionReused: Bool { SSL_session_reused(ssl) == 1 }
+  /// The server asked for a client certificate and was sent none (a
+  /// context without a client identity): a close or reset that follows
+  /// before any response is that server refusing the handshake.
+  public var certificateRequestUnanswered: Bool { pp_SSL_certificate_was_requested(ssl) == 1 }
 
   /// The address of the session the connection holds now, for telling
   /// whether it changed (a TLS 1.3 ticket arriving after the handshake

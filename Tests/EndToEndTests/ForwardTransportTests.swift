@@ -51,6 +51,20 @@ final class ForwardTransportTests: ProxyTestCase {
     XCTAssertFalse(proxy!.log.contains("correct horse"), "the passphrase must never be logged")
   }
 
+  /// Under TLS 1.3 an origin refuses a missing client certificate after our
+  /// side finished the handshake, and a reset can reach us before (and
+  /// discard) its alert: the close before any response is still told as
+  /// the refused handshake it is, not as an unreachable origin.
+  func testAnOriginThatResetsAClientWithoutACertificateRefusedTheHandshake() throws {
+    let resetting = try origin(
+      "httpbin", ["--client-ca", Fixtures.path("client-ca.pem"), "--reset-without-client-certificate"])
+    let port = try startProxy(
+      map: ["anonymous.httpbin.org": resetting],
+      domains: "  - {domain: anonymous.httpbin.org, anchors: [test]}")
+    assertRefused(try get("http://anonymous.httpbin.org/hello", through: port), 502, "handshake-failed")
+    XCTAssertTrue(proxy!.child.wait(for: "asked for a client certificate"), proxy!.log)
+  }
+
   func testSlowUpstreamIs504() throws {
     let port = try startProxy(
       map: ["slow.httpbin.org": try origin()], domains: "  - {domain: slow.httpbin.org, anchors: [test]}",

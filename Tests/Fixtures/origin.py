@@ -18,6 +18,7 @@ import http.server
 import random
 import socket
 import ssl
+import struct
 import sys
 import threading
 import time
@@ -36,6 +37,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
+
+    def handle(self):
+        if self.server.reset_anonymous:
+            self.request.do_handshake()
+            if not self.request.getpeercert(binary_form=True):
+                # A reset with no alert: a refusal whose alert the wire lost.
+                self.request.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                self.request.close()
+                return
+        super().handle()
 
     def record(self):
         with LOCK:
@@ -119,6 +130,8 @@ def main():
     parser.add_argument("--max-tls", default=None)
     parser.add_argument("--ciphers", default=None)
     parser.add_argument("--client-ca", default=None)
+    parser.add_argument("--reset-without-client-certificate", action="store_true",
+                        help="with --client-ca: ask for a client certificate, and reset a client that sends none")
     parser.add_argument("--log", default=None)
     parser.add_argument("--sni", action="append", default=[], metavar="HOST=CHAIN:KEY",
                         help="serve CHAIN with KEY to clients that ask for HOST (repeatable)")
@@ -137,7 +150,7 @@ def main():
     context.load_cert_chain(args.cert, args.key)
     if args.client_ca:
         context.load_verify_locations(args.client_ca)
-        context.verify_mode = ssl.CERT_REQUIRED
+        context.verify_mode = ssl.CERT_OPTIONAL if args.reset_without_client_certificate else ssl.CERT_REQUIRED
 
     # One origin for many hosts: the certificate is chosen by the SNI name;
     # a client that sends none (an IP host) gets --cert.
@@ -161,6 +174,7 @@ def main():
     server = Server((args.bind, args.port), Handler, bind_and_activate=True)
     server.context = context
     server.request_log = args.log
+    server.reset_anonymous = args.reset_without_client_certificate
     print(f"READY {server.server_address[1]}", flush=True)
     server.serve_forever()
 

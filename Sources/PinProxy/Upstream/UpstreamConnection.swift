@@ -38,6 +38,9 @@ final class UpstreamConnection: UpstreamLink, ChannelDelegate, @unchecked Sendab
   /// (`UpstreamPool.put` finds it there, hashing no key). On the loop only.
   var idleList: UpstreamPool.IdleList?
   private(set) var sawEndOfStream = false
+  /// The origin has sent a byte on this connection (a close before that
+  /// may be a refused handshake: `DialedUpstream.refusalForMissingCertificate`).
+  private var heardFromOrigin = false
   /// This socket's place in the upstream budget (nil for the daemon's own requests).
   let charge: UpstreamCharge?
 
@@ -159,6 +162,7 @@ final class UpstreamConnection: UpstreamLink, ChannelDelegate, @unchecked Sendab
   func channel(_ channel: any ByteChannel, didReadBuffer bytes: UnsafeRawBufferPointer) {
     loop.preconditionInLoop()
     guard isOpen else { return }
+    heardFromOrigin = true
     do {
       events.removeAll()
       try parser.feed(bytes, into: &events)
@@ -179,6 +183,9 @@ final class UpstreamConnection: UpstreamLink, ChannelDelegate, @unchecked Sendab
     loop.preconditionInLoop()
     sawEndOfStream = true
     guard isOpen else { return }
+    if let refusal = dialed.refusalForMissingCertificate(key: key, heardFromOrigin: heardFromOrigin) {
+      return abort(refusal)
+    }
     do {
       events.removeAll()
       try parser.finish(into: &events)
@@ -201,7 +208,11 @@ final class UpstreamConnection: UpstreamLink, ChannelDelegate, @unchecked Sendab
     charge?.releaseAll()
     let told = delegate
     delegate = nil
-    told?.upstreamDidClose(self, failure: error.map { UpstreamConnection.failure($0, key: key) })
+    let failure = error.map {
+      dialed.refusalForMissingCertificate(key: key, heardFromOrigin: heardFromOrigin)
+        ?? UpstreamConnection.failure($0, key: key)
+    }
+    told?.upstreamDidClose(self, failure: failure)
   }
 
   /// What broke an established connection. An alert after our side

@@ -265,7 +265,8 @@ final class UpstreamDialer: Sendable {
           .success(
             DialedUpstream(
               channel: channel, tls: tls, negotiated: channel.negotiatedProtocol,
-              rememberSession: channel.rememberSession)))
+              rememberSession: channel.rememberSession,
+              certificateRequestUnanswered: engine.certificateRequestUnanswered)))
       case .failure(let failure):
         completion(.failure(trust.failure(failure, tls: engine)))
       }

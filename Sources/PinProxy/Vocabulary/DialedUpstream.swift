@@ -16,6 +16,10 @@ struct DialedUpstream {
   /// a rule that does not resume. TLS 1.3 tickets arrive after the
   /// handshake, so an owner calls this once a response has been read.
   let rememberSession: () -> Void
+  /// The origin asked for a client certificate and was sent none (the
+  /// rule has no `clientIdentity`): if it goes away before answering, it
+  /// refused the handshake (`refusalForMissingCertificate`).
+  var certificateRequestUnanswered = false
 
   /// A plain TCP connection (passthrough, `allowsInsecureHTTPLoads`).
   static func plain(_ channel: any ByteChannel) -> DialedUpstream {
@@ -28,6 +32,21 @@ struct DialedUpstream {
   /// queued for an abandoned exchange is sent after all.
   func closeKeepingSession() {
     if tls == .none { channel.close() } else { channel.closeAfterFlush() }
+  }
+
+  /// The failure to report when this connection closed or was reset before
+  /// the origin sent a byte, if the reason is that it wanted a client
+  /// certificate: under TLS 1.3 the server's refusal comes after our side
+  /// finished the handshake (RFC 8446 §4.4.2.4, `certificate_required`),
+  /// and a reset that follows it on the wire can discard the alert before
+  /// it is read. Nil for anything else (a connection that has answered, or
+  /// one to which no certificate was missing).
+  func refusalForMissingCertificate(key: UpstreamKey, heardFromOrigin: Bool) -> ProxyFailure? {
+    guard certificateRequestUnanswered, !heardFromOrigin else { return nil }
+    return ProxyFailure(
+      status: 502, code: .handshakeFailed, reason: "\(key) refused the TLS session",
+      detail:
+        "it asked for a client certificate, the rule has none (clientIdentity), and it closed the connection")
   }
 
   /// Abandons a channel nobody took (its session went away during the dial).
