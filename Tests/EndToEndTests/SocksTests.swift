@@ -93,6 +93,27 @@ final class SocksTests: ProxyTestCase {
     XCTAssertEqual(result.stdout, "HTTP/1.1 200 OK True\n", result.stderr)
   }
 
+  /// A client that does not wait for replies: greeting, CONNECT and its
+  /// first request in one write. What followed the CONNECT request is the
+  /// tunnel's first bytes (here plain HTTP, served as an http:// request
+  /// to the CONNECT host and upgraded to TLS), never lost or parsed as
+  /// SOCKS.
+  func testBytesSentAheadOfTheRepliesAreTheTunnelsFirstBytes() throws {
+    try start()
+    let script = """
+      import socket, sys
+      s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+      s.sendall(bytes([5, 1, 0]) + bytes([5, 1, 0, 3, 11]) + b"httpbin.org" + bytes([1, 187])
+                + b"GET /hello HTTP/1.1\\r\\nHost: httpbin.org\\r\\nConnection: close\\r\\n\\r\\n")
+      data = s.makefile("rb").read()
+      print(data[:2].hex(), data[2:4].hex(), data[12:].split(b"\\r\\n")[0].decode(), repr(data.split(b"\\r\\n\\r\\n", 1)[-1]))
+      """
+    let result = try Subprocess.run("/usr/bin/python3", ["-c", script, String(port)])
+    XCTAssertEqual(result.stdout, "0500 0500 HTTP/1.1 200 OK b'hello from origin\\n'\n", result.stderr)
+    XCTAssertTrue(
+      proxy!.waitForLine { $0.contains(" request ") && $0.contains("host=httpbin.org:443") }, proxy!.log)
+  }
+
   /// BIND and UDP ASSOCIATE get 0x07 (command not supported); an IPv4
   /// destination the policy does not name gets 0x02; an unknown address
   /// type 0x08. A raw client, byte for byte.

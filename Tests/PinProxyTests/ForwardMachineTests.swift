@@ -1,5 +1,6 @@
 import PinConfig
 import PinHTTP
+import PinTrust
 import XCTest
 
 @testable import PinProxy
@@ -411,6 +412,30 @@ final class ForwardMachineTests: XCTestCase {
     let opened = machine.passthroughReady()
     XCTAssertEqual(opened?.early, [0x16, 0x03, 0x01])
     guard case .spliced = machine.state else { return XCTFail("not spliced: \(machine.state)") }
+  }
+
+  /// A SOCKS5 CONNECT reaches the machine typed: routed as the CONNECT it
+  /// stands for, with what the client sent after its request handed to
+  /// the splice, and no HTTP text parsed on the way.
+  func testATypedTunnelRequestIsRoutedAsItsConnectAndKeepsItsEarlyBytes() throws {
+    var machine = try makeMachine()
+    let host = try XCTUnwrap(TrustHost("pass.test"))
+    machine.openTunnel(TunnelRequest(host: host, port: 443, credential: nil, early: [0x16, 0x03]))
+    let out = actions(&machine)
+    XCTAssertTrue(out.contains { if case .pauseClient = $0 { true } else { false } }, "\(out)")
+    XCTAssertTrue(
+      out.contains {
+        if case .openPassthrough(let target) = $0 { target.key.description == "pass.test:443" } else { false }
+      }, "\(out)")
+    XCTAssertEqual(machine.passthroughReady()?.early, [0x16, 0x03])
+    guard case .spliced = machine.state else { return XCTFail("not spliced: \(machine.state)") }
+
+    var refused = try makeMachine()
+    refused.openTunnel(TunnelRequest(host: host, port: 25, credential: nil, early: []))
+    let refusal = actions(&refused).compactMap { if case .refuse(let refusal) = $0 { refusal } else { nil } }
+    XCTAssertEqual(refusal.first?.failure.status, 403)
+    XCTAssertEqual(refusal.first?.method, "CONNECT")
+    XCTAssertEqual(refusal.first?.site, "pass.test:25")
   }
 
   func testAConnectToAPortNotAllowedIsRefused() throws {

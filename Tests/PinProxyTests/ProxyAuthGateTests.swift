@@ -90,4 +90,31 @@ extension ProxyAuthenticatorTests {
     XCTAssertNil(late.checked(decision, for: connect, under: uncached, listenerRefusal: nil))
     XCTAssertEqual(late.credential?.user, "alice")
   }
+
+  /// A SOCKS5 client's credential arrives typed (RFC 1929), not as a field:
+  /// it is decided as the same field would be, and the gate adopts what the
+  /// handshake verified only while the file in force still has it.
+  func testATypedCredentialIsDecidedAsItsFieldAndAdoptedOnlyWhileTheFileHasIt() throws {
+    let auth = try authenticator([try bcryptLine("alice", "right")])
+    let typed = try XCTUnwrap(BasicCredentials(user: Array("alice".utf8), password: Array("right".utf8)))
+    guard case .verify(let pending) = auth.check(typed, client: "c") else { return XCTFail("hashed first") }
+    guard case .allowed(let verified) = auth.conclude(pending, matched: true) else { return XCTFail() }
+    // Cached by the typed check: the field naming the same credential is allowed at once.
+    guard case .allowed(let same) = auth.check(basic("alice", "right"), client: "c") else {
+      return XCTFail("one cache for both ways in")
+    }
+    XCTAssertEqual(same, verified)
+    var gate = ProxyAuthGate()
+    XCTAssertEqual(gate.adopt(nil, under: auth)?.status, 407, "no credential opens nothing")
+    XCTAssertNil(gate.credential)
+    XCTAssertNil(gate.adopt(verified, under: auth))
+    XCTAssertEqual(gate.credential?.user, "alice")
+    guard case .proceed = gate.admit(try gateHead(nil), under: auth, inTunnel: true, client: "c") else {
+      return XCTFail("requests inside the tunnel inherit the adopted credential")
+    }
+    let reloaded = try authenticator([try bcryptLine("alice", "changed")])
+    var late = ProxyAuthGate()
+    XCTAssertEqual(late.adopt(verified, under: reloaded)?.status, 407, "a reload since the check governs")
+    XCTAssertNil(late.credential)
+  }
 }

@@ -29,7 +29,7 @@ final class SocksHandshakeTests: XCTestCase {
     XCTAssertEqual(feed(&handshake, [5, 1, 2]), .reply([5, 2]))
     XCTAssertEqual(
       feed(&handshake, [1, 5] + Array("alice".utf8) + [2] + Array("pw".utf8)),
-      .check(user: "alice", password: Array("pw".utf8)))
+      .check(BasicCredentials(user: Array("alice".utf8), password: Array("pw".utf8))!))
     XCTAssertEqual(handshake.credentialChecked(false, reason: "no"), .fail(reply: [1, 1], reason: "no"))
     handshake = SocksHandshake(requiresPassword: true)
     _ = feed(&handshake, [5, 1, 2])
@@ -38,6 +38,25 @@ final class SocksHandshakeTests: XCTestCase {
     XCTAssertEqual(
       feed(&handshake, [5, 1, 0, 4] + Array(repeating: 0, count: 15) + [1, 0, 80]),
       .connect(host: TrustHost("::1")!, port: 80, early: []))
+  }
+
+  /// RFC 1929 names a user in bytes; those no Basic credential could carry
+  /// (a colon splits `user:password`, control characters, bytes that are
+  /// not UTF-8) are refused before any check, so both ways in name the
+  /// same users.
+  func testAUserNameNoBasicCredentialCouldCarryIsRefusedUnchecked() {
+    for name: [UInt8] in [Array("a:b".utf8), [0x61, 0x0a], [0xff, 0xfe], [0x7f]] {
+      var handshake = SocksHandshake(requiresPassword: true)
+      _ = feed(&handshake, [5, 1, 2])
+      let step = feed(&handshake, [1, UInt8(name.count)] + name + [2] + Array("pw".utf8))
+      guard case .fail(let reply, _) = step else { return XCTFail("\(name): \(step)") }
+      XCTAssertEqual(reply, [1, 1], "\(name)")
+    }
+    var accepted = SocksHandshake(requiresPassword: true)
+    _ = feed(&accepted, [5, 1, 2])
+    XCTAssertEqual(
+      feed(&accepted, [1, 6] + Array("zoë-1".utf8) + [1, 0x78]),
+      .check(BasicCredentials(user: Array("zoë-1".utf8), password: [0x78])!))
   }
 
   func testCommandsAddressTypesAndBounds() {
@@ -56,7 +75,8 @@ final class SocksHandshakeTests: XCTestCase {
     var eager = SocksHandshake(requiresPassword: true)
     _ = feed(&eager, [5, 1, 2])
     let ahead = [UInt8](repeating: 0x41, count: SocksHandshake.maximumBuffered + 1)
-    XCTAssertEqual(feed(&eager, [1, 1, 0x61, 1, 0x62] + ahead), .check(user: "a", password: [0x62]))
+    XCTAssertEqual(
+      feed(&eager, [1, 1, 0x61, 1, 0x62] + ahead), .check(BasicCredentials(user: [0x61], password: [0x62])!))
     guard case .fail(nil, _) = eager.step() else { return XCTFail("the bound") }
     var socks4 = SocksHandshake(requiresPassword: false)
     guard case .fail(nil, _) = feed(&socks4, [4, 1, 0, 80]) else { return XCTFail("SOCKS4") }

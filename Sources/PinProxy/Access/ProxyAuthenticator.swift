@@ -93,6 +93,14 @@ final class ProxyAuthenticator: Sendable {
     guard let credentials = BasicCredentials(field: field) else {
       return .refused(required("the Proxy-Authorization field is not a Basic credential"))
     }
+    return check(credentials, client: client, now: now)
+  }
+
+  /// Decides a credential (a parsed field, or a SOCKS5 client's RFC 1929
+  /// user name and password) as far as it can without hashing.
+  func check(
+    _ credentials: BasicCredentials, client: String, now: UInt64 = DispatchTime.now().uptimeNanoseconds
+  ) -> Decision {
     var key = state.cacheSalt + Array(credentials.user.utf8) + [UInt8(ascii: ":")] + credentials.password
     let cacheKey = SHA256.digest(key)
     key.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }

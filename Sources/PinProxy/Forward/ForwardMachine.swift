@@ -99,6 +99,9 @@ struct ForwardMachine<Upstream: SameUpstream> {
   var response: HTTP1Downstream
   /// Set inside an intercepted CONNECT: requests go to this host over TLS.
   var tunnel: ConnectTarget?
+  /// What a SOCKS5 client sent after its request (`openTunnel`), until the
+  /// tunnel takes it; a CONNECT's client's waits in the parser instead.
+  var earlyTunnelBytes: [UInt8] = []
   /// Proxy authentication of this connection (`proxyAuth`): what it has
   /// verified, and the verdict for each request.
   var authGate = ProxyAuthGate()
@@ -299,7 +302,14 @@ struct ForwardMachine<Upstream: SameUpstream> {
   }
 
   mutating func dispatch(_ head: consuming HTTPRequestHead) {
-    switch router.route(head, inside: tunnel) {
+    let decision = router.route(head, inside: tunnel)
+    follow(decision, for: head)
+  }
+
+  /// Carries out the router's decision for `head`: a refusal, an exchange,
+  /// or a tunnel being opened.
+  mutating func follow(_ decision: RoutingDecision, for head: consuming HTTPRequestHead) {
+    switch decision {
     case .refuse(let failure):
       fail(failure, request: head)
     case .forward(let target):

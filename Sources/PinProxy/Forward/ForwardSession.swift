@@ -62,9 +62,9 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   /// A refusal was written: close lingeringly when the current run ends.
   private var lingerAfterRun = false
   /// A client that asked for its tunnel in another protocol (a SOCKS5
-  /// client: `SocksSession` did its handshake and sets this): the tunnel's
-  /// opening, and a refusal before it, are answered in that protocol.
-  var tunnelReplies: TunnelReplies?
+  /// client: `start(tunnel:replies:)`): the tunnel's opening, and a
+  /// refusal before it, are answered in that protocol.
+  private(set) var tunnelReplies: TunnelReplies?
   /// The tunnel's opening was answered: later refusals are HTTP, inside it.
   var tunnelAnswered = false
   /// A refused local client's answer, held until its program is known
@@ -122,6 +122,18 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
       $0.start()
     }
     connection.resumeReading()
+  }
+
+  /// Starts with a tunnel already asked for in another protocol (a SOCKS5
+  /// client whose handshake `SocksSession` did): `replies` answer its
+  /// opening, and a refusal before it, in that protocol. The client stays
+  /// paused until the tunnel opens.
+  func start(tunnel request: TunnelRequest, replies: TunnelReplies) {
+    tunnelReplies = replies
+    run {
+      registry.add(self)
+      $0.openTunnel(request)
+    }
   }
 
   /// Hands one event to the machine and carries out what it asks, in order.

@@ -56,6 +56,23 @@ struct ProxyAuthGate {
     }
   }
 
+  /// A credential verified before the connection reached the machine (a
+  /// SOCKS5 client's, RFC 1929, checked during its handshake): nil when
+  /// the tunnel may open, and the credential is then this connection's,
+  /// inherited by every request inside it; else the refusal. Fail closed:
+  /// no credential, or one the file in force no longer has with that hash
+  /// (a reload since the check), opens nothing.
+  mutating func adopt(_ verified: VerifiedCredential?, under authenticator: ProxyAuthenticator)
+    -> ProxyFailure?
+  {
+    guard let verified, authenticator.stillAccepts(verified) else {
+      return ProxyFailure(authenticator.required("the user name or password is not right"))
+    }
+    credential = verified
+    verifiedField = nil
+    return nil
+  }
+
   /// The hashed credential's verdict for the head that waited for it: nil
   /// when it may go on (the credential is then this connection's), else the
   /// refusal. A reload while the hash was computed governs: the file now in

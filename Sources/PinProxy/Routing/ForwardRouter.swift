@@ -179,12 +179,17 @@ struct ForwardRouter {
         + " itself to its passthrough list to waive the rule's pins for this listener")
   }
 
-  /// CONNECT: refused (port not allowed, host denied), spliced raw
-  /// (passthrough hosts, or a listener with `intercept: false`), or intercepted.
   private func routeConnect(host rawHost: String, port: Int) -> RoutingDecision {
     guard let host = TrustHost(rawHost) else {
       return .refuse(.badRequest("\"\(rawHost)\" is not a valid host"))
     }
+    return routeConnect(to: host, port: port)
+  }
+
+  /// CONNECT (or the SOCKS5 CONNECT that stands for one): refused (port not
+  /// allowed, host denied), spliced raw (passthrough hosts, or a listener
+  /// with `intercept: false`), or intercepted.
+  func routeConnect(to host: TrustHost, port: Int) -> RoutingDecision {
     if let refusal = portRefusal(port) { return .refuse(refusal) }
     let passthrough = snapshot.passthrough[listener.name]
     let listedPassthrough = passthrough?.contains(host) ?? false

@@ -24,7 +24,7 @@ struct SocksHandshake {
     /// Send these bytes and read on.
     case reply([UInt8])
     /// Check this credential, then call `credentialChecked`.
-    case check(user: String, password: [UInt8])
+    case check(BasicCredentials)
     /// Open the tunnel to `host:port`; `early` is what the client sent after
     /// its request. The success reply is sent once the tunnel is open.
     case connect(host: TrustHost, port: Int, early: [UInt8])
@@ -114,11 +114,15 @@ struct SocksHandshake {
     let passwordLength = Int(buffer[2 + userLength])
     guard buffer.count >= 3 + userLength + passwordLength else { return .more }
     guard userLength > 0, passwordLength > 0 else { return fail([1, 1], "an empty user name or password") }
-    let user = String(decoding: buffer[2..<(2 + userLength)], as: UTF8.self)
-    let password = Array(buffer[(3 + userLength)..<(3 + userLength + passwordLength)])
+    let credentials = BasicCredentials(
+      user: buffer[2..<(2 + userLength)],
+      password: Array(buffer[(3 + userLength)..<(3 + userLength + passwordLength)]))
     buffer.removeFirst(3 + userLength + passwordLength)
+    guard let credentials else {
+      return fail([1, 1], "a user name no htpasswd file holds (a colon, a control character or not UTF-8)")
+    }
     state = .checking
-    return .check(user: user, password: password)
+    return .check(credentials)
   }
 
   /// The credential's verdict (RFC 1929 §2: status 0 success, else close).

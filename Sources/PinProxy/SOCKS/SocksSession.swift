@@ -8,14 +8,15 @@ import PinTrust
 /// (`SocksHandshake`): method negotiation, RFC 1929 credentials checked
 /// against the listener's `proxyAuth` (the same htpasswd file, throttle and
 /// cache as HTTP proxy authentication), then the CONNECT request. The
-/// tunnel is then handed to a `ForwardSession` as the CONNECT it stands
-/// for, so routing, interception, passthrough, refusals and the logs are
-/// the forward listener's own; only the tunnel's opening and the refusals
-/// before it are told in SOCKS replies.
+/// tunnel is then handed to a `ForwardSession` as a typed `TunnelRequest`
+/// standing for a CONNECT, so routing, interception, passthrough, refusals
+/// and the logs are the forward listener's own; only the tunnel's opening
+/// and the refusals before it are told in SOCKS replies.
 ///
 /// Fail closed: with `proxyAuth`, only a client whose credential was
-/// verified gets past the greeting; the CONNECT handed on carries that
-/// credential, so the forward machine checks it again (from its cache).
+/// verified gets past the greeting; the request handed on carries the
+/// verified credential, which the forward machine adopts only while the
+/// file in force still has it (`ProxyAuthGate.adopt`).
 /// The handshake must finish within `timeouts.clientHeader`, and until it
 /// has the session is in its loop's registry as a connection waiting on
 /// its client: at a connection limit it is evicted like a half-sent HTTP
@@ -30,7 +31,8 @@ final class SocksSession: ChannelDelegate, DrainableSession, @unchecked Sendable
   let origin: ClientOrigin
   let snapshot: RuntimeSnapshot
   private var handshake: SocksHandshake
-  private var credential: (user: String, password: [UInt8])?
+  /// The credential the handshake verified: the tunnel's from then on.
+  private var verified: VerifiedCredential?
   private var timer: LoopTimer?
   private var finished = false
   /// When the client connected (uptime nanoseconds): the oldest waiting
@@ -122,9 +124,8 @@ final class SocksSession: ChannelDelegate, DrainableSession, @unchecked Sendable
     case .reply(let bytes):
       connection.write(bytes)
       act(handshake.step())
-    case .check(let user, let password):
-      credential = (user, password)
-      check(user: user, password: password)
+    case .check(let credentials):
+      check(credentials)
     case .connect(let host, let port, let early):
       handOver(host: host, port: port, early: early)
     case .fail(let reply, let reason):
@@ -132,53 +133,45 @@ final class SocksSession: ChannelDelegate, DrainableSession, @unchecked Sendable
     }
   }
 
-  /// RFC 1929 credentials as the `Proxy-Authorization: Basic` field they
-  /// amount to, through the listener's authenticator.
-  private func check(user: String, password: [UInt8]) {
+  /// RFC 1929 credentials, through the listener's authenticator (the
+  /// same file, cache and throttle as `Proxy-Authorization: Basic`).
+  private func check(_ credentials: BasicCredentials) {
     guard let authenticator = bound.access(under: snapshot).authenticator else {
       return act(handshake.credentialChecked(false, reason: "this listener takes no credentials"))
     }
-    let field = "Basic " + Data(Array(user.utf8) + [UInt8(ascii: ":")] + password).base64EncodedString()
-    switch authenticator.check(field, client: origin.key) {
-    case .allowed: act(handshake.credentialChecked(true, reason: ""))
-    case .refused(let refusal): act(handshake.credentialChecked(false, reason: refusal.reason))
-    case .verify(let pending):
-      let loop = connection.loop
-      authenticator.verify(pending) { [self] decision in
-        loop.execute {
-          if case .allowed = decision {
-            self.act(self.handshake.credentialChecked(true, reason: ""))
-          } else if case .refused(let refusal) = decision {
-            self.act(self.handshake.credentialChecked(false, reason: refusal.reason))
-          } else {
-            self.act(self.handshake.credentialChecked(false, reason: "the credential check did not conclude"))
-          }
-        }
-      }
+    let decision = authenticator.check(credentials, client: origin.key)
+    guard case .verify(let pending) = decision else { return concluded(decision) }
+    let loop = connection.loop
+    authenticator.verify(pending) { [self] decision in
+      loop.execute { self.concluded(decision) }
+    }
+  }
+
+  /// The credential's verdict: the handshake goes on, or is refused.
+  private func concluded(_ decision: ProxyAuthenticator.Decision) {
+    switch decision {
+    case .allowed(let credential):
+      verified = credential
+      act(handshake.credentialChecked(true, reason: ""))
+    case .refused(let refusal):
+      act(handshake.credentialChecked(false, reason: refusal.reason))
+    case .verify:
+      act(handshake.credentialChecked(false, reason: "the credential check did not conclude"))
     }
   }
 
   /// The handshake is done: the tunnel is the CONNECT a forward listener
-  /// would have received, with the verified credential, and what the
-  /// client sent after its request follows it.
+  /// would have received, asked for as a typed request with the verified
+  /// credential, and what the client sent after its request follows it.
   private func handOver(host: TrustHost, port: Int, early: [UInt8]) {
     end()
-    // `TrustHost.description` writes an IPv6 address in brackets already.
-    let name = host.description
-    var head = "CONNECT \(name):\(port) HTTP/1.1\r\nHost: \(name):\(port)\r\n"
-    if let credential {
-      let token = Data(Array(credential.user.utf8) + [UInt8(ascii: ":")] + credential.password)
-      head += "Proxy-Authorization: Basic \(token.base64EncodedString())\r\n"
-    }
     let session = ForwardSession(
       connection: connection, context: context, listener: bound, admission: admission, origin: origin)
-    session.tunnelReplies = TunnelReplies(
-      opened: SocksHandshake.reply(.succeeded),
-      refused: { SocksHandshake.reply(SocksHandshake.ReplyCode($0)) })
-    session.start()
-    (Array((head + "\r\n").utf8) + early).withUnsafeBytes { bytes in
-      session.channel(connection, didReadBuffer: bytes)
-    }
+    session.start(
+      tunnel: TunnelRequest(host: host, port: port, credential: verified, early: early),
+      replies: TunnelReplies(
+        opened: SocksHandshake.reply(.succeeded),
+        refused: { SocksHandshake.reply(SocksHandshake.ReplyCode($0)) }))
   }
 
   private func fail(reply: [UInt8]?, reason: String) {
