@@ -53,11 +53,11 @@ final class ExchangeMachineTests: XCTestCase {
     var all: [Action] = []
     while let action = out.popFirst() {
       switch action {
-      case .sendHead(_, let id):
+      case .upstream(.sendHead(_, let id)):
         XCTAssertEqual(id, machine.exchange.id)
         sentRequest = machine.forwardedRequest
-      case .respondHead: respondedHead = machine.takeResponseHead()
-      case .record: recorded = machine.record
+      case .response(.respondHead): respondedHead = machine.takeResponseHead()
+      case .upstream(.record): recorded = machine.record
       default: break
       }
       all.append(action)
@@ -85,30 +85,30 @@ final class ExchangeMachineTests: XCTestCase {
   func describe(_ actions: [Action]) -> [String] {
     actions.map { action in
       switch action {
-      case .acquireUpstream(let poolAllowed): return poolAllowed ? "acquire" : "acquire-fresh"
-      case .sendHead: return "sendHead"
-      case .sendBody(_, let bytes): return "sendBody:" + String(decoding: bytes, as: UTF8.self)
-      case .endBody(_, let trailers): return trailers.count == 0 ? "endBody" : "endBody+trailers"
-      case .armResponseTimer: return "armTimer"
-      case .cancelResponseTimer: return "cancelTimer"
-      case .releaseUpstream: return "release"
-      case .closeUpstream: return "close"
-      case .respondInterim(let head): return "interim:\(head.status)"
-      case .respondHead: return "head:\(respondedHead?.status ?? 0)"
-      case .respondBody(let bytes, _): return "body:" + String(decoding: bytes, as: UTF8.self)
-      case .respondEnd(let trailers, _): return trailers.count == 0 ? "end" : "end+trailers"
-      case .record:
+      case .upstream(.acquireUpstream(let poolAllowed)): return poolAllowed ? "acquire" : "acquire-fresh"
+      case .upstream(.sendHead): return "sendHead"
+      case .upstream(.sendBody(_, let bytes)): return "sendBody:" + String(decoding: bytes, as: UTF8.self)
+      case .upstream(.endBody(_, let trailers)): return trailers.count == 0 ? "endBody" : "endBody+trailers"
+      case .upstream(.armResponseTimer): return "armTimer"
+      case .upstream(.cancelResponseTimer): return "cancelTimer"
+      case .upstream(.releaseUpstream): return "release"
+      case .upstream(.closeUpstream): return "close"
+      case .response(.respondInterim(let head)): return "interim:\(head.status)"
+      case .response(.respondHead): return "head:\(respondedHead?.status ?? 0)"
+      case .response(.respondBody(let bytes, _)): return "body:" + String(decoding: bytes, as: UTF8.self)
+      case .response(.respondEnd(let trailers, _)): return trailers.count == 0 ? "end" : "end+trailers"
+      case .upstream(.record):
         guard let record = recorded else { return "record:none" }
         return "record:\(record.status)/\(record.requestBodyBytes)/\(record.responseBytes)"
-      case .refuse(let failure): return "refuse:\(failure.status) \(failure.code.rawValue)"
-      case .cutShort: return "cutShort"
-      case .finished: return "finished"
+      case .response(.refuse(let failure)): return "refuse:\(failure.status) \(failure.code.rawValue)"
+      case .response(.cutShort): return "cutShort"
+      case .response(.finished): return "finished"
       }
     }
   }
 
   func refusal(in actions: [Action]) -> ProxyFailure? {
-    for case .refuse(let failure) in actions { return failure }
+    for case .response(.refuse(let failure)) in actions { return failure }
     return nil
   }
 
@@ -122,8 +122,8 @@ final class ExchangeMachineTests: XCTestCase {
       let out = run(&machine) { $0.upstreamReady(upstream, pooled: true, tls: .none, protocol: .http2, &$1) }
       XCTAssertEqual(describe(out), ["sendHead", "armTimer"], "a GET has no body to end")
       guard
-        case .sendHead(let to, _)? = out.first(where: {
-          if case .sendHead = $0 { true } else { false }
+        case .upstream(.sendHead(let to, _))? = out.first(where: {
+          if case .upstream(.sendHead) = $0 { true } else { false }
         }), let request = sentRequest
       else { return XCTFail("no head sent") }
       XCTAssertTrue(to === upstream)
@@ -194,7 +194,9 @@ final class ExchangeMachineTests: XCTestCase {
       ])
     XCTAssertTrue(machine.isDone)
     XCTAssertTrue(
-      out.contains { if case .releaseUpstream(let released) = $0 { released === upstream } else { false } })
+      out.contains {
+        if case .upstream(.releaseUpstream(let released)) = $0 { released === upstream } else { false }
+      })
   }
 
   func testChunkedResponseTrailersReachTheEnd() throws {
@@ -348,7 +350,7 @@ final class ExchangeMachineTests: XCTestCase {
     let late = try responseEvents("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
     let out = run(&machine) { $0.upstreamEvents(late, from: stale, &$1) }
     XCTAssertEqual(describe(out), ["close"])
-    guard case .closeUpstream(let closed)? = out.first else { return XCTFail("\(out)") }
+    guard case .upstream(.closeUpstream(let closed))? = out.first else { return XCTFail("\(out)") }
     XCTAssertTrue(closed === stale)
     XCTAssertTrue(run(&machine) { $0.upstreamClosed(stale, failure: nil, mayRetry: true, &$1) }.isEmpty)
     XCTAssertTrue(machine.isServed(by: current), "the exchange goes on with its own upstream")
@@ -356,7 +358,7 @@ final class ExchangeMachineTests: XCTestCase {
     // A connection that arrives when none is wanted is closed too.
     let extra = FakeUpstream()
     let unwanted = run(&machine) { $0.upstreamReady(extra, pooled: false, tls: .none, protocol: .http1, &$1) }
-    guard case .closeUpstream(let dropped)? = unwanted.first, unwanted.count == 1 else {
+    guard case .upstream(.closeUpstream(let dropped))? = unwanted.first, unwanted.count == 1 else {
       return XCTFail("\(unwanted)")
     }
     XCTAssertTrue(dropped === extra)

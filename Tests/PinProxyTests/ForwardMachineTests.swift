@@ -50,11 +50,11 @@ final class ForwardMachineTests: XCTestCase {
     while let action = machine.nextAction() {
       switch action {
       case .writeClient(let range, _): written[range] = Array(machine.clientOutput[range])
-      case .exchange(.sendHead(_, let id)):
+      case .upstream(.sendHead(_, let id)):
         if let exchange = machine.exchange, exchange.exchange.id == id {
           sentRequests[id] = exchange.forwardedRequest
         }
-      case .exchange(.record): finished = machine.takeFinishedRecord()
+      case .upstream(.record): finished = machine.takeFinishedRecord()
       default: break
       }
       all.append(action)
@@ -82,9 +82,9 @@ final class ForwardMachineTests: XCTestCase {
     switch action {
     case .writeClient(let range, _):
       return written[range].map { String(decoding: $0, as: UTF8.self) }
-    case .exchange(.sendBody(_, let bytes)):
+    case .upstream(.sendBody(_, let bytes)):
       return String(decoding: bytes, as: UTF8.self)
-    case .exchange(.sendHead(_, let id)):
+    case .upstream(.sendHead(_, let id)):
       guard let request = sentRequests[id] else { return nil }
       // As the HTTP/1.1 link writes it.
       let bytes = ForwardedHead.request(
@@ -100,8 +100,8 @@ final class ForwardMachineTests: XCTestCase {
       Array("GET http://origin.test/a?b HTTP/1.1\r\nHost: x\r\nProxy-Connection: keep-alive\r\n\r\n".utf8))
     let first = actions(&machine)
     guard
-      case .exchange(.acquireUpstream(let poolAllowed)) = first.first(where: {
-        if case .exchange(.acquireUpstream) = $0 { true } else { false }
+      case .upstream(.acquireUpstream(let poolAllowed)) = first.first(where: {
+        if case .upstream(.acquireUpstream) = $0 { true } else { false }
       }), let target = machine.exchange?.exchange.target
     else {
       return XCTFail("no upstream acquired: \(first)")
@@ -113,7 +113,7 @@ final class ForwardMachineTests: XCTestCase {
     let upstream = FakeUpstream()
     machine.upstreamReady(upstream, exchange: 1, pooled: false, tls: .none)
     let sent = actions(&machine).compactMap { action -> String? in
-      if case .exchange(.sendHead(let to, _)) = action, to === upstream { return text(action) }
+      if case .upstream(.sendHead(let to, _)) = action, to === upstream { return text(action) }
       return nil
     }
     XCTAssertEqual(sent.count, 1)
@@ -139,11 +139,11 @@ final class ForwardMachineTests: XCTestCase {
     XCTAssertTrue(written.hasSuffix("\r\n\r\nok"), written)
     XCTAssertTrue(
       out.contains {
-        if case .exchange(.releaseUpstream(let pooled)) = $0 { pooled === upstream } else { false }
+        if case .upstream(.releaseUpstream(let pooled)) = $0 { pooled === upstream } else { false }
       })
     XCTAssertTrue(
       out.contains {
-        if case .exchange(.record) = $0, let record = finished {
+        if case .upstream(.record) = $0, let record = finished {
           record.status == 200 && record.responseBytes == 2
         } else {
           false
@@ -163,7 +163,7 @@ final class ForwardMachineTests: XCTestCase {
     machine.upstreamClosed(pooled, failure: nil, mayRetry: true)
     let retry = actions(&machine)
     XCTAssertTrue(
-      retry.contains { if case .exchange(.acquireUpstream(poolAllowed: false)) = $0 { true } else { false } },
+      retry.contains { if case .upstream(.acquireUpstream(poolAllowed: false)) = $0 { true } else { false } },
       "\(retry)")
     XCTAssertEqual(machine.exchange?.exchange.id, 1, "the same exchange, dialled afresh")
     XCTAssertFalse(retry.contains { if case .refuse = $0 { true } else { false } })
@@ -187,7 +187,7 @@ final class ForwardMachineTests: XCTestCase {
       "GET http://origin.test/1 HTTP/1.1\r\nHost: x\r\n\r\nGET http://origin.test/2 HTTP/1.1\r\nHost: x\r\n\r\n"
     machine.clientRead(Array(two.utf8))
     let first = actions(&machine)
-    XCTAssertEqual(first.filter { if case .exchange(.acquireUpstream) = $0 { true } else { false } }.count, 1)
+    XCTAssertEqual(first.filter { if case .upstream(.acquireUpstream) = $0 { true } else { false } }.count, 1)
     XCTAssertTrue(
       first.contains { if case .pauseClient = $0 { true } else { false } }, "reading stops: \(first)")
     let upstream = FakeUpstream()
@@ -197,7 +197,7 @@ final class ForwardMachineTests: XCTestCase {
       try responseEvents("HTTP/1.1 204 No Content\r\n\r\n"), from: upstream, draining: false)
     let next = actions(&machine)
     XCTAssertTrue(
-      next.contains { if case .exchange(.acquireUpstream) = $0 { true } else { false } }, "\(next)")
+      next.contains { if case .upstream(.acquireUpstream) = $0 { true } else { false } }, "\(next)")
     XCTAssertEqual(machine.exchange?.exchange.id, 2)
     XCTAssertEqual(machine.exchange?.exchange.target.path, "/2")
   }
@@ -266,14 +266,14 @@ final class ForwardMachineTests: XCTestCase {
     let out = actions(&machine)
     XCTAssertTrue(
       out.contains {
-        if case .exchange(.closeUpstream(let closed)) = $0 { closed === upstream } else { false }
+        if case .upstream(.closeUpstream(let closed)) = $0 { closed === upstream } else { false }
       })
     XCTAssertTrue(
       out.contains { if case .refuse(let refusal) = $0 { refusal.failure.status == 400 } else { false } })
     XCTAssertFalse(
       out.contains {
         switch $0 {
-        case .exchange(.sendHead), .exchange(.sendBody), .exchange(.endBody): true
+        case .upstream(.sendHead), .upstream(.sendBody), .upstream(.endBody): true
         default: false
         }
       }, "nothing more goes upstream")
@@ -290,7 +290,7 @@ final class ForwardMachineTests: XCTestCase {
     machine.upstreamReady(stale, exchange: 7, pooled: false, tls: .none)
     let out = actions(&machine)
     XCTAssertTrue(
-      out.contains { if case .exchange(.closeUpstream(let closed)) = $0 { closed === stale } else { false } })
+      out.contains { if case .upstream(.closeUpstream(let closed)) = $0 { closed === stale } else { false } })
   }
 
   func testAPartialHeadWhenTheTimerFiresIsA408() throws {
@@ -318,7 +318,7 @@ final class ForwardMachineTests: XCTestCase {
         return false
       }, "\(out)")
     XCTAssertFalse(
-      out.contains { if case .exchange(.releaseUpstream) = $0 { true } else { false } },
+      out.contains { if case .upstream(.releaseUpstream) = $0 { true } else { false } },
       "the response is not over")
   }
 
@@ -342,7 +342,7 @@ final class ForwardMachineTests: XCTestCase {
       _ = turn { $0.upstreamReady(upstream, exchange: id, pooled: id > 1, tls: .none) }
       let response = turn { $0.upstreamEvents(ok, from: upstream, draining: false) }
       XCTAssertEqual(
-        response.filter { if case .exchange(.cancelResponseTimer) = $0 { true } else { false } }.count, 1,
+        response.filter { if case .upstream(.cancelResponseTimer) = $0 { true } else { false } }.count, 1,
         "\(response)")
       XCTAssertTrue(response.contains { if case .awaitRequest(idle: true) = $0 { true } else { false } })
     }
@@ -356,7 +356,7 @@ final class ForwardMachineTests: XCTestCase {
     let fourth = FakeUpstream()
     _ = turn { $0.upstreamReady(fourth, exchange: 4, pooled: true, tls: .none) }
     let handOver = turn { $0.upstreamEvents(ok, from: fourth, draining: false) }
-    XCTAssertTrue(handOver.contains { if case .exchange(.acquireUpstream) = $0 { true } else { false } })
+    XCTAssertTrue(handOver.contains { if case .upstream(.acquireUpstream) = $0 { true } else { false } })
     XCTAssertFalse(
       handOver.contains {
         switch $0 {
@@ -373,9 +373,9 @@ final class ForwardMachineTests: XCTestCase {
       }
       let cancelsHead = out.contains { if case .cancelHeadTimer = $0 { true } else { false } }
       XCTAssertFalse(armsHead && cancelsHead, "a head timer armed and cancelled in one turn: \(out)")
-      let armsResponse = out.contains { if case .exchange(.armResponseTimer) = $0 { true } else { false } }
+      let armsResponse = out.contains { if case .upstream(.armResponseTimer) = $0 { true } else { false } }
       let cancelsResponse = out.contains {
-        if case .exchange(.cancelResponseTimer) = $0 { true } else { false }
+        if case .upstream(.cancelResponseTimer) = $0 { true } else { false }
       }
       XCTAssertFalse(
         armsResponse && cancelsResponse, "a response timer armed and cancelled in one turn: \(out)")

@@ -102,7 +102,10 @@ final class DownstreamHTTP2Stream: ExchangeHost, @unchecked Sendable {
     running = true
     defer { running = false }
     while let action = actions.popFirst() {
-      if !performUpstreamSide(action) { respond(action) }
+      switch action {
+      case .upstream(let upstreamSide): performUpstreamSide(upstreamSide)
+      case .response(let responseSide): respond(responseSide)
+      }
     }
   }
 
@@ -228,7 +231,7 @@ final class DownstreamHTTP2Stream: ExchangeHost, @unchecked Sendable {
 
   // MARK: The response side
 
-  private func respond(_ action: ExchangeAction<UpstreamRef>) {
+  private func respond(_ action: ResponseAction<UpstreamRef>) {
     switch action {
     case .respondInterim(let head):
       downstream.sendInterim(head)
@@ -253,8 +256,6 @@ final class DownstreamHTTP2Stream: ExchangeHost, @unchecked Sendable {
       try? host.codec.submitReset(stream: id, errorCode: HTTP2ErrorCode.internalError)
     case .finished:
       break
-    default:
-      preconditionFailure("an upstream-side action reached the response side")
     }
   }
 

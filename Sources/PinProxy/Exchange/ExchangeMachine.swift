@@ -3,7 +3,18 @@ import PinHTTP
 /// What the exchange machine asks its session to do. Upstream actions go to
 /// the `UpstreamLink`; `respond…` actions to the client's `DownstreamLink`,
 /// which frames them in the client's protocol.
+/// What an exchange asks, in order: of its upstream side, carried out the
+/// same way whichever the client's protocol (`ExchangeHost.performUpstreamSide`),
+/// or of its response side, which the client's protocol frames (the
+/// HTTP/1.1 machine, or an HTTP/2 stream). One queue keeps the order
+/// between the halves (a close before a refusal, the record before the end).
 enum ExchangeAction<Upstream: SameUpstream> {
+  case upstream(UpstreamAction<Upstream>)
+  case response(ResponseAction<Upstream>)
+}
+
+/// The upstream half of an exchange's actions.
+enum UpstreamAction<Upstream: SameUpstream> {
   /// Take a pooled connection or dial one; answer `upstreamReady` or `dialFailed`.
   case acquireUpstream(poolAllowed: Bool)
   /// Become the upstream's delegate and send exchange `exchange`'s request
@@ -20,6 +31,13 @@ enum ExchangeAction<Upstream: SameUpstream> {
   /// The exchange is done: keep the link's connection for reuse.
   case releaseUpstream(Upstream)
   case closeUpstream(Upstream)
+  /// The exchange's access line and metrics: its record is the machine's
+  /// (`record`), read by whoever reports it.
+  case record
+}
+
+/// The response half of an exchange's actions: what the client is told.
+enum ResponseAction<Upstream: SameUpstream> {
   /// A 1xx response, relayed where the client's protocol carries it.
   indirect case respondInterim(HTTPResponseHead)
   /// The final response head, kept in the machine (`responseHead`);
@@ -30,9 +48,6 @@ enum ExchangeAction<Upstream: SameUpstream> {
   /// runners empty their queue inside the upstream's delegate call).
   case respondBody(UnsafeRawBufferPointer, Upstream)
   case respondEnd(HTTPHeaders, Upstream)
-  /// The exchange's access line and metrics: its record is the machine's
-  /// (`record`), read by whoever reports it.
-  case record
   /// Answer the failure: nothing of the response went out.
   indirect case refuse(ProxyFailure)
   /// Part of the response went out and the rest never will: the client
@@ -40,15 +55,6 @@ enum ExchangeAction<Upstream: SameUpstream> {
   case cutShort
   /// The response was relayed to its end (after `record`).
   case finished
-
-  /// Whether the client's protocol frames it (`respond…`, `refuse`,
-  /// `cutShort`, `finished`) rather than `ExchangeHost.performUpstreamSide`.
-  var isResponseSide: Bool {
-    switch self {
-    case .respondInterim, .respondHead, .respondBody, .respondEnd, .refuse, .cutShort, .finished: true
-    default: false
-    }
-  }
 }
 
 /// One exchange from routing to its access line, without I/O and without
@@ -128,7 +134,7 @@ struct ExchangeMachine<Upstream: SameUpstream> {
   mutating func start(_ out: inout Actions) {
     guard case .waiting = phase else { return }
     phase = .connecting
-    out.append(.acquireUpstream(poolAllowed: true))
+    out.append(.upstream(.acquireUpstream(poolAllowed: true)))
   }
 
   /// A connection for this exchange: `pooled` when taken from the pool.
@@ -136,20 +142,20 @@ struct ExchangeMachine<Upstream: SameUpstream> {
     _ upstream: Upstream, pooled: Bool, tls: UpstreamTLS, protocol name: WireProtocol,
     _ out: inout Actions
   ) {
-    guard case .connecting = phase else { return out.append(.closeUpstream(upstream)) }
+    guard case .connecting = phase else { return out.append(.upstream(.closeUpstream(upstream))) }
     exchange.upstreamWasPooled = pooled
     exchange.upstreamTLS = tls
     exchange.upstreamProtocol = name
     phase = .exchanging(upstream)
-    out.append(.sendHead(upstream, exchange: exchange.id))
+    out.append(.upstream(.sendHead(upstream, exchange: exchange.id)))
     let held = heldBody
     heldBody = []
     for bytes in held { send(bytes, upstream, &out) }
     // A request without a body ended with its head; a framed one ends now.
     if exchange.requestComplete && exchange.hasBody {
-      out.append(.endBody(upstream, exchange.requestTrailers))
+      out.append(.upstream(.endBody(upstream, exchange.requestTrailers)))
     }
-    out.append(.armResponseTimer)
+    out.append(.upstream(.armResponseTimer))
   }
 
   mutating func requestBody(_ bytes: [UInt8], _ out: inout Actions) {
@@ -162,7 +168,7 @@ struct ExchangeMachine<Upstream: SameUpstream> {
 
   private mutating func send(_ bytes: [UInt8], _ upstream: Upstream, _ out: inout Actions) {
     exchange.requestBodyBytes += bytes.count
-    out.append(.sendBody(upstream, bytes))
+    out.append(.upstream(.sendBody(upstream, bytes)))
   }
 
   /// The request ended (with these trailers, for a chunked or HTTP/2 body).
@@ -170,7 +176,7 @@ struct ExchangeMachine<Upstream: SameUpstream> {
     guard !exchange.requestComplete else { return }
     exchange.requestComplete = true
     if case .exchanging(let upstream) = phase {
-      out.append(.endBody(upstream, trailers))
+      out.append(.upstream(.endBody(upstream, trailers)))
     } else {
       exchange.requestTrailers = trailers
     }
@@ -182,7 +188,7 @@ struct ExchangeMachine<Upstream: SameUpstream> {
   mutating func upstreamEvents(
     _ events: [HTTP1Parser.BorrowedEvent], from upstream: Upstream, _ out: inout Actions
   ) {
-    guard isServed(by: upstream) else { return out.append(.closeUpstream(upstream)) }
+    guard isServed(by: upstream) else { return out.append(.upstream(.closeUpstream(upstream))) }
     for event in events {
       switch event {
       case .request: break
@@ -191,26 +197,26 @@ struct ExchangeMachine<Upstream: SameUpstream> {
         // still come within `upstreamResponse`.
         if (100..<200).contains(head.status) {
           exchange.response = .interim
-          out.append(.respondInterim(head))
+          out.append(.response(.respondInterim(head)))
           continue
         }
-        out.append(.cancelResponseTimer)
+        out.append(.upstream(.cancelResponseTimer))
         exchange.response = .streaming(
           ResponseStream(status: head.status, upstreamKeepsAlive: head.keepAlive))
         responseHead = head
-        out.append(.respondHead(upstream))
+        out.append(.response(.respondHead(upstream)))
       case .body(let bytes):
         guard case .streaming(var stream) = exchange.response else { continue }
         stream.bodyBytes += bytes.count
         exchange.response = .streaming(stream)
-        out.append(.respondBody(bytes, upstream))
+        out.append(.response(.respondBody(bytes, upstream)))
       case .end(let trailers):
         switch exchange.response {
         case .interim:
           // The end of a 1xx is not the end of the exchange.
           exchange.response = .awaitingHead
         case .streaming(let stream):
-          out.append(.respondEnd(trailers, upstream))
+          out.append(.response(.respondEnd(trailers, upstream)))
           return finish(stream, upstream, &out)
         case .awaitingHead:
           break
@@ -226,12 +232,12 @@ struct ExchangeMachine<Upstream: SameUpstream> {
   private mutating func finish(_ stream: ResponseStream, _ upstream: Upstream, _ out: inout Actions) {
     phase = .done
     if exchange.requestComplete && stream.upstreamKeepsAlive {
-      out.append(.releaseUpstream(upstream))
+      out.append(.upstream(.releaseUpstream(upstream)))
     } else {
-      out.append(.closeUpstream(upstream))
+      out.append(.upstream(.closeUpstream(upstream)))
     }
-    out.append(.record)
-    out.append(.finished)
+    out.append(.upstream(.record))
+    out.append(.response(.finished))
   }
 
   /// `upstream` closed; `failure` says why when it broke a message, and
@@ -244,14 +250,14 @@ struct ExchangeMachine<Upstream: SameUpstream> {
     guard isServed(by: upstream) else { return }
     if exchange.responseStarted {
       phase = .done
-      return out.append(.cutShort)
+      return out.append(.response(.cutShort))
     }
-    out.append(.cancelResponseTimer)
+    out.append(.upstream(.cancelResponseTimer))
     // One fresh attempt, when nothing of a request body was sent.
     if mayRetry && !exchange.retried && exchange.requestBodyBytes == 0 {
       exchange.retried = true
       phase = .connecting
-      return out.append(.acquireUpstream(poolAllowed: false))
+      return out.append(.upstream(.acquireUpstream(poolAllowed: false)))
     }
     phase = .connecting
     fail(failure ?? .unreachable("\(exchange.target.key) closed the connection without a response"), &out)
@@ -273,12 +279,12 @@ struct ExchangeMachine<Upstream: SameUpstream> {
   /// use is closed, since mid-exchange its state is unknown.
   mutating func fail(_ failure: ProxyFailure, _ out: inout Actions) {
     if case .exchanging(let upstream) = phase {
-      out.append(.cancelResponseTimer)
-      out.append(.closeUpstream(upstream))
+      out.append(.upstream(.cancelResponseTimer))
+      out.append(.upstream(.closeUpstream(upstream)))
     }
     phase = .done
     heldBody = []
-    out.append(.refuse(failure))
+    out.append(.response(.refuse(failure)))
   }
 
   /// The client is gone, or could not take the response: an upstream in
@@ -286,8 +292,8 @@ struct ExchangeMachine<Upstream: SameUpstream> {
   mutating func abandon(_ out: inout Actions) {
     if case .exchanging(let upstream) = phase {
       // Once the head came the timer was cancelled with it.
-      if !exchange.responseStarted { out.append(.cancelResponseTimer) }
-      out.append(.closeUpstream(upstream))
+      if !exchange.responseStarted { out.append(.upstream(.cancelResponseTimer)) }
+      out.append(.upstream(.closeUpstream(upstream)))
     }
     phase = .done
     heldBody = []

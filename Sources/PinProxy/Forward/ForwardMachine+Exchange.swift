@@ -42,7 +42,7 @@ extension ForwardMachine {
     protocol name: WireProtocol = .http1
   ) {
     guard case .exchanging = state, inExchange({ $0.exchange.id }) == id else {
-      return actions.append(.exchange(.closeUpstream(upstream)))
+      return actions.append(.upstream(.closeUpstream(upstream)))
     }
     exchange!.upstreamReady(upstream, pooled: pooled, tls: tls, protocol: name, &exchangeActions)
     runExchangeActions()
@@ -72,7 +72,7 @@ extension ForwardMachine {
   mutating func upstreamEvents(_ events: [HTTP1Parser.BorrowedEvent], from upstream: Upstream, draining: Bool)
   {
     guard case .exchanging = state, exchange != nil else {
-      return actions.append(.exchange(.closeUpstream(upstream)))
+      return actions.append(.upstream(.closeUpstream(upstream)))
     }
     self.draining = self.draining || draining
     exchange!.upstreamEvents(events, from: upstream, &exchangeActions)
@@ -96,24 +96,24 @@ extension ForwardMachine {
   /// the response side framed for this client.
   mutating func runExchangeActions() {
     while let action = exchangeActions.popFirst() {
-      if action.isResponseSide {
+      switch consume action {
+      case .response(let responseSide):
         // Refused or cut short already: nothing more of it reaches the client.
         guard case .exchanging = state, exchange != nil else { continue }
-        respond(action)
-        continue
+        respond(responseSide)
+      case .upstream(let upstreamSide):
+        if case .record = upstreamSide {
+          // Kept here: by the time the session reports it, `.finished` may
+          // have let the exchange go and the next request begun.
+          finishedRecord = inExchange { $0.record } ?? nil
+        }
+        actions.append(.upstream(upstreamSide))
       }
-      if case .record = action {
-        // Kept here: by the time the session reports it, `.finished` may
-        // have let the exchange go and the next request begun.
-        finishedRecord = inExchange { $0.record } ?? nil
-      }
-      // Moved on, not copied (a matched `switch` held it to its end).
-      actions.append(.exchange(consume action))
     }
   }
 
   /// The response side of an exchange action, on this connection.
-  private mutating func respond(_ action: ExchangeAction<Upstream>) {
+  private mutating func respond(_ action: ResponseAction<Upstream>) {
     switch action {
     case .respondInterim(let head):
       response.sendInterim(head)
@@ -148,8 +148,6 @@ extension ForwardMachine {
         return actions.append(.closeAfterFlush)
       }
       parseNextRequest()
-    default:
-      break
     }
   }
 

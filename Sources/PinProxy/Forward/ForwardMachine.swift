@@ -32,11 +32,11 @@ struct ForwardMachine<Upstream: SameUpstream> {
 
   typealias Refusal = PinProxy.Refusal
 
-  /// What the connection asks of its session. The current exchange's own
-  /// actions pass through unchanged (`exchange`), for `ExchangeHost` to
-  /// carry out as an HTTP/2 stream's are; the rest belong to the
-  /// connection: reading the client, its head timers, writing the framed
-  /// response, CONNECT, refusals and the close.
+  /// What the connection asks of its session. The upstream half of the
+  /// current exchange's actions passes through unchanged (`upstream`), for
+  /// `ExchangeHost` to carry out as an HTTP/2 stream's are; the rest belong
+  /// to the connection: reading the client, its head timers, writing the
+  /// framed response, CONNECT, refusals and the close.
   enum Action {
     /// Start reading the client, unless `Upstream` is backed up; or stop.
     case resumeClient(unlessBackedUp: Upstream?)
@@ -48,7 +48,7 @@ struct ForwardMachine<Upstream: SameUpstream> {
     case cancelHeadTimer
     /// The upstream side of the current exchange (acquire, send, timer,
     /// release or close, record): `ExchangeHost.performUpstreamSide`.
-    case exchange(ExchangeAction<Upstream>)
+    case upstream(UpstreamAction<Upstream>)
     /// Write bytes `range` of the framed response (`clientOutput`) to the
     /// client; stop reading the upstream while the client is backed up. The
     /// bytes stay in the machine's one output buffer until the run that
@@ -401,6 +401,8 @@ struct ForwardMachine<Upstream: SameUpstream> {
     exchange!.abandon(&exchangeActions)
     exchange = nil
     // Only upstream actions come of it: no response to frame.
-    while let action = exchangeActions.popFirst() { actions.append(.exchange(action)) }
+    while let action = exchangeActions.popFirst() {
+      if case .upstream(let upstreamSide) = consume action { actions.append(.upstream(upstreamSide)) }
+    }
   }
 }

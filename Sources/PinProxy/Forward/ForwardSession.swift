@@ -273,7 +273,7 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   @inline(__always)
   private func execute(_ action: ForwardMachine<UpstreamRef>.Action) {
     switch action {
-    case .writeClient, .exchange, .resumeUpstream, .resumeClient, .pauseClient, .awaitRequest,
+    case .writeClient, .upstream, .resumeUpstream, .resumeClient, .pauseClient, .awaitRequest,
       .armHeaderTimer,
       .cancelHeadTimer:
       // None of these writes to or closes the client: the response's bytes may wait.
@@ -295,8 +295,8 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
       armHeadTimer(seconds: snapshot.timeouts.clientHeader)
     case .cancelHeadTimer:
       cancelHeadTimer()
-    case .exchange(let action):
-      _ = performUpstreamSide(action)
+    case .upstream(let action):
+      performUpstreamSide(action)
     case .writeClient(let range, let upstream):
       // Bytes that follow the last ones asked for in the machine's buffer
       // (a body after its head) join them: written together at the end of

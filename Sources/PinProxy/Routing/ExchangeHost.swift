@@ -31,16 +31,15 @@ protocol ExchangeHost: UpstreamDelegate {
 }
 
 extension ExchangeHost {
-  /// Carries out an upstream-side action and returns true; returns false
-  /// for the response-side ones (`respond…`, `refuse`, `cutShort`,
-  /// `finished`), which the client's protocol frames.
+  /// Carries out the upstream half of an exchange's actions; the response
+  /// half is the client's protocol's to frame.
   @inline(__always)
-  func performUpstreamSide(_ action: ExchangeAction<UpstreamRef>) -> Bool {
+  func performUpstreamSide(_ action: UpstreamAction<UpstreamRef>) {
     switch action {
     case .acquireUpstream(let poolAllowed):
       acquireUpstream(poolAllowed: poolAllowed)
     case .sendHead(let upstream, let id):
-      guard let request = forwardedRequest(exchange: id) else { break }
+      guard let request = forwardedRequest(exchange: id) else { return }
       upstream.link.delegate = self
       upstream.link.sendHead(request)
     case .sendBody(let upstream, let bytes):
@@ -58,9 +57,6 @@ extension ExchangeHost {
       upstream.link.close()
     case .record:
       reportFinishedExchange()
-    case .respondInterim, .respondHead, .respondBody, .respondEnd, .refuse, .cutShort, .finished:
-      return false
     }
-    return true
   }
 }
