@@ -83,7 +83,7 @@ extension ProxyContext {
       // listed with v4-mapped addresses: asked for second.
       var tuple = SocketTuple(
         source: remote, sourcePort: UInt16(peer.port), destination: local, destinationPort: UInt16(here.port))
-      guard let diag = sockDiag[loop.index] else {
+      guard let diag = loopState(for: loop).sockDiag else {
         return loopback || local == remote ? LocalPeer(owner: nil, tuple: tuple) : nil
       }
       var answer = diag.lookUp(tuple)

@@ -4,9 +4,12 @@ import PinEventLoop
 import PinTrust
 import Synchronization
 
-/// What every session of a running proxy shares: the configuration snapshot,
-/// the trust engine (and its fingerprint cache), TLS sessions, one upstream
-/// pool per loop, the logger and the connection count.
+/// What the data path of a running proxy shares, process-wide: the
+/// configuration snapshot, the trust engine (and its fingerprint cache),
+/// TLS sessions, admission and the upstream budget, the logger and
+/// metrics. Each loop's own part (its pool, session registry and sock_diag
+/// socket) is its `LoopState`; the tasks beside the data
+/// path are `background` (`BackgroundServices`).
 final class ProxyContext: Sendable {
   private let current: Locked<RuntimeSnapshot>
   let trustEngine: TrustEngine
@@ -22,10 +25,9 @@ final class ProxyContext: Sendable {
   /// embedded default has no file to reload) and answers once the new
   /// configuration is in force or was refused. `POST /reload` calls it.
   let reloadRequester = Locked<(@Sendable (@escaping @Sendable (ReloadOutcome) -> Void) -> Void)?>(nil)
-  /// Per loop, by `EventLoop.index` (an index, not a dictionary keyed by
-  /// the loop: a new connection looked both up, two hashes each).
-  private let pools: [UpstreamPool]
-  private let registries: [SessionRegistry]
+  /// Each loop's own state, by `EventLoop.index` (an index, not a
+  /// dictionary keyed by the loop: nothing is hashed per connection).
+  private let loopStates: [LoopState]
   let group: EventLoopGroup
   /// Connection counts and limits (process-wide and per client address).
   let admission = ConnectionAdmission()
@@ -39,18 +41,9 @@ final class ProxyContext: Sendable {
   let draining = Atomic<Bool>(false)
   /// Rate-limits the log line of connections refused for their address.
   let refusedClients = RefusedClientLog()
-  /// Pin-failure reports and report-only logging.
-  let reporter: PinFailureReporter
-  /// Keeps the rules' dynamic pin lists fresh.
-  let updater: DynamicPinUpdater
-  let revocationRefresher: RevocationRefresher
-  /// The unpinned issuances `pinproxy ct-hook` recorded in the state directory.
-  let issuances: IssuanceWatch
-  /// Writes the chains rules accept to the state directory, for `check`.
-  let servedChains: ServedChainRecorder
-  /// Each loop's sock_diag socket (nil where the kernel offers none), by
-  /// loop index: who owns the other end of a connection from this host.
-  let sockDiag: [SockDiagSocket?]
+  /// The tasks that run beside the data path (pin lists, revocation,
+  /// reports, issuances, served chains): nothing a request reads.
+  let background: BackgroundServices
 
   init(snapshot: RuntimeSnapshot, group: EventLoopGroup, logger: ProxyLogger) {
     current = Locked(snapshot)
@@ -69,52 +62,18 @@ final class ProxyContext: Sendable {
     let pools = group.loops.map {
       UpstreamPool(loop: $0, idleGauge: metrics.idlePooledConnections, pins: snapshot.pins)
     }
-    self.pools = pools
-    registries = group.loops.map { SessionRegistry(loop: $0) }
+    loopStates = zip(group.loops, pools).map { LoopState(loop: $0, pool: $1) }
     self.group = group
-    sockDiag = group.loops.map { _ in SockDiagSocket() }
-    // The daemon's own requests run on the first loop.
-    let loop = group.loops[0]
-    let (current, engine, sessions) = (current, trustEngine, sessions)
-    let allPools = pools
-    let reporter = PinFailureReporter(
-      loop: loop, logger: logger, metrics: metrics, vendorID: PinFailureReporter.installationID()
-    ) {
-      UpstreamDialer(
-        snapshot: current.withLock { $0 }, trustEngine: engine, sessions: sessions, metrics: metrics,
-        reporter: nil, revocationFetcher: RevocationFetcher())
-    }
-    self.reporter = reporter
-    servedChains = ServedChainRecorder(activity: metrics.rules) { current.withLock { $0 } }
-    issuances = IssuanceWatch(logger: logger) {
-      StateDirectory.resolve(current.withLock { $0 }.configuration.stateDirectory)
-    }
-    revocationRefresher = RevocationRefresher(loop: loop) {
-      UpstreamDialer(
-        snapshot: current.withLock { $0 }, trustEngine: engine, sessions: sessions, metrics: metrics,
-        reporter: reporter, revocationFetcher: RevocationFetcher())
-    }
-    updater = DynamicPinUpdater(
-      loop: loop, logger: logger, metrics: metrics,
-      makeDialer: {
-        UpstreamDialer(
-          snapshot: current.withLock { $0 }, trustEngine: engine, sessions: sessions, metrics: metrics,
-          reporter: reporter, revocationFetcher: RevocationFetcher())
-      },
-      stores: { current.withLock { $0 }.pinStores },
-      // A rule's pin list was replaced: idle connections verified under the
-      // old one are closed on every loop (busy ones are not pooled again).
-      listChanged: {
-        let generation = current.withLock { $0 }.generation
-        for pool in allPools { pool.loop.execute { pool.retire(keeping: generation) } }
-      })
+    background = BackgroundServices(
+      loop: group.loops[0], current: current, trustEngine: trustEngine, sessions: sessions, logger: logger,
+      metrics: metrics, pools: pools)
   }
 
   /// Refusals on its connections are reported (`report.uris`).
   func dialer(for snapshot: RuntimeSnapshot) -> UpstreamDialer {
     UpstreamDialer(
-      snapshot: snapshot, trustEngine: trustEngine, sessions: sessions, metrics: metrics, reporter: reporter,
-      revocationFetcher: RevocationFetcher())
+      snapshot: snapshot, trustEngine: trustEngine, sessions: sessions, metrics: metrics,
+      reporter: background.reporter, revocationFetcher: RevocationFetcher())
   }
 
   var isDraining: Bool { draining.load(ordering: .relaxed) }
@@ -126,13 +85,16 @@ final class ProxyContext: Sendable {
     }
   }
 
-  func registry(for loop: EventLoop) -> SessionRegistry {
+  /// `loop`'s own state; only ever used on that loop.
+  func loopState(for loop: EventLoop) -> LoopState {
     let index = loop.index
-    guard index < registries.count, registries[index].loop === loop else {
+    guard index < loopStates.count, loopStates[index].loop === loop else {
       preconditionFailure("loop outside the proxy's group")
     }
-    return registries[index]
+    return loopStates[index]
   }
+
+  func registry(for loop: EventLoop) -> SessionRegistry { loopState(for: loop).registry }
 
   /// Installs a new snapshot. It governs every decision made after this:
   /// open sessions take it before their next request or stream (`isCurrent`),
@@ -142,18 +104,17 @@ final class ProxyContext: Sendable {
     current.withLock { $0 = snapshot }
     generation.store(snapshot.generation, ordering: .releasing)
     snapshot.pins.keep(only: Set(snapshot.pinStores.map(\.spec.id)))
-    updater.configurationChanged()
+    background.updater.configurationChanged()
     trustEngine.removeAll()
     sessions.removeAll()
     metrics.refusalLog.rulesChanged(snapshot.ruleExpectations)
     metrics.rules.reloaded(
       keeping: Set(snapshot.rules.map(\.name) + (snapshot.defaultRule.map { [$0.name] } ?? [])))
     logger.setQueryStrings(snapshot.configuration.logging.queryStrings)
-    for loop in group.loops {
-      let (pool, registry) = (self.pool(for: loop), self.registry(for: loop))
-      loop.execute {
-        pool.retire(keeping: snapshot.generation)
-        registry.reviewAccess(under: snapshot)
+    for state in loopStates {
+      state.loop.execute {
+        state.pool.retire(keeping: snapshot.generation)
+        state.registry.reviewAccess(under: snapshot)
       }
     }
   }
@@ -161,9 +122,8 @@ final class ProxyContext: Sendable {
   /// Starts the graceful shutdown: every loop's idle sessions close now.
   func beginDraining() {
     draining.store(true, ordering: .relaxed)
-    for loop in group.loops {
-      let registry = self.registry(for: loop)
-      loop.execute { registry.drainAll() }
+    for state in loopStates {
+      state.loop.execute { state.registry.drainAll() }
     }
   }
 
@@ -176,13 +136,7 @@ final class ProxyContext: Sendable {
   var snapshot: RuntimeSnapshot { current.withLock { $0 } }
 
   /// The pool of `loop`; only ever used on that loop.
-  func pool(for loop: EventLoop) -> UpstreamPool {
-    let index = loop.index
-    guard index < pools.count, pools[index].loop === loop else {
-      preconditionFailure("loop outside the proxy's group")
-    }
-    return pools[index]
-  }
+  func pool(for loop: EventLoop) -> UpstreamPool { loopState(for: loop).pool }
 }
 
 /// One reload, as the operator's page lists it.

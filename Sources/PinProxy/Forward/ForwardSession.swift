@@ -101,8 +101,9 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
     self.context = context
     snapshot = context.snapshot
     self.origin = origin
-    pool = context.pool(for: connection.loop)
-    registry = context.registry(for: connection.loop)
+    let local = context.loopState(for: connection.loop)
+    pool = local.pool
+    registry = local.registry
     let shelf = ForwardStorageShelf.of(connection.loop)
     self.shelf = shelf
     var router = ForwardRouter(snapshot: snapshot, bound: listener, client: origin)

@@ -202,13 +202,15 @@ final class AdminSession: ChannelDelegate, @unchecked Sendable {
         revocationHeld: (
           context.snapshot.revocation.fetched.crls.count, context.snapshot.revocation.fetched.answers.count
         ), pinHealth: context.snapshot.pinHealth(context.metrics.rules, at: Date()),
-        unpinnedIssuances: context.snapshot.unpinnedIssuanceCounts(context.issuances.sightings, at: Date()))
+        unpinnedIssuances: context.snapshot.unpinnedIssuanceCounts(
+          context.background.issuances.sightings, at: Date()))
       respond(status: 200, type: "text/plain; version=0.0.4", body: context.metrics.render(gauges))
     case "/policies":
       respond(
         status: 200, type: "application/json",
         body: PolicyReport.json(
-          context.snapshot, activity: context.metrics.rules, sightings: context.issuances.sightings))
+          context.snapshot, activity: context.metrics.rules, sightings: context.background.issuances.sightings
+        ))
     default:
       respond(status: 404, type: "text/plain", body: "not found\n")
     }

@@ -98,9 +98,11 @@ extension OperatorStatus {
       warnings += (row.health?.warnings ?? []).map { "\(rule.name): \($0)" }
       return row
     }
-    for (rule, issuances) in snapshot.unpinnedIssuances(context.issuances.sightings, at: now).sorted(by: {
-      $0.key < $1.key
-    }) {
+    for (rule, issuances) in snapshot.unpinnedIssuances(context.background.issuances.sightings, at: now)
+      .sorted(by: {
+        $0.key < $1.key
+      })
+    {
       warnings += issuances.map { "\(rule): \(UnpinnedIssuance.warning($0))" }
     }
     var merged: [String: PoolRow] = [:]

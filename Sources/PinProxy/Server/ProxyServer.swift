@@ -60,10 +60,7 @@ public final class ProxyServer: Sendable {
       bound.forEach { $0.1.close() }
       throw error
     }
-    context.updater.start()
-    context.revocationRefresher.start()
-    context.issuances.start()
-    context.servedChains.start()
+    context.background.start()
   }
 
   /// The admin listener's address, when one is configured.
