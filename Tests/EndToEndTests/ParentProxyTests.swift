@@ -299,6 +299,34 @@ final class ParentProxyTests: ProxyTestCase {
     XCTAssertTrue(origin.requests.isEmpty)
   }
 
+  /// A parent that is this proxy's own listener would send every tunnel
+  /// round again, one more connection per turn until a limit: the dial's
+  /// guard refuses it when the parent's address resolves, before any
+  /// connection to it, and says why.
+  func testAParentThatIsThisProxysOwnListenerIsRefused() throws {
+    let origin = try origin()
+    let process = try ProxyProcess(
+      config: """
+        listeners:
+          - {name: forward, address: "127.0.0.1:{port:forward}", mode: forward, allowedConnectPorts: [443, \(origin.port)]}
+        parentProxies:
+          itself: {url: "http://127.0.0.1:{port:forward}"}
+        anchorSets:
+          test: {files: ["\(Fixtures.path("root-a.pem"))"]}
+        defaults: {action: deny}
+        domains:
+          - {domain: httpbin.org, anchors: [test], parentProxy: itself}
+        """, listeners: ["forward"])
+    proxy = process
+    let result = try get("http://httpbin.org:\(origin.port)/hello", through: process.ports["forward"]!)
+    assertRefused(result, 403, "denied-by-policy")
+    XCTAssertTrue(result.text.contains("parent proxy itself is this proxy's own listener"), result.text)
+    XCTAssertTrue(process.waitForLine { $0.contains(" refused ") }, process.log)
+    XCTAssertFalse(
+      process.log.contains("CONNECT"), "the proxy never asked itself for a tunnel: \(process.log)")
+    XCTAssertTrue(origin.requests.isEmpty)
+  }
+
   func testWrongCredentialsAreTheParentsRefusalWithItsStatusLine() throws {
     let origin = try origin()
     let parent = try startSquid()

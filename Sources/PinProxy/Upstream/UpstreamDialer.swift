@@ -1,4 +1,5 @@
 import Foundation
+import PinConfig
 import PinEventLoop
 import PinHTTP
 import PinTLS
@@ -39,17 +40,19 @@ final class UpstreamDialer: Sendable {
 
   /// - Parameter http2: offer `h2` in ALPN (the forward path, for a rule
   ///   with `upstreamHTTP2`); what the origin chose is `negotiated`.
+  ///
+  /// One pipeline for every way out: the first hop (the host, at its
+  /// `connectTo` address when one is mapped, or the route's parent proxy)
+  /// is resolved off the loop, judged by the dial's one `DialGuard`,
+  /// connected within `timeouts.upstreamConnect` (through a parent, the
+  /// tunnel is asked for within what is left of it), then the handshake
+  /// and the trust decision.
   func open(
     _ key: UpstreamKey, route: UpstreamRoute, on loop: EventLoop, http2: Bool = false,
     _ completion: @escaping (Result<DialedUpstream, ProxyFailure>) -> Void
   ) {
     loop.preconditionInLoop()
     let (target, mapped) = snapshot.connectAddress(host: key.host, port: key.port)
-    let timeouts = snapshot.timeouts
-    let guardsInternal = !route.namedExplicitly && !mapped
-    let guardsOwn = guardsInternal || route.followsCertificate
-    let guardsEgress = guardsInternal && route.governedByDefaults
-    let internalAddresses = snapshot.internalAddresses
     // A dial that succeeded is timed from here to a usable connection
     // (resolution, connect, handshake, trust decision), by handshake kind.
     let (started, metrics) = (DispatchTime.now().uptimeNanoseconds, self.metrics)
@@ -63,139 +66,133 @@ final class UpstreamDialer: Sendable {
       }
       original(result)
     }
-    if let parent = route.parent {
-      return openThroughParent(parent, key, route: route, on: loop, http2: http2, completion)
+    // `connectTo` maps direct dials only: a parent is asked for the name.
+    let hop = route.parent.map(Hop.parent) ?? Hop.direct(target)
+    let dialGuard = DialGuard(
+      key: key, route: route, mapped: mapped && route.parent == nil, addresses: snapshot.internalAddresses)
+    if case .parent = hop, case .ip(let address) = key.host,
+      let refusal = dialGuard.refusal(address, port: key.port)
+    {
+      return completion(.failure(refusal))
     }
-    Resolver.resolve(host: target.host, port: target.port, on: loop) { resolved in
-      switch resolved {
-      case .failure(let error):
-        completion(.failure(.cannotConnect(key.description, detail: error.description)))
-      case .success(let addresses):
-        // Judged on the resolved addresses, so a name that resolves to
-        // 127.0.0.1 is refused like the literal.
-        if guardsOwn {
-          for address in addresses {
-            // An address that cannot be judged is refused, not let through.
-            let refusal =
-              IPAddress(bytes: address.addressBytes).map {
-                guardsEgress
-                  ? internalAddresses.egressRefusal($0, port: address.port)
-                  : guardsInternal
-                    ? internalAddresses.refusal($0, port: address.port)
-                    : internalAddresses.ownListener($0, port: address.port)
-              } ?? "\(address) is not an IP address"
-            guard let refusal else { continue }
-            let reason =
-              route.followsCertificate
-              ? "a certificate's URL \(key) leads to an internal address; only a domain rule or connectTo"
-                + " entry that names the host lets it, and never to this proxy's own listeners"
-              : "\(key) is reached only through a domain rule that names it"
-            return completion(
-              .failure(ProxyFailure(status: 403, code: .deniedByPolicy, reason: reason, detail: refusal)))
-          }
+    let dial = Dial(key: key, route: route, hop: hop, dialGuard: dialGuard, http2: http2, started: started)
+    connect(dial, on: loop, completion)
+  }
+
+  /// The first hop of a dial.
+  private enum Hop {
+    /// The host itself, at this address (its `connectTo` mapping, if any).
+    case direct(HostPort)
+    /// A parent proxy that opens a tunnel to the host.
+    case parent(ParentProxy)
+  }
+
+  /// What one dial carries from step to step.
+  private struct Dial {
+    let key: UpstreamKey
+    let route: UpstreamRoute
+    let hop: Hop
+    let dialGuard: DialGuard
+    let http2: Bool
+    let started: UInt64
+  }
+
+  /// Resolves the first hop, judges its addresses, connects, and hands the
+  /// socket on (to the handshake, or first to the parent's tunnel).
+  private func connect(
+    _ dial: Dial, on loop: EventLoop, _ completion: @escaping (Result<DialedUpstream, ProxyFailure>) -> Void
+  ) {
+    let timeouts = snapshot.timeouts
+    let (key, metrics) = (dial.key, self.metrics)
+    nonisolated(unsafe) let completion = completion
+    /// How a failure to reach the first hop is told: the host's own codes,
+    /// or the parent's (counted per parent).
+    @Sendable func unreachable(_ why: String, timedOut: Bool = false, refused: Bool = false) -> ProxyFailure {
+      switch dial.hop {
+      case .direct:
+        if timedOut {
+          var failure = ProxyFailure.timeout("no connection to \(key) within \(timeouts.upstreamConnect) s")
+          failure.detail = why
+          return failure
         }
-        Connector.connect(to: addresses, on: loop, timeout: timeouts.upstreamConnect) { connected in
-          switch connected {
-          case .failure(.timedOut(let reason)):
-            var failure = ProxyFailure.timeout(
-              "no connection to \(key) within \(timeouts.upstreamConnect) s")
-            failure.detail = reason
-            completion(.failure(failure))
-          case .failure(.refused(let reason)):
-            completion(.failure(.cannotConnect(key.description, detail: reason, refused: true)))
-          case .failure(.unreachable(let reason)):
-            completion(.failure(.cannotConnect(key.description, detail: reason)))
-          case .success(let fd):
+        return .cannotConnect(key.description, detail: why, refused: refused)
+      case .parent(let parent):
+        metrics.parentProxyConnects.increment([parent.name, "unreachable"])
+        return .parentUnreachable(parent, key.description, why: why)
+      }
+    }
+    let (host, port): (String, Int)
+    switch dial.hop {
+    case .direct(let target): (host, port) = (target.host, target.port)
+    case .parent(let parent): (host, port) = (parent.host, parent.port)
+    }
+    Resolver.resolve(host: host, port: port, on: loop) { resolved in
+      let addresses: [SocketAddress]
+      switch resolved {
+      case .failure(let error): return completion(.failure(unreachable(error.description)))
+      case .success(let found): addresses = found
+      }
+      for address in addresses {
+        let refusal: ProxyFailure?
+        switch dial.hop {
+        case .direct: refusal = dial.dialGuard.refusal(address)
+        case .parent(let parent): refusal = dial.dialGuard.parentRefusal(address, parent: parent)
+        }
+        if let refusal { return completion(.failure(refusal)) }
+      }
+      Connector.connect(to: addresses, on: loop, timeout: timeouts.upstreamConnect) { connected in
+        switch connected {
+        case .failure(.timedOut(let why)): completion(.failure(unreachable(why, timedOut: true)))
+        case .failure(.refused(let why)): completion(.failure(unreachable(why, refused: true)))
+        case .failure(.unreachable(let why)): completion(.failure(unreachable(why)))
+        case .success(let fd):
+          switch dial.hop {
+          case .direct(let target):
+            let connection = Connection(fd: fd, peer: target.description, loop: loop)
             self.handshake(
-              Connection(fd: fd, peer: target.description, loop: loop), key: key, route: route, http2: http2,
-              loop: loop, completion)
+              connection, key: key, route: dial.route, http2: dial.http2, loop: loop, completion)
+          case .parent(let parent):
+            self.tunnel(fd, through: parent, dial, on: loop, completion)
           }
         }
       }
     }
   }
 
-  /// Through `route.parent`: connect to the parent, ask it for a tunnel to
-  /// the host and port as the client named them (the parent resolves the
-  /// name; `connectTo` maps direct dials only), then the same handshake and
-  /// trust decision as on a direct socket — all within
-  /// `timeouts.upstreamConnect`. A trust failure inside the tunnel keeps its
-  /// own code; only the parent's no or its absence is the parent's.
-  ///
-  /// The internal-address guard judges what pinproxy connects to, which is
-  /// the parent here: where the parent connects is its own decision, made
-  /// with its own view of the network. A target written as an IP literal
-  /// is still judged, as for a direct dial.
-  private func openThroughParent(
-    _ parent: ParentProxy, _ key: UpstreamKey, route: UpstreamRoute, on loop: EventLoop, http2: Bool,
+  /// Asks `parent` for a tunnel to the host and port as the client named
+  /// them, within what is left of `timeouts.upstreamConnect`, then the same
+  /// handshake and trust decision as on a direct socket. A trust failure
+  /// inside the tunnel keeps its own code; only the parent's no or its
+  /// absence is the parent's.
+  private func tunnel(
+    _ fd: Int32, through parent: ParentProxy, _ dial: Dial, on loop: EventLoop,
     _ completion: @escaping (Result<DialedUpstream, ProxyFailure>) -> Void
   ) {
-    let timeouts = snapshot.timeouts
-    // As for a direct dial: an unnamed host never reaches an internal
-    // address, and a certificate's URL never this proxy's own listeners
-    // (a parent on this host would connect there for it).
-    let guardsInternal = !route.namedExplicitly
-    if case .ip(let address) = key.host, guardsInternal || route.followsCertificate,
-      let refusal = guardsInternal
-        ? (route.governedByDefaults
-          ? snapshot.internalAddresses.egressRefusal(address, port: key.port)
-          : snapshot.internalAddresses.refusal(address, port: key.port))
-        : snapshot.internalAddresses.ownListener(address, port: key.port)
-    {
-      return completion(
-        .failure(
-          ProxyFailure(
-            status: 403, code: .deniedByPolicy,
-            reason: "\(key) is reached only through a domain rule that names it",
-            detail: refusal)))
-    }
-    let started = DispatchTime.now().uptimeNanoseconds
-    let metrics = self.metrics
+    let (key, metrics) = (dial.key, self.metrics)
     let target = key.description
-    nonisolated(unsafe) let completion = completion
-    nonisolated(unsafe) let fail = { (result: String, failure: ProxyFailure) in
-      metrics.parentProxyConnects.increment([parent.name, result])
-      completion(.failure(failure))
+    let connection = Connection(fd: fd, peer: "\(target) via \(parent.name)", loop: loop)
+    // The parent is asked for the name as the client wrote it, without
+    // an IPv6 literal's brackets (the tunnel adds them where its syntax needs).
+    let host: String
+    switch key.host {
+    case .dns(let name): host = name
+    case .ip(let address): host = address.description
     }
-    Resolver.resolve(host: parent.host, port: parent.port, on: loop) { resolved in
-      guard case .success(let addresses) = resolved else {
-        if case .failure(let error) = resolved {
-          fail("unreachable", .parentUnreachable(parent, target, why: error.description))
-        }
-        return
+    let tunnel = ParentTunnel(kind: parent.kind, host: host, port: key.port, credentials: parent.credentials)
+    let elapsed = Double(DispatchTime.now().uptimeNanoseconds - dial.started) / 1e9
+    ParentDial(connection: connection, tunnel: tunnel) { outcome in
+      switch outcome {
+      case .open(let connection):
+        metrics.parentProxyConnects.increment([parent.name, "open"])
+        self.handshake(connection, key: key, route: dial.route, http2: dial.http2, loop: loop, completion)
+      case .refused(let answer):
+        metrics.parentProxyConnects.increment([parent.name, "refused"])
+        completion(.failure(.parentRefused(parent, target, answer: answer)))
+      case .failed(let why):
+        metrics.parentProxyConnects.increment([parent.name, "unreachable"])
+        completion(.failure(.parentUnreachable(parent, target, why: why)))
       }
-      Connector.connect(to: addresses, on: loop, timeout: timeouts.upstreamConnect) { connected in
-        let fd: Int32
-        switch connected {
-        case .failure(.timedOut(let why)), .failure(.refused(let why)), .failure(.unreachable(let why)):
-          return fail("unreachable", .parentUnreachable(parent, target, why: why))
-        case .success(let connected):
-          fd = connected
-        }
-        let connection = Connection(fd: fd, peer: "\(target) via \(parent.name)", loop: loop)
-        // The parent is asked for the name as the client wrote it, without
-        // an IPv6 literal's brackets (the tunnel adds them where its syntax needs).
-        let host: String
-        switch key.host {
-        case .dns(let name): host = name
-        case .ip(let address): host = address.description
-        }
-        let tunnel = ParentTunnel(
-          kind: parent.kind, host: host, port: key.port, credentials: parent.credentials)
-        let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
-        ParentDial(connection: connection, tunnel: tunnel) { outcome in
-          switch outcome {
-          case .open(let connection):
-            metrics.parentProxyConnects.increment([parent.name, "open"])
-            self.handshake(connection, key: key, route: route, http2: http2, loop: loop, completion)
-          case .refused(let answer):
-            fail("refused", .parentRefused(parent, target, answer: answer))
-          case .failed(let why):
-            fail("unreachable", .parentUnreachable(parent, target, why: why))
-          }
-        }.start(timeout: max(0.1, timeouts.upstreamConnect - elapsed))
-      }
-    }
+    }.start(timeout: max(0.1, snapshot.timeouts.upstreamConnect - elapsed))
   }
 
   private func handshake(
