@@ -163,6 +163,13 @@ public final class LoopTimer: @unchecked Sendable {
     precondition(reusable, "schedule(after:) needs a timer from EventLoop.makeTimer")
     table.arm(self, deadline: EventLoop.deadline(after: seconds, now: table.clock.now))
   }
+
+  /// Arms (or re-arms) a timer made by `EventLoop.makeTimer` for `deadline`
+  /// (uptime nanoseconds, the loop's clock): a deadline a machine keeps.
+  public func schedule(at deadline: UInt64) {
+    precondition(reusable, "schedule(at:) needs a timer from EventLoop.makeTimer")
+    table.arm(self, deadline: deadline)
+  }
 }
 
 /// The timeouts of one loop, behind one Dispatch timer armed for the

@@ -110,7 +110,11 @@ final class DownstreamHTTP2StreamTests: XCTestCase {
   func connect(_ stream: DownstreamHTTP2Stream, to link: RecordingLink) {
     stream.requestEnd(HTTPHeaders())
     stream.run { $0.start(&$1) }
-    stream.run { $0.upstreamReady(UpstreamRef(link: link), pooled: false, tls: .none, protocol: .http1, &$1) }
+    stream.run {
+      $0.upstreamReady(
+        UpstreamRef(link: link), pooled: false, tls: .none, protocol: .http1,
+        responseDeadline: Deadline(seconds: 60, from: 0), &$1)
+    }
   }
 
   /// Response bytes from the upstream, parsed as its link would and handed to the stream.
@@ -139,7 +143,9 @@ final class DownstreamHTTP2StreamTests: XCTestCase {
       XCTAssertEqual(host.acquisitions, [true])
       XCTAssertEqual(host.slotsTaken, 1, "acquiring takes one of the connection's upstream slots")
       stream.run {
-        $0.upstreamReady(UpstreamRef(link: link), pooled: false, tls: .none, protocol: .http1, &$1)
+        $0.upstreamReady(
+          UpstreamRef(link: link), pooled: false, tls: .none, protocol: .http1,
+          responseDeadline: Deadline(seconds: 60, from: 0), &$1)
       }
       XCTAssertEqual(link.heads.count, 1)
       XCTAssertEqual(link.heads.first?.path, "/a")
@@ -211,7 +217,9 @@ final class DownstreamHTTP2StreamTests: XCTestCase {
     loop.runAndWait {
       stream.run { $0.start(&$1) }
       stream.run {
-        $0.upstreamReady(UpstreamRef(link: link), pooled: false, tls: .none, protocol: .http1, &$1)
+        $0.upstreamReady(
+          UpstreamRef(link: link), pooled: false, tls: .none, protocol: .http1,
+          responseDeadline: Deadline(seconds: 60, from: 0), &$1)
       }
       link.isAboveHighWatermark = true
       stream.requestBody(Array("data".utf8))

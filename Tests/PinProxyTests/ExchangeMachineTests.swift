@@ -16,6 +16,11 @@ final class ExchangeMachineTests: XCTestCase {
   typealias Machine = ExchangeMachine<FakeUpstream>
   typealias Action = ExchangeAction<FakeUpstream>
 
+  /// The response deadline the tests' upstreams come with: 60 s from an
+  /// arbitrary start, and the moment it passes.
+  let deadline = Deadline(seconds: 60, from: 1_000)
+  var passed: UInt64 { deadline.at }
+
   static let config = """
     listeners:
       - {name: forward, address: "127.0.0.1:3128", mode: forward}
@@ -71,7 +76,9 @@ final class ExchangeMachineTests: XCTestCase {
     -> [Action]
   {
     if machine.isWaiting { _ = run(&machine) { $0.start(&$1) } }
-    return run(&machine) { $0.upstreamReady(upstream, pooled: false, tls: .none, protocol: .http1, &$1) }
+    return run(&machine) {
+      $0.upstreamReady(upstream, pooled: false, tls: .none, protocol: .http1, responseDeadline: deadline, &$1)
+    }
   }
 
   func responseEvents(_ text: String, to method: String = "GET") throws -> [HTTP1Parser.Event] {
@@ -89,8 +96,6 @@ final class ExchangeMachineTests: XCTestCase {
       case .upstream(.sendHead): return "sendHead"
       case .upstream(.sendBody(_, let bytes)): return "sendBody:" + String(decoding: bytes, as: UTF8.self)
       case .upstream(.endBody(_, let trailers)): return trailers.count == 0 ? "endBody" : "endBody+trailers"
-      case .upstream(.armResponseTimer): return "armTimer"
-      case .upstream(.cancelResponseTimer): return "cancelTimer"
       case .upstream(.releaseUpstream): return "release"
       case .upstream(.closeUpstream): return "close"
       case .response(.respondInterim(let head)): return "interim:\(head.status)"
@@ -119,8 +124,12 @@ final class ExchangeMachineTests: XCTestCase {
       var machine = try makeMachine(Self.get, client: client)
       XCTAssertEqual(describe(run(&machine) { $0.start(&$1) }), ["acquire"])
       let upstream = FakeUpstream()
-      let out = run(&machine) { $0.upstreamReady(upstream, pooled: true, tls: .none, protocol: .http2, &$1) }
-      XCTAssertEqual(describe(out), ["sendHead", "armTimer"], "a GET has no body to end")
+      let out = run(&machine) {
+        $0.upstreamReady(
+          upstream, pooled: true, tls: .none, protocol: .http2, responseDeadline: deadline, &$1)
+      }
+      XCTAssertEqual(describe(out), ["sendHead"], "a GET has no body to end")
+      XCTAssertEqual(machine.responseDeadline, deadline, "the response head is awaited from now")
       guard
         case .upstream(.sendHead(let to, _))? = out.first(where: {
           if case .upstream(.sendHead) = $0 { true } else { false }
@@ -146,11 +155,12 @@ final class ExchangeMachineTests: XCTestCase {
     XCTAssertTrue(run(&machine) { $0.requestBody(Array("f".utf8), &$1) }.isEmpty)
     XCTAssertTrue(run(&machine) { $0.requestEnd(HTTPHeaders(), &$1) }.isEmpty)
     let out = run(&machine) {
-      $0.upstreamReady(FakeUpstream(), pooled: false, tls: .none, protocol: .http1, &$1)
+      $0.upstreamReady(
+        FakeUpstream(), pooled: false, tls: .none, protocol: .http1, responseDeadline: deadline, &$1)
     }
     XCTAssertEqual(
       describe(out),
-      ["sendHead", "sendBody:abc", "sendBody:de", "sendBody:f", "endBody", "armTimer"])
+      ["sendHead", "sendBody:abc", "sendBody:de", "sendBody:f", "endBody"])
     XCTAssertEqual(machine.exchange.requestBodyBytes, 6)
   }
 
@@ -161,15 +171,16 @@ final class ExchangeMachineTests: XCTestCase {
     _ = run(&machine) { $0.requestBody(Array("xy".utf8), &$1) }
     _ = run(&machine) { $0.requestEnd(HTTPHeaders([("Checksum", "1")]), &$1) }
     let out = run(&machine) {
-      $0.upstreamReady(FakeUpstream(), pooled: false, tls: .none, protocol: .http2, &$1)
+      $0.upstreamReady(
+        FakeUpstream(), pooled: false, tls: .none, protocol: .http2, responseDeadline: deadline, &$1)
     }
-    XCTAssertEqual(describe(out), ["sendHead", "sendBody:xy", "endBody+trailers", "armTimer"])
+    XCTAssertEqual(describe(out), ["sendHead", "sendBody:xy", "endBody+trailers"])
   }
 
   func testBodyAfterReadyGoesStraightUpstreamAndItsEndOnce() throws {
     var machine = try makeMachine(Self.post)
     let upstream = FakeUpstream()
-    XCTAssertEqual(describe(connect(&machine, upstream)), ["sendHead", "armTimer"])
+    XCTAssertEqual(describe(connect(&machine, upstream)), ["sendHead"])
     XCTAssertEqual(describe(run(&machine) { $0.requestBody(Array("abcdef".utf8), &$1) }), ["sendBody:abcdef"])
     XCTAssertEqual(describe(run(&machine) { $0.requestEnd(HTTPHeaders(), &$1) }), ["endBody"])
     XCTAssertTrue(run(&machine) { $0.requestEnd(HTTPHeaders(), &$1) }.isEmpty, "a second end is ignored")
@@ -188,11 +199,11 @@ final class ExchangeMachineTests: XCTestCase {
     XCTAssertEqual(
       describe(out),
       [
-        // The timer is cancelled once, at the final head.
-        "interim:103", "cancelTimer", "head:200", "body:hello", "end", "release", "record:200/0/5",
+        "interim:103", "head:200", "body:hello", "end", "release", "record:200/0/5",
         "finished",
       ])
     XCTAssertTrue(machine.isDone)
+    XCTAssertNil(machine.responseDeadline, "the final head ended the wait")
     XCTAssertTrue(
       out.contains {
         if case .upstream(.releaseUpstream(let released)) = $0 { released === upstream } else { false }
@@ -210,7 +221,7 @@ final class ExchangeMachineTests: XCTestCase {
     XCTAssertEqual(
       describe(run(&machine) { $0.upstreamEvents(events, from: upstream, &$1) }),
       [
-        "cancelTimer", "head:200", "body:abc", "body:de", "end+trailers", "release",
+        "head:200", "body:abc", "body:de", "end+trailers", "release",
         "record:200/0/5", "finished",
       ])
   }
@@ -247,12 +258,13 @@ final class ExchangeMachineTests: XCTestCase {
     connect(&machine, pooled)
     XCTAssertEqual(
       describe(run(&machine) { $0.upstreamClosed(pooled, failure: nil, mayRetry: true, &$1) }),
-      ["cancelTimer", "acquire-fresh"])
+      ["acquire-fresh"])
+    XCTAssertNil(machine.responseDeadline, "a fresh dial is not waiting for a response")
     let fresh = FakeUpstream()
-    XCTAssertEqual(describe(connect(&machine, fresh)), ["sendHead", "armTimer"])
+    XCTAssertEqual(describe(connect(&machine, fresh)), ["sendHead"])
     // The retry closing too is the origin's answer, even if it may be retried.
     let out = run(&machine) { $0.upstreamClosed(fresh, failure: nil, mayRetry: true, &$1) }
-    XCTAssertEqual(describe(out), ["cancelTimer", "refuse:502 upstream-unreachable"])
+    XCTAssertEqual(describe(out), ["refuse:502 upstream-unreachable"])
     XCTAssertEqual(refusal(in: out)?.reason, "origin.test:80 closed the connection without a response")
     XCTAssertTrue(machine.isDone)
   }
@@ -266,7 +278,7 @@ final class ExchangeMachineTests: XCTestCase {
       $0.upstreamClosed(
         first, failure: .unreachable("origin.test:80 reset the connection"), mayRetry: false, &$1)
     }
-    XCTAssertEqual(describe(broke), ["cancelTimer", "refuse:502 upstream-unreachable"])
+    XCTAssertEqual(describe(broke), ["refuse:502 upstream-unreachable"])
     XCTAssertEqual(refusal(in: broke)?.reason, "origin.test:80 reset the connection")
 
     // Allowed, but part of the body went: it cannot be sent again.
@@ -275,7 +287,7 @@ final class ExchangeMachineTests: XCTestCase {
     connect(&upload, second)
     _ = run(&upload) { $0.requestBody(Array("a".utf8), &$1) }
     let out = run(&upload) { $0.upstreamClosed(second, failure: nil, mayRetry: true, &$1) }
-    XCTAssertEqual(describe(out), ["cancelTimer", "refuse:502 upstream-unreachable"])
+    XCTAssertEqual(describe(out), ["refuse:502 upstream-unreachable"])
     XCTAssertEqual(refusal(in: out)?.reason, "origin.test:80 closed the connection without a response")
   }
 
@@ -286,7 +298,7 @@ final class ExchangeMachineTests: XCTestCase {
     let events = try responseEvents("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhel")
     XCTAssertEqual(
       describe(run(&machine) { $0.upstreamEvents(events, from: upstream, &$1) }),
-      ["cancelTimer", "head:200", "body:hel"])
+      ["head:200", "body:hel"])
     XCTAssertEqual(
       describe(run(&machine) { $0.upstreamClosed(upstream, failure: nil, mayRetry: true, &$1) }),
       ["cutShort"], "neither a retry nor a refusal once the head went out")
@@ -297,12 +309,16 @@ final class ExchangeMachineTests: XCTestCase {
 
   func testTheResponseTimerRefusesWithAn504NamingTheWait() throws {
     var machine = try makeMachine(Self.get)
-    XCTAssertTrue(run(&machine) { $0.responseTimerFired(after: 60, &$1) }.isEmpty, "not sent upstream yet")
+    XCTAssertTrue(run(&machine) { $0.timeout(now: passed, &$1) }.isEmpty, "not sent upstream yet")
+    XCTAssertNil(machine.responseDeadline)
     let upstream = FakeUpstream()
     connect(&machine, upstream)
-    let out = run(&machine) { $0.responseTimerFired(after: 60, &$1) }
-    XCTAssertEqual(describe(out), ["cancelTimer", "close", "refuse:504 upstream-timeout"])
+    XCTAssertTrue(run(&machine) { $0.timeout(now: passed - 1, &$1) }.isEmpty, "a timer early is nothing")
+    XCTAssertEqual(machine.responseDeadline, deadline)
+    let out = run(&machine) { $0.timeout(now: passed, &$1) }
+    XCTAssertEqual(describe(out), ["close", "refuse:504 upstream-timeout"])
     XCTAssertEqual(refusal(in: out)?.reason, "origin.test:80 sent no response within 60.0 s")
+    XCTAssertNil(machine.responseDeadline, "a refused exchange waits for nothing")
 
     // Once the response head came, the timer has nothing to say.
     var started = try makeMachine(Self.get)
@@ -310,7 +326,8 @@ final class ExchangeMachineTests: XCTestCase {
     connect(&started, other)
     let head = try responseEvents("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n")
     _ = run(&started) { $0.upstreamEvents(head, from: other, &$1) }
-    XCTAssertTrue(run(&started) { $0.responseTimerFired(after: 60, &$1) }.isEmpty)
+    XCTAssertNil(started.responseDeadline, "the head ends the wait")
+    XCTAssertTrue(run(&started) { $0.timeout(now: passed, &$1) }.isEmpty)
   }
 
   func testAnInterimResponseDoesNotStopTheClock() throws {
@@ -320,7 +337,8 @@ final class ExchangeMachineTests: XCTestCase {
     let interim = try responseEvents("HTTP/1.1 103 Early Hints\r\n\r\n")
     XCTAssertEqual(
       describe(run(&machine) { $0.upstreamEvents(interim, from: upstream, &$1) }), ["interim:103"])
-    let out = run(&machine) { $0.responseTimerFired(after: 5, &$1) }
+    XCTAssertEqual(machine.responseDeadline, deadline, "a 1xx is not the head awaited")
+    let out = run(&machine) { $0.timeout(now: passed, &$1) }
     XCTAssertEqual(refusal(in: out)?.status, 504)
   }
 
@@ -357,7 +375,9 @@ final class ExchangeMachineTests: XCTestCase {
 
     // A connection that arrives when none is wanted is closed too.
     let extra = FakeUpstream()
-    let unwanted = run(&machine) { $0.upstreamReady(extra, pooled: false, tls: .none, protocol: .http1, &$1) }
+    let unwanted = run(&machine) {
+      $0.upstreamReady(extra, pooled: false, tls: .none, protocol: .http1, responseDeadline: deadline, &$1)
+    }
     guard case .upstream(.closeUpstream(let dropped))? = unwanted.first, unwanted.count == 1 else {
       return XCTFail("\(unwanted)")
     }

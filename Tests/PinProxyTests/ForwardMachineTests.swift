@@ -73,7 +73,7 @@ final class ForwardMachineTests: XCTestCase {
     machine.clientRead(Array(request.utf8))
     _ = actions(&machine)
     let upstream = FakeUpstream()
-    machine.upstreamReady(upstream, exchange: id, pooled: false, tls: .none)
+    machine.upstreamReady(upstream, exchange: id, pooled: false, tls: .none, responseTimeout: 60)
     _ = actions(&machine)
     return upstream
   }
@@ -111,7 +111,7 @@ final class ForwardMachineTests: XCTestCase {
     XCTAssertEqual(target.key.description, "origin.test:80")
     XCTAssertFalse(target.key.tls, "the rule allows insecure loads")
     let upstream = FakeUpstream()
-    machine.upstreamReady(upstream, exchange: 1, pooled: false, tls: .none)
+    machine.upstreamReady(upstream, exchange: 1, pooled: false, tls: .none, responseTimeout: 60)
     let sent = actions(&machine).compactMap { action -> String? in
       if case .upstream(.sendHead(let to, _)) = action, to === upstream { return text(action) }
       return nil
@@ -158,7 +158,7 @@ final class ForwardMachineTests: XCTestCase {
     machine.clientRead(Array("GET http://origin.test/ HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
     _ = actions(&machine)
     let pooled = FakeUpstream()
-    machine.upstreamReady(pooled, exchange: 1, pooled: true, tls: .none)
+    machine.upstreamReady(pooled, exchange: 1, pooled: true, tls: .none, responseTimeout: 60)
     _ = actions(&machine)
     machine.upstreamClosed(pooled, failure: nil, mayRetry: true)
     let retry = actions(&machine)
@@ -169,7 +169,7 @@ final class ForwardMachineTests: XCTestCase {
     XCTAssertFalse(retry.contains { if case .refuse = $0 { true } else { false } })
     // The fresh connection closing too is the origin's answer: a 502.
     let fresh = FakeUpstream()
-    machine.upstreamReady(fresh, exchange: 1, pooled: false, tls: .none)
+    machine.upstreamReady(fresh, exchange: 1, pooled: false, tls: .none, responseTimeout: 60)
     _ = actions(&machine)
     machine.upstreamClosed(fresh, failure: nil, mayRetry: false)
     let refusal = actions(&machine).compactMap { action -> Machine.Refusal? in
@@ -191,7 +191,7 @@ final class ForwardMachineTests: XCTestCase {
     XCTAssertTrue(
       first.contains { if case .pauseClient = $0 { true } else { false } }, "reading stops: \(first)")
     let upstream = FakeUpstream()
-    machine.upstreamReady(upstream, exchange: 1, pooled: false, tls: .none)
+    machine.upstreamReady(upstream, exchange: 1, pooled: false, tls: .none, responseTimeout: 60)
     _ = actions(&machine)
     machine.upstreamEvents(
       try responseEvents("HTTP/1.1 204 No Content\r\n\r\n"), from: upstream, draining: false)
@@ -283,11 +283,13 @@ final class ForwardMachineTests: XCTestCase {
     var machine = try makeMachine()
     machine.clientRead(Array("GET http://origin.test/ HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
     _ = actions(&machine)
-    machine.responseTimerFired(exchange: 7, after: 60)
+    // No upstream yet, so no response deadline: a timer now says nothing.
+    XCTAssertNil(machine.responseDeadline)
+    machine.responseDeadlineReached(now: .max)
     machine.dialFailed(.unreachable("late"), exchange: 7)
     XCTAssertTrue(actions(&machine).isEmpty)
     let stale = FakeUpstream()
-    machine.upstreamReady(stale, exchange: 7, pooled: false, tls: .none)
+    machine.upstreamReady(stale, exchange: 7, pooled: false, tls: .none, responseTimeout: 60)
     let out = actions(&machine)
     XCTAssertTrue(
       out.contains { if case .upstream(.closeUpstream(let closed)) = $0 { closed === stale } else { false } })
@@ -323,8 +325,8 @@ final class ForwardMachineTests: XCTestCase {
   }
 
   /// Head and response timers over keep-alive and pipelined requests: no
-  /// turn arms a timer that the same turn cancels, and the response timer
-  /// is cancelled once per exchange (at the head).
+  /// turn arms a timer that the same turn cancels, and the response
+  /// deadline stands from the upstream's readiness to the response head.
   func testNoTurnArmsATimerItCancelsAndTheResponseTimerIsCancelledOnce() throws {
     var machine = try makeMachine()
     var turns: [[Machine.Action]] = []
@@ -339,11 +341,11 @@ final class ForwardMachineTests: XCTestCase {
       // A whole head in one read, as a keep-alive client sends it.
       _ = turn { $0.clientRead(Array("GET http://origin.test/\(id) HTTP/1.1\r\nHost: x\r\n\r\n".utf8)) }
       let upstream = FakeUpstream()
-      _ = turn { $0.upstreamReady(upstream, exchange: id, pooled: id > 1, tls: .none) }
+      XCTAssertNil(machine.responseDeadline, "nothing is upstream yet")
+      _ = turn { $0.upstreamReady(upstream, exchange: id, pooled: id > 1, tls: .none, responseTimeout: 60) }
+      XCTAssertEqual(machine.responseDeadline, Deadline(seconds: 60, from: 0), "the machine's clock reads 0")
       let response = turn { $0.upstreamEvents(ok, from: upstream, draining: false) }
-      XCTAssertEqual(
-        response.filter { if case .upstream(.cancelResponseTimer) = $0 { true } else { false } }.count, 1,
-        "\(response)")
+      XCTAssertNil(machine.responseDeadline, "the head ended the wait")
       XCTAssertTrue(response.contains { if case .awaitRequest(idle: true) = $0 { true } else { false } })
     }
     // Two pipelined requests: the second begins in the turn the first ends.
@@ -354,7 +356,7 @@ final class ForwardMachineTests: XCTestCase {
             .utf8))
     }
     let fourth = FakeUpstream()
-    _ = turn { $0.upstreamReady(fourth, exchange: 4, pooled: true, tls: .none) }
+    _ = turn { $0.upstreamReady(fourth, exchange: 4, pooled: true, tls: .none, responseTimeout: 60) }
     let handOver = turn { $0.upstreamEvents(ok, from: fourth, draining: false) }
     XCTAssertTrue(handOver.contains { if case .upstream(.acquireUpstream) = $0 { true } else { false } })
     XCTAssertFalse(
@@ -373,12 +375,6 @@ final class ForwardMachineTests: XCTestCase {
       }
       let cancelsHead = out.contains { if case .cancelHeadTimer = $0 { true } else { false } }
       XCTAssertFalse(armsHead && cancelsHead, "a head timer armed and cancelled in one turn: \(out)")
-      let armsResponse = out.contains { if case .upstream(.armResponseTimer) = $0 { true } else { false } }
-      let cancelsResponse = out.contains {
-        if case .upstream(.cancelResponseTimer) = $0 { true } else { false }
-      }
-      XCTAssertFalse(
-        armsResponse && cancelsResponse, "a response timer armed and cancelled in one turn: \(out)")
     }
   }
 

@@ -167,7 +167,8 @@ extension DownstreamHTTP2Session {
         let link = acquired.link
         stream.run {
           $0.upstreamReady(
-            UpstreamRef(link: link), pooled: acquired.pooled, tls: link.tls, protocol: link.protocolName, &$1)
+            UpstreamRef(link: link), pooled: acquired.pooled, tls: link.tls, protocol: link.protocolName,
+            responseDeadline: Deadline(seconds: self.responseTimeout, from: self.loop.now), &$1)
         }
       }
       self.flush()

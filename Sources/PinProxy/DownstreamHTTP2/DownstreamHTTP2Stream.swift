@@ -75,8 +75,11 @@ final class DownstreamHTTP2Stream: ExchangeHost, @unchecked Sendable {
   /// What the host's count of upstream slots in use has of this stream.
   private var countedSlot = false
   /// Before the origin: the body or the turn must come within
-  /// `upstreamResponse`; after it, the response head.
+  /// `upstreamResponse`; after it, the response head (the machine's
+  /// `responseDeadline`, `followResponseDeadline`).
   private var timer: LoopTimer?
+  /// The response deadline `timer` was last armed for.
+  private var armedResponseDeadline: Deadline?
 
   init(id: Int32, exchange: Exchange, host: any HTTP2StreamHost) {
     self.id = id
@@ -106,6 +109,23 @@ final class DownstreamHTTP2Stream: ExchangeHost, @unchecked Sendable {
       case .upstream(let upstreamSide): performUpstreamSide(upstreamSide)
       case .response(let responseSide): respond(responseSide)
       }
+    }
+    followResponseDeadline()
+  }
+
+  /// After each run: the stream's timer follows the exchange's response
+  /// deadline as the machine left it (set when the request went upstream,
+  /// gone with the response head, a refusal or the end). Only a change
+  /// touches the timer.
+  private func followResponseDeadline() {
+    let deadline = machine.responseDeadline
+    guard deadline != armedResponseDeadline else { return }
+    armedResponseDeadline = deadline
+    timer?.cancel()
+    timer = deadline.map { deadline in
+      let now = host.loop.now
+      let remaining = deadline.at > now ? Double(deadline.at - now) / 1e9 : 0
+      return host.loop.schedule(after: remaining) { [weak self] in self?.timerFired(after: deadline.seconds) }
     }
   }
 
@@ -144,7 +164,9 @@ final class DownstreamHTTP2Stream: ExchangeHost, @unchecked Sendable {
             reason: "no upstream slot of this connection came free within \(seconds) s"), &$1)
       }
     case (_, .exchanging):
-      run { $0.responseTimerFired(after: seconds, &$1) }
+      // Followed again after the run: a deadline not yet passed is armed afresh.
+      armedResponseDeadline = nil
+      run { [loop = host.loop] in $0.timeout(now: loop.now, &$1) }
     default:
       return
     }
@@ -208,8 +230,6 @@ final class DownstreamHTTP2Stream: ExchangeHost, @unchecked Sendable {
   // MARK: ExchangeHost
 
   func acquireUpstream(poolAllowed: Bool) { host.acquire(for: self, poolAllowed: poolAllowed) }
-  func armResponseTimer() { armTimer() }
-  func cancelResponseTimer() { timer?.cancel() }
 
   /// Flow control is the back-pressure: what the upstream has not taken is
   /// not acknowledged, so the client's window for this stream closes.

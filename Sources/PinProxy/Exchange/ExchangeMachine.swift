@@ -26,8 +26,6 @@ enum UpstreamAction<Upstream: SameUpstream> {
   case sendBody(Upstream, [UInt8])
   /// The request body ended, with these trailers (chunked or HTTP/2 only).
   case endBody(Upstream, HTTPHeaders)
-  case armResponseTimer
-  case cancelResponseTimer
   /// The exchange is done: keep the link's connection for reuse.
   case releaseUpstream(Upstream)
   case closeUpstream(Upstream)
@@ -88,6 +86,10 @@ struct ExchangeMachine<Upstream: SameUpstream> {
   /// an HTTP/1.1 connection stops reading instead). The client's stream
   /// window bounds it: nothing here is acknowledged until forwarded.
   private var heldBody: [[UInt8]] = []
+  /// While the request is upstream and no final response head has come:
+  /// when it must have. Machine state, not a timer: the host arms its one
+  /// loop timer for it after each run and calls `timeout(now:)`.
+  private(set) var responseDeadline: Deadline?
 
   init(_ exchange: Exchange) { self.exchange = exchange }
 
@@ -138,9 +140,11 @@ struct ExchangeMachine<Upstream: SameUpstream> {
   }
 
   /// A connection for this exchange: `pooled` when taken from the pool.
+  /// `responseDeadline`: when the final response head must have come
+  /// (`timeouts.upstreamResponse` from now), kept until it does.
   mutating func upstreamReady(
     _ upstream: Upstream, pooled: Bool, tls: UpstreamTLS, protocol name: WireProtocol,
-    _ out: inout Actions
+    responseDeadline: Deadline, _ out: inout Actions
   ) {
     guard case .connecting = phase else { return out.append(.upstream(.closeUpstream(upstream))) }
     exchange.upstreamWasPooled = pooled
@@ -155,7 +159,7 @@ struct ExchangeMachine<Upstream: SameUpstream> {
     if exchange.requestComplete && exchange.hasBody {
       out.append(.upstream(.endBody(upstream, exchange.requestTrailers)))
     }
-    out.append(.upstream(.armResponseTimer))
+    self.responseDeadline = responseDeadline
   }
 
   mutating func requestBody(_ bytes: [UInt8], _ out: inout Actions) {
@@ -200,7 +204,7 @@ struct ExchangeMachine<Upstream: SameUpstream> {
           out.append(.response(.respondInterim(head)))
           continue
         }
-        out.append(.upstream(.cancelResponseTimer))
+        responseDeadline = nil
         exchange.response = .streaming(
           ResponseStream(status: head.status, upstreamKeepsAlive: head.keepAlive))
         responseHead = head
@@ -228,7 +232,7 @@ struct ExchangeMachine<Upstream: SameUpstream> {
   /// The response was relayed to its end: the upstream serves another
   /// exchange (a pooled HTTP/1.1 connection, a freed h2 slot) only when the
   /// request was complete too and the origin keeps the connection alive.
-  /// (The response timer was cancelled at the head.)
+  /// (The response deadline went at the head.)
   private mutating func finish(_ stream: ResponseStream, _ upstream: Upstream, _ out: inout Actions) {
     phase = .done
     if exchange.requestComplete && stream.upstreamKeepsAlive {
@@ -252,7 +256,7 @@ struct ExchangeMachine<Upstream: SameUpstream> {
       phase = .done
       return out.append(.response(.cutShort))
     }
-    out.append(.upstream(.cancelResponseTimer))
+    responseDeadline = nil
     // One fresh attempt, when nothing of a request body was sent.
     if mayRetry && !exchange.retried && exchange.requestBodyBytes == 0 {
       exchange.retried = true
@@ -269,19 +273,23 @@ struct ExchangeMachine<Upstream: SameUpstream> {
     fail(failure, &out)
   }
 
-  /// The response timer fired `seconds` after the request went upstream.
-  mutating func responseTimerFired(after seconds: Double, _ out: inout Actions) {
-    guard case .exchanging = phase, !exchange.responseStarted else { return }
-    fail(.timeout("\(exchange.target.key) sent no response within \(seconds) s"), &out)
+  /// The host's timer fired at `now`: past `responseDeadline`, with no
+  /// response head, the exchange is refused 504 naming the wait; before
+  /// it (the timer was armed for another deadline), nothing happens.
+  mutating func timeout(now: UInt64, _ out: inout Actions) {
+    guard let deadline = responseDeadline, deadline.hasPassed(at: now), case .exchanging = phase,
+      !exchange.responseStarted
+    else { return }
+    fail(.timeout("\(exchange.target.key) sent no response within \(deadline.seconds) s"), &out)
   }
 
   /// Refuses the exchange (its response has not started): an upstream in
   /// use is closed, since mid-exchange its state is unknown.
   mutating func fail(_ failure: ProxyFailure, _ out: inout Actions) {
     if case .exchanging(let upstream) = phase {
-      out.append(.upstream(.cancelResponseTimer))
       out.append(.upstream(.closeUpstream(upstream)))
     }
+    responseDeadline = nil
     phase = .done
     heldBody = []
     out.append(.response(.refuse(failure)))
@@ -291,10 +299,9 @@ struct ExchangeMachine<Upstream: SameUpstream> {
   /// use is closed (an HTTP/1.1 connection) or reset (an h2 stream).
   mutating func abandon(_ out: inout Actions) {
     if case .exchanging(let upstream) = phase {
-      // Once the head came the timer was cancelled with it.
-      if !exchange.responseStarted { out.append(.upstream(.cancelResponseTimer)) }
       out.append(.upstream(.closeUpstream(upstream)))
     }
+    responseDeadline = nil
     phase = .done
     heldBody = []
   }

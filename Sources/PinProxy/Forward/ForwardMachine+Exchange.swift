@@ -37,14 +37,17 @@ extension ForwardMachine {
   }
 
   /// A connection for exchange `id`: `pooled` when taken from the pool.
+  /// Its response head must come within `responseTimeout` seconds.
   mutating func upstreamReady(
     _ upstream: Upstream, exchange id: Int, pooled: Bool, tls: UpstreamTLS,
-    protocol name: WireProtocol = .http1
+    protocol name: WireProtocol = .http1, responseTimeout: Double
   ) {
     guard case .exchanging = state, inExchange({ $0.exchange.id }) == id else {
       return actions.append(.upstream(.closeUpstream(upstream)))
     }
-    exchange!.upstreamReady(upstream, pooled: pooled, tls: tls, protocol: name, &exchangeActions)
+    exchange!.upstreamReady(
+      upstream, pooled: pooled, tls: tls, protocol: name,
+      responseDeadline: Deadline(seconds: responseTimeout, from: clock()), &exchangeActions)
     runExchangeActions()
     process()
   }
@@ -62,9 +65,14 @@ extension ForwardMachine {
     }
   }
 
-  mutating func responseTimerFired(exchange id: Int, after seconds: Double) {
-    guard case .exchanging = state, inExchange({ $0.exchange.id }) == id else { return }
-    exchange!.responseTimerFired(after: seconds, &exchangeActions)
+  /// When the current exchange's response head must have come
+  /// (`ExchangeMachine.responseDeadline`): the session's timer follows it.
+  var responseDeadline: Deadline? { mutating get { inExchange { $0.responseDeadline } ?? nil } }
+
+  /// The session's timer fired for the response deadline at `now`.
+  mutating func responseDeadlineReached(now: UInt64) {
+    guard case .exchanging = state, exchange != nil else { return }
+    exchange!.timeout(now: now, &exchangeActions)
     runExchangeActions()
   }
 

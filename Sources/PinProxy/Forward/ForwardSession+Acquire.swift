@@ -51,7 +51,8 @@ extension ForwardSession {
   private func upstreamAcquired(_ link: any UpstreamLink, pooled: Bool, exchange id: Int) {
     run {
       $0.upstreamReady(
-        UpstreamRef(link: link), exchange: id, pooled: pooled, tls: link.tls, protocol: link.protocolName)
+        UpstreamRef(link: link), exchange: id, pooled: pooled, tls: link.tls, protocol: link.protocolName,
+        responseTimeout: snapshot.timeouts.upstreamResponse)
     }
   }
 }

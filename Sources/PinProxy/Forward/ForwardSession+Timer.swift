@@ -1,8 +1,9 @@
 import PinEventLoop
 
 /// A forward session's one timer (`ForwardSession.timer`): the head timer
-/// (idle or header) while a request is awaited, the response timer while
-/// an exchange waits for its response head.
+/// (idle or header) while a request is awaited, the current exchange's
+/// response deadline (`ExchangeMachine.responseDeadline`, machine state)
+/// while it waits for its response head.
 extension ForwardSession {
   /// What the timer waits for. The two never run together, so one timer
   /// object serves both (two per connection were two allocations and two
@@ -10,7 +11,7 @@ extension ForwardSession {
   enum TimerPurpose {
     case none
     case head(seconds: Double)
-    case response(exchange: Int)
+    case response
   }
 
   /// The timer's work (given in `init`): what it waited for, answered once.
@@ -22,9 +23,11 @@ extension ForwardSession {
       break
     case .head(let seconds):
       run { $0.headTimerFired(after: seconds) }
-    case .response(let exchange):
-      let seconds = snapshot.timeouts.upstreamResponse
-      run { $0.responseTimerFired(exchange: exchange, after: seconds) }
+    case .response:
+      // Followed again after the run: a deadline not yet passed (or moved)
+      // is armed afresh.
+      armedResponseDeadline = nil
+      run { [loop] in $0.responseDeadlineReached(now: loop.now) }
     }
   }
 
@@ -39,17 +42,21 @@ extension ForwardSession {
     timer.cancel()
   }
 
-  // MARK: ExchangeHost (the current exchange's response timer)
-
-  func armResponseTimer() {
-    timerPurpose = .response(exchange: machine.inExchange { $0.exchange.id } ?? 0)
-    timer.schedule(after: snapshot.timeouts.upstreamResponse)
-  }
-
-  func cancelResponseTimer() {
-    guard case .response = timerPurpose else { return }
-    timerPurpose = .none
-    timer.cancel()
+  /// After each run: the timer follows the current exchange's response
+  /// deadline as the machine left it (set when the request went upstream,
+  /// gone with the response head, a refusal or the exchange's end). Only a
+  /// change touches the timer; a head timer armed in the run is left alone.
+  func followResponseDeadline() {
+    let deadline = machine.responseDeadline
+    guard deadline != armedResponseDeadline else { return }
+    armedResponseDeadline = deadline
+    if let deadline {
+      timerPurpose = .response
+      timer.schedule(at: deadline.at)
+    } else if case .response = timerPurpose {
+      timerPurpose = .none
+      timer.cancel()
+    }
   }
 
   /// The session serves no more requests: its timer is cancelled for good,

@@ -51,6 +51,8 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   let timer: LoopTimer
   /// What `timer` waits for (`ForwardSession+Timer.swift`).
   var timerPurpose = TimerPurpose.none
+  /// The response deadline `timer` was last armed for (`followResponseDeadline`).
+  var armedResponseDeadline: Deadline?
   /// When the session last started waiting for a request (uptime ns), to
   /// pick the longest waiting under overload.
   var awaitingSince = DispatchTime.now().uptimeNanoseconds
@@ -158,6 +160,7 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
     } while machine.hasActions
     running = false
     machine.clientOutputWritten()
+    followResponseDeadline()
     // After every action of this run (a trailing pauseClient among them),
     // so that nothing the machine queued stops the lingering reads.
     if lingerAfterRun {

@@ -1,7 +1,7 @@
 /// Whoever carries out an exchange's actions: the HTTP/1.1 session for the
 /// request it is serving, an HTTP/2 stream for its own. What differs
 /// between them — how an upstream is acquired and answered, where the
-/// response timer lives, how request-body back-pressure is applied, what an
+/// timer for the exchange's response deadline lives, how request-body back-pressure is applied, what an
 /// access line says of the client — is asked of the host; what is the same
 /// (the upstream I/O, release or close, the record) is `performUpstreamSide`,
 /// the one executor of the upstream side of an exchange.
@@ -11,9 +11,6 @@ protocol ExchangeHost: UpstreamDelegate {
   /// Take a pooled connection or dial one for the current exchange; the
   /// answer goes to its machine (`upstreamReady` or `dialFailed`).
   func acquireUpstream(poolAllowed: Bool)
-  /// The response head must come within `timeouts.upstreamResponse`.
-  func armResponseTimer()
-  func cancelResponseTimer()
   /// `count` request-body bytes went upstream; `backedUp` when the link
   /// holds more than its high watermark (the host stops taking more: an
   /// HTTP/1.1 client stops being read, an h2 stream's window stays closed).
@@ -47,10 +44,6 @@ extension ExchangeHost {
       requestBodySent(bytes.count, backedUp: upstream.link.isAboveHighWatermark)
     case .endBody(let upstream, let trailers):
       upstream.link.endBody(trailers: trailers)
-    case .armResponseTimer:
-      armResponseTimer()
-    case .cancelResponseTimer:
-      cancelResponseTimer()
     case .releaseUpstream(let upstream):
       releaseUpstream(upstream.link)
     case .closeUpstream(let upstream):
