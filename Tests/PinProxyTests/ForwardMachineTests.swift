@@ -149,7 +149,8 @@ final class ForwardMachineTests: XCTestCase {
           false
         }
       })
-    XCTAssertTrue(out.contains { if case .awaitRequest(idle: true) = $0 { true } else { false } })
+    XCTAssertTrue(machine.headDeadlineIsIdle, "the idle wait follows a response")
+    XCTAssertEqual(machine.headDeadline, Deadline(seconds: TimeoutsConfig().idleKeepAlive, from: 0))
     XCTAssertTrue(machine.isIdleBetweenRequests)
   }
 
@@ -299,10 +300,15 @@ final class ForwardMachineTests: XCTestCase {
     var machine = try makeMachine()
     machine.clientRead(Array("GET http://origin.test/ HTTP/1.1\r\nHo".utf8))
     _ = actions(&machine)
-    machine.headTimerFired(after: 30)
+    let deadline = try XCTUnwrap(machine.nextDeadline, "part of a head is awaited")
+    XCTAssertEqual(deadline.seconds, TimeoutsConfig().clientHeader)
+    machine.timeout(now: deadline.at - 1)
+    XCTAssertTrue(actions(&machine).isEmpty, "a timer early answers nothing")
+    machine.timeout(now: deadline.at)
     let out = actions(&machine)
     XCTAssertTrue(
       out.contains { if case .refuse(let refusal) = $0 { refusal.failure.status == 408 } else { false } })
+    XCTAssertNil(machine.headDeadline)
   }
 
   func testResponseBodyWritesAskForUpstreamBackPressure() throws {
@@ -324,75 +330,63 @@ final class ForwardMachineTests: XCTestCase {
       "the response is not over")
   }
 
-  /// Head and response timers over keep-alive and pipelined requests: no
-  /// turn arms a timer that the same turn cancels, and the response
-  /// deadline stands from the upstream's readiness to the response head.
-  func testNoTurnArmsATimerItCancelsAndTheResponseTimerIsCancelledOnce() throws {
+  /// The deadlines over keep-alive and pipelined requests, read after each
+  /// turn as the session reads them: the head's while a request is
+  /// awaited (never while an exchange runs), the response deadline from the
+  /// upstream's readiness to the response head, and the earliest of them
+  /// is what the session's timer follows.
+  func testTheDeadlinesFollowEachRequestAndNeverOverlap() throws {
     var machine = try makeMachine()
-    var turns: [[Machine.Action]] = []
-    func turn(_ event: (inout Machine) -> Void) -> [Machine.Action] {
-      event(&machine)
-      let out = actions(&machine)
-      turns.append(out)
-      return out
-    }
+    let idle = Deadline(seconds: TimeoutsConfig().idleKeepAlive, from: 0)
+    XCTAssertEqual(machine.nextDeadline?.seconds, TimeoutsConfig().clientHeader, "the first head is awaited")
     let ok = try responseEvents("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
     for id in 1...3 {
       // A whole head in one read, as a keep-alive client sends it.
-      _ = turn { $0.clientRead(Array("GET http://origin.test/\(id) HTTP/1.1\r\nHost: x\r\n\r\n".utf8)) }
-      let upstream = FakeUpstream()
+      machine.clientRead(Array("GET http://origin.test/\(id) HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
+      _ = actions(&machine)
+      XCTAssertNil(machine.headDeadline, "a request is here")
       XCTAssertNil(machine.responseDeadline, "nothing is upstream yet")
-      _ = turn { $0.upstreamReady(upstream, exchange: id, pooled: id > 1, tls: .none, responseTimeout: 60) }
-      XCTAssertEqual(machine.responseDeadline, Deadline(seconds: 60, from: 0), "the machine's clock reads 0")
-      let response = turn { $0.upstreamEvents(ok, from: upstream, draining: false) }
+      let upstream = FakeUpstream()
+      machine.upstreamReady(upstream, exchange: id, pooled: id > 1, tls: .none, responseTimeout: 5)
+      _ = actions(&machine)
+      XCTAssertEqual(machine.nextDeadline, Deadline(seconds: 5, from: 0), "the machine's clock reads 0")
+      XCTAssertNil(machine.headDeadline)
+      machine.upstreamEvents(ok, from: upstream, draining: false)
+      _ = actions(&machine)
       XCTAssertNil(machine.responseDeadline, "the head ended the wait")
-      XCTAssertTrue(response.contains { if case .awaitRequest(idle: true) = $0 { true } else { false } })
+      XCTAssertEqual(machine.nextDeadline, idle, "the idle wait follows the response")
+      XCTAssertTrue(machine.headDeadlineIsIdle)
     }
     // Two pipelined requests: the second begins in the turn the first ends.
-    _ = turn {
-      $0.clientRead(
-        Array(
-          "GET http://origin.test/4 HTTP/1.1\r\nHost: x\r\n\r\nGET http://origin.test/5 HTTP/1.1\r\nHost: x\r\n\r\n"
-            .utf8))
-    }
+    machine.clientRead(
+      Array(
+        "GET http://origin.test/4 HTTP/1.1\r\nHost: x\r\n\r\nGET http://origin.test/5 HTTP/1.1\r\nHost: x\r\n\r\n"
+          .utf8))
+    _ = actions(&machine)
     let fourth = FakeUpstream()
-    _ = turn { $0.upstreamReady(fourth, exchange: 4, pooled: true, tls: .none, responseTimeout: 60) }
-    let handOver = turn { $0.upstreamEvents(ok, from: fourth, draining: false) }
+    machine.upstreamReady(fourth, exchange: 4, pooled: true, tls: .none, responseTimeout: 5)
+    _ = actions(&machine)
+    machine.upstreamEvents(ok, from: fourth, draining: false)
+    let handOver = actions(&machine)
     XCTAssertTrue(handOver.contains { if case .upstream(.acquireUpstream) = $0 { true } else { false } })
-    XCTAssertFalse(
-      handOver.contains {
-        switch $0 {
-        case .awaitRequest, .armHeaderTimer, .cancelHeadTimer: true
-        default: false
-        }
-      }, "a request already here needs no head timer: \(handOver)")
-    for out in turns {
-      let armsHead = out.contains {
-        switch $0 {
-        case .awaitRequest, .armHeaderTimer: true
-        default: false
-        }
-      }
-      let cancelsHead = out.contains { if case .cancelHeadTimer = $0 { true } else { false } }
-      XCTAssertFalse(armsHead && cancelsHead, "a head timer armed and cancelled in one turn: \(out)")
-    }
+    XCTAssertNil(machine.nextDeadline, "a request already here waits for nothing but its upstream")
   }
 
-  /// A head that arrives in parts replaces the idle timer with the header one, once.
-  func testAPartialHeadAfterAnExchangeArmsTheHeaderTimer() throws {
+  /// A head that arrives in parts replaces the idle wait with the header one.
+  func testAPartialHeadAfterAnExchangeAwaitsTheRestWithinTheHeaderWait() throws {
     var machine = try makeMachine()
     let upstream = startExchange(&machine, "GET http://origin.test/ HTTP/1.1\r\nHost: x\r\n\r\n")
     machine.upstreamEvents(
       try responseEvents("HTTP/1.1 204 No Content\r\n\r\n"), from: upstream, draining: false)
     _ = actions(&machine)
+    XCTAssertTrue(machine.headDeadlineIsIdle)
     machine.clientRead(Array("GET http://origin.test/ HT".utf8))
-    let partial = actions(&machine)
-    XCTAssertEqual(
-      partial.filter { if case .armHeaderTimer = $0 { true } else { false } }.count, 1, "\(partial)")
+    _ = actions(&machine)
+    XCTAssertFalse(machine.headDeadlineIsIdle)
+    XCTAssertEqual(machine.headDeadline, Deadline(seconds: TimeoutsConfig().clientHeader, from: 0))
     machine.clientRead(Array("TP/1.1\r\nHost: x\r\n\r\n".utf8))
-    let rest = actions(&machine)
-    XCTAssertTrue(rest.contains { if case .cancelHeadTimer = $0 { true } else { false } }, "\(rest)")
-    XCTAssertFalse(rest.contains { if case .armHeaderTimer = $0 { true } else { false } }, "\(rest)")
+    _ = actions(&machine)
+    XCTAssertNil(machine.headDeadline, "the whole head is here")
   }
 
   func testAPassthroughConnectPausesAndHandsTheBytesAfterTheHeadToTheSplice() throws {

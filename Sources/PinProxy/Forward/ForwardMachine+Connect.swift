@@ -27,6 +27,7 @@ extension ForwardMachine {
   mutating func passthroughReady() -> (early: [UInt8], clientFinished: Bool)? {
     guard case .openingTunnel = state else { return nil }
     state = .spliced
+    clearHeadDeadline()
     return (takeTunnelBytes(), clientFinishedSending)
   }
 
@@ -49,7 +50,7 @@ extension ForwardMachine {
     pending.removeAll()
     tunnel = target
     state = .awaitingRequest
-    armHeaderTimer()
+    awaitRestOfHead()
     actions.append(.resumeClient(unlessBackedUp: nil))
     return early
   }

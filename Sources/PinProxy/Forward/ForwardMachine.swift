@@ -41,11 +41,6 @@ struct ForwardMachine<Upstream: SameUpstream> {
     /// Start reading the client, unless `Upstream` is backed up; or stop.
     case resumeClient(unlessBackedUp: Upstream?)
     case pauseClient
-    /// The session starts waiting for a request: arm the idle (or header) timer.
-    case awaitRequest(idle: Bool)
-    /// Part of a head arrived: the header timer replaces the idle one.
-    case armHeaderTimer
-    case cancelHeadTimer
     /// The upstream side of the current exchange (acquire, send, timer,
     /// release or close, record): `ExchangeHost.performUpstreamSide`.
     case upstream(UpstreamAction<Upstream>)
@@ -107,9 +102,21 @@ struct ForwardMachine<Upstream: SameUpstream> {
   var authGate = ProxyAuthGate()
   /// The proxy credential last verified on this connection (`ProxyAuthGate.credential`).
   var credential: VerifiedCredential? { authGate.credential }
-  private var headTimerIsIdle = false
-  /// A head timer (idle or header) runs: only then is there one to cancel.
-  private var headTimerArmed = false
+  /// While a request is awaited: when its head must have come, the idle
+  /// wait between requests (`timeouts.idleKeepAlive`) or the header wait
+  /// before the first or once part of a head is here (`clientHeader`).
+  /// Machine state, not a timer: the session arms its one timer for the
+  /// earliest deadline after each run (`nextDeadline`) and calls
+  /// `timeout(now:)` when it fires.
+  private(set) var headDeadline: Deadline?
+  /// `headDeadline` is the idle wait (nothing of the next head yet).
+  private(set) var headDeadlineIsIdle = false
+  /// When the connection last started waiting for a request (the loop's
+  /// clock): under overload the longest waiting is evicted first.
+  private(set) var awaitingSince: UInt64 = 0
+  /// The waits `headDeadline` is set from; the session sets the snapshot's
+  /// (and a reload's, for every deadline set after it).
+  var timeouts: TimeoutsConfig
   var servedRequests = 0
   var clientFinishedSending = false
   /// The proxy is shutting down: the exchange in flight is the last.
@@ -118,11 +125,13 @@ struct ForwardMachine<Upstream: SameUpstream> {
 
   /// `storage`: what an ended connection's machine handed back (`Storage`).
   init(
-    router: ForwardRouter, limits: HTTPLimits, client: String = "-", clock: @escaping @Sendable () -> UInt64,
-    storage: Storage? = nil
+    router: ForwardRouter, limits: HTTPLimits, timeouts: TimeoutsConfig = TimeoutsConfig(),
+    client: String = "-",
+    clock: @escaping @Sendable () -> UInt64, storage: Storage? = nil
   ) {
     self.router = router
     self.limits = limits
+    self.timeouts = timeouts
     self.client = client
     self.clock = clock
     // Made once, from a finished session's storage when there is one (not
@@ -160,10 +169,12 @@ struct ForwardMachine<Upstream: SameUpstream> {
       return refuseMalformed(error)
     }
     process()
-    // Part of a head waits: the header timer replaces the idle one. After
-    // `process`, so that a whole head (the usual keep-alive read) arms
-    // nothing it would cancel in the same turn.
-    if case .awaitingRequest = state, headTimerIsIdle, !parser.isIdle || !pending.isEmpty { armHeaderTimer() }
+    // Part of a head waits: the header wait replaces the idle one. After
+    // `process`, so that a whole head (the usual keep-alive read) sets no
+    // deadline it would clear in the same turn.
+    if case .awaitingRequest = state, headDeadlineIsIdle, !parser.isIdle || !pending.isEmpty {
+      awaitRestOfHead()
+    }
   }
 
   /// One parser call, its events appended to `pending` as they are parsed
@@ -207,9 +218,29 @@ struct ForwardMachine<Upstream: SameUpstream> {
     state = .closing
   }
 
-  /// The idle or header timer fired after `seconds`.
-  mutating func headTimerFired(after seconds: Double) {
-    headTimerArmed = false
+  /// The earliest deadline the machine keeps: the head's, or the current
+  /// exchange's response deadline (never both at once).
+  var nextDeadline: Deadline? {
+    mutating get {
+      guard let head = headDeadline else { return responseDeadline }
+      guard let response = responseDeadline else { return head }
+      return response.at < head.at ? response : head
+    }
+  }
+
+  /// The session's timer fired at `now`: whichever deadline has passed is
+  /// answered (an idle connection closes, part of a head is a 408, an
+  /// exchange without its response head a 504); one not yet passed stays.
+  mutating func timeout(now: UInt64) {
+    if let deadline = headDeadline, deadline.hasPassed(at: now) {
+      headDeadline = nil
+      headDeadlinePassed(after: deadline.seconds)
+    }
+    responseDeadlineReached(now: now)
+  }
+
+  /// The idle or header wait of `seconds` is over.
+  private mutating func headDeadlinePassed(after seconds: Double) {
     guard case .awaitingRequest = state else { return }
     if parser.isIdle && pending.isEmpty { return closeNow() }
     fail(
@@ -226,7 +257,7 @@ struct ForwardMachine<Upstream: SameUpstream> {
   mutating func closeNow() {
     abandonExchange()
     state = .closing
-    cancelHeadTimer()
+    clearHeadDeadline()
     actions.append(.close)
   }
 
@@ -281,7 +312,7 @@ struct ForwardMachine<Upstream: SameUpstream> {
   }
 
   private mutating func begin(_ head: consuming HTTPRequestHead) {
-    cancelHeadTimer()
+    clearHeadDeadline()
     if let refusal = router.refusal { return fail(refusal, request: head) }
     // PAC fetchers (browsers, OS settings) send no proxy credentials: the
     // file is served to every client the listener admits, before proxyAuth.
@@ -348,26 +379,25 @@ struct ForwardMachine<Upstream: SameUpstream> {
     if case .awaitingRequest = state { awaitRequest() }
   }
 
-  /// Arms the timer of a connection waiting for a request: the idle one
-  /// between requests, the header one before the first or once part of a
-  /// head is here.
+  /// Sets the deadline of a connection waiting for a request: the idle
+  /// one between requests, the header one before the first or once part
+  /// of a head is here.
   mutating func awaitRequest() {
     state = .awaitingRequest
-    headTimerIsIdle = servedRequests > 0 && parser.isIdle && pending.isEmpty
-    headTimerArmed = true
-    actions.append(.awaitRequest(idle: headTimerIsIdle))
+    headDeadlineIsIdle = servedRequests > 0 && parser.isIdle && pending.isEmpty
+    awaitingSince = clock()
+    headDeadline = Deadline(
+      seconds: headDeadlineIsIdle ? timeouts.idleKeepAlive : timeouts.clientHeader, from: awaitingSince)
   }
 
-  mutating func armHeaderTimer() {
-    headTimerIsIdle = false
-    headTimerArmed = true
-    actions.append(.armHeaderTimer)
+  /// Part of a head is here: the header wait replaces the idle one.
+  mutating func awaitRestOfHead() {
+    headDeadlineIsIdle = false
+    headDeadline = Deadline(seconds: timeouts.clientHeader, from: clock())
   }
 
-  private mutating func cancelHeadTimer() {
-    guard headTimerArmed else { return }
-    headTimerArmed = false
-    actions.append(.cancelHeadTimer)
+  mutating func clearHeadDeadline() {
+    headDeadline = nil
   }
 
   // MARK: Endings
@@ -388,7 +418,7 @@ struct ForwardMachine<Upstream: SameUpstream> {
     var refusal = Refusal(failure, request: request, target: target, tunnel: tunnel)
     refusal.started = inExchange { $0.exchange.started } ?? clock()
     abandonExchange()
-    cancelHeadTimer()
+    clearHeadDeadline()
     actions.append(.refuse(refusal))
     state = .closing
   }

@@ -52,7 +52,6 @@ extension ForwardSession {
         var opened: (early: [UInt8], clientFinished: Bool)?
         self.run { opened = $0.passthroughReady() }
         guard let opened else { return upstream.close() }
-        self.cancelHeadTimer()
         self.answerTunnelOpened()
         self.mode = .spliced(
           Splice(

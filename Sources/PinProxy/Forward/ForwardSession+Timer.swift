@@ -1,62 +1,27 @@
 import PinEventLoop
 
-/// A forward session's one timer (`ForwardSession.timer`): the head timer
-/// (idle or header) while a request is awaited, the current exchange's
-/// response deadline (`ExchangeMachine.responseDeadline`, machine state)
-/// while it waits for its response head.
+/// A forward session's one timer (`ForwardSession.timer`), armed for the
+/// earliest deadline its machine keeps (`ForwardMachine.nextDeadline`): the
+/// idle or header wait while a request is awaited, the current exchange's
+/// response deadline while it waits for its response head. The machines
+/// own the deadlines; the session only follows them.
 extension ForwardSession {
-  /// What the timer waits for. The two never run together, so one timer
-  /// object serves both (two per connection were two allocations and two
-  /// timers to let go of). Cancelling one leaves the other armed.
-  enum TimerPurpose {
-    case none
-    case head(seconds: Double)
-    case response
-  }
-
-  /// The timer's work (given in `init`): what it waited for, answered once.
+  /// The timer's work (given in `init`): the machine answers whichever
+  /// deadline has passed; after the run the timer follows what is left.
   func timerFired() {
-    let purpose = timerPurpose
-    timerPurpose = .none
-    switch purpose {
-    case .none:
-      break
-    case .head(let seconds):
-      run { $0.headTimerFired(after: seconds) }
-    case .response:
-      // Followed again after the run: a deadline not yet passed (or moved)
-      // is armed afresh.
-      armedResponseDeadline = nil
-      run { [loop] in $0.responseDeadlineReached(now: loop.now) }
-    }
+    armedDeadline = nil
+    run { [loop] in $0.timeout(now: loop.now) }
   }
 
-  func armHeadTimer(seconds: Double) {
-    timerPurpose = .head(seconds: seconds)
-    timer.schedule(after: seconds)
-  }
-
-  func cancelHeadTimer() {
-    guard case .head = timerPurpose else { return }
-    timerPurpose = .none
-    timer.cancel()
-  }
-
-  /// After each run: the timer follows the current exchange's response
-  /// deadline as the machine left it (set when the request went upstream,
-  /// gone with the response head, a refusal or the exchange's end). Only a
-  /// change touches the timer; a head timer armed in the run is left alone.
-  func followResponseDeadline() {
-    let deadline = machine.responseDeadline
-    guard deadline != armedResponseDeadline else { return }
-    armedResponseDeadline = deadline
-    if let deadline {
-      timerPurpose = .response
-      timer.schedule(at: deadline.at)
-    } else if case .response = timerPurpose {
-      timerPurpose = .none
-      timer.cancel()
-    }
+  /// After each run: arms the timer for the machine's earliest deadline,
+  /// or cancels it when there is none. Only a change touches the timer
+  /// (a keep-alive request moves it twice: to the response deadline and
+  /// back to the idle wait).
+  func followDeadline() {
+    let next = machine.nextDeadline?.at
+    guard next != armedDeadline else { return }
+    armedDeadline = next
+    if let next { timer.schedule(at: next) } else { timer.cancel() }
   }
 
   /// The session serves no more requests: its timer is cancelled for good,

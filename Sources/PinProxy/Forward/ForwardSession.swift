@@ -49,13 +49,8 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   /// retain and release of it on the runtime's slow path). `stopTimers()`
   /// ends the cycle when the session stops serving.
   let timer: LoopTimer
-  /// What `timer` waits for (`ForwardSession+Timer.swift`).
-  var timerPurpose = TimerPurpose.none
-  /// The response deadline `timer` was last armed for (`followResponseDeadline`).
-  var armedResponseDeadline: Deadline?
-  /// When the session last started waiting for a request (uptime ns), to
-  /// pick the longest waiting under overload.
-  var awaitingSince = DispatchTime.now().uptimeNanoseconds
+  /// The deadline `timer` was last armed for (`followDeadline`), uptime ns.
+  var armedDeadline: UInt64?
   private var running = false
   /// Response bytes in the machine's output buffer that this run asked to
   /// write, not written yet, and the upstream to stop reading should the
@@ -112,8 +107,8 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
     router.adopt(shelf?.routeMemo)
     machine = ForwardMachine(
       router: router,
-      limits: snapshot.httpLimits, client: origin.key, clock: { [loop = connection.loop] in loop.now },
-      storage: shelf?.take())
+      limits: snapshot.httpLimits, timeouts: snapshot.timeouts, client: origin.key,
+      clock: { [loop = connection.loop] in loop.now }, storage: shelf?.take())
     timer = connection.loop.makeTimer()
     connection.delegate = self
     timer.setWork { [self] in timerFired() }
@@ -160,7 +155,7 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
     } while machine.hasActions
     running = false
     machine.clientOutputWritten()
-    followResponseDeadline()
+    followDeadline()
     // After every action of this run (a trailing pauseClient among them),
     // so that nothing the machine queued stops the lingering reads.
     if lingerAfterRun {
@@ -213,6 +208,7 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
     snapshot = context.snapshot
     acquirerUnderSnapshot = nil
     machine.router = ForwardRouter(snapshot: snapshot, bound: bound, client: origin)
+    machine.timeouts = snapshot.timeouts
   }
 
   // MARK: Client channel
@@ -277,9 +273,7 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   @inline(__always)
   private func execute(_ action: ForwardMachine<UpstreamRef>.Action) {
     switch action {
-    case .writeClient, .upstream, .resumeUpstream, .resumeClient, .pauseClient, .awaitRequest,
-      .armHeaderTimer,
-      .cancelHeadTimer:
+    case .writeClient, .upstream, .resumeUpstream, .resumeClient, .pauseClient:
       // None of these writes to or closes the client: the response's bytes may wait.
       break
     default:
@@ -292,13 +286,6 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
       if upstream?.link.isAboveHighWatermark != true { client.resumeReading() }
     case .pauseClient:
       client.pauseReading()
-    case .awaitRequest(let idle):
-      awaitingSince = loop.now
-      armHeadTimer(seconds: idle ? snapshot.timeouts.idleKeepAlive : snapshot.timeouts.clientHeader)
-    case .armHeaderTimer:
-      armHeadTimer(seconds: snapshot.timeouts.clientHeader)
-    case .cancelHeadTimer:
-      cancelHeadTimer()
     case .upstream(let action):
       performUpstreamSide(action)
     case .writeClient(let range, let upstream):
@@ -406,7 +393,7 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
     }
     guard machine.isAwaitingRequest else { return nil }
     return EvictionCandidate(
-      tier: machine.isIdleBetweenRequests ? .idleKeepAlive : .unfinishedHead, since: awaitingSince)
+      tier: machine.isIdleBetweenRequests ? .idleKeepAlive : .unfinishedHead, since: machine.awaitingSince)
   }
 
   /// A spliced passthrough tunnel decides nothing more per request: it is
