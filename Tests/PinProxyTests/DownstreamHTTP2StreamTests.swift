@@ -110,12 +110,17 @@ final class DownstreamHTTP2StreamTests: XCTestCase {
   func connect(_ stream: DownstreamHTTP2Stream, to link: RecordingLink) {
     stream.requestEnd(HTTPHeaders())
     stream.run { $0.start(&$1) }
+    let deadline = Self.responseDeadline(on: stream.host.loop)
     stream.run {
       $0.upstreamReady(
-        UpstreamRef(link: link), pooled: false, tls: .none, protocol: .http1,
-        responseDeadline: Deadline(seconds: 60, from: 0), &$1)
+        UpstreamRef(link: link), pooled: false, tls: .none, protocol: .http1, responseDeadline: deadline, &$1)
     }
   }
+
+  /// The response deadline a session gives a stream's upstream: a minute
+  /// from the loop's now (a deadline counted from 0 has long passed, and
+  /// the stream's timer would refuse the exchange at once).
+  static func responseDeadline(on loop: EventLoop) -> Deadline { Deadline(seconds: 60, from: loop.now) }
 
   /// Response bytes from the upstream, parsed as its link would and handed to the stream.
   func respond(
@@ -145,7 +150,7 @@ final class DownstreamHTTP2StreamTests: XCTestCase {
       stream.run {
         $0.upstreamReady(
           UpstreamRef(link: link), pooled: false, tls: .none, protocol: .http1,
-          responseDeadline: Deadline(seconds: 60, from: 0), &$1)
+          responseDeadline: Self.responseDeadline(on: loop), &$1)
       }
       XCTAssertEqual(link.heads.count, 1)
       XCTAssertEqual(link.heads.first?.path, "/a")
@@ -219,7 +224,7 @@ final class DownstreamHTTP2StreamTests: XCTestCase {
       stream.run {
         $0.upstreamReady(
           UpstreamRef(link: link), pooled: false, tls: .none, protocol: .http1,
-          responseDeadline: Deadline(seconds: 60, from: 0), &$1)
+          responseDeadline: Self.responseDeadline(on: loop), &$1)
       }
       link.isAboveHighWatermark = true
       stream.requestBody(Array("data".utf8))
