@@ -197,6 +197,8 @@ public final class TLSEngine {
   /// context without a client identity): a close or reset that follows
   /// before any response is that server refusing the handshake.
   public var certificateRequestUnanswered: Bool { pp_SSL_certificate_was_requested(ssl) == 1 }
+  /// TLS 1.3 was negotiated.
+  public var isTLS13: Bool { SSL_version(ssl) == TLS1_3_VERSION }
 
   /// The address of the session the connection holds now, for telling
   /// whether it changed (a TLS 1.3 ticket arriving after the handshake

@@ -53,6 +53,28 @@ final class EgressGuardTests: XCTestCase {
     XCTAssertNotNil(try refusal("127.0.0.1", allowing: ["127.0.0.0/8"]))
   }
 
+  /// A listener on the unspecified address is this proxy on every address
+  /// of this machine, and on no other host's: a parent proxy or a
+  /// certificate's URL elsewhere on the same port is not us.
+  func testAWildcardListenerIsOwnOnlyOnThisMachinesAddresses() throws {
+    let addresses = InternalAddresses(
+      listening: [HostPort(host: "0.0.0.0", port: 3128), HostPort(host: "127.0.0.1", port: 8080)],
+      local: [[10, 0, 0, 5]])
+    func own(_ text: String, _ port: Int) throws -> Bool {
+      addresses.ownListener(try XCTUnwrap(IPAddress(text), text), port: port) != nil
+    }
+    XCTAssertTrue(try own("127.0.0.1", 3128))
+    XCTAssertTrue(try own("127.9.9.9", 3128), "all of loopback reaches a wildcard listener")
+    XCTAssertTrue(try own("10.0.0.5", 3128), "an interface address of this machine")
+    XCTAssertTrue(try own("::ffff:10.0.0.5", 3128), "judged as the IPv4 address it carries")
+    XCTAssertTrue(try own("0.0.0.0", 3128))
+    XCTAssertFalse(try own("192.0.2.7", 3128), "another host on the same port")
+    XCTAssertFalse(try own("10.0.0.6", 3128), "another host on this machine's network")
+    XCTAssertFalse(try own("10.0.0.5", 3129), "another port")
+    XCTAssertTrue(try own("127.0.0.1", 8080))
+    XCTAssertFalse(try own("10.0.0.5", 8080), "a listener on one address is not reached on another")
+  }
+
   func testCheckWarnsWhenDefaultsOpenANetwork() throws {
     let configuration = try ConfigurationParser.parse(
       """

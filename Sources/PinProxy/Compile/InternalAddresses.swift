@@ -124,12 +124,17 @@ struct InternalAddresses: Sendable {
 
   /// Why `address:port` is one of this proxy's own listeners (or its admin
   /// address); nil when it is not. Never reached for a certificate's URL,
-  /// whatever the configuration names.
+  /// whatever the configuration names. A listener on the unspecified
+  /// address (0.0.0.0, ::) is reached on every address of this machine
+  /// (loopback, its interfaces, the unspecified address itself), never on
+  /// another host's: a parent proxy elsewhere on the same port is not us.
   func ownListener(_ address: IPAddress, port: Int) -> String? {
     let bytes = InternalAddresses.unmapped(address.bytes)
+    let onThisMachine =
+      InternalAddresses.isLoopback(bytes) || local.contains(bytes) || bytes.allSatisfy { $0 == 0 }
     for (listener, listenerPort) in own where listenerPort == port {
       let listening = InternalAddresses.unmapped(listener.bytes)
-      if listening == bytes || listening.allSatisfy({ $0 == 0 }) {
+      if listening == bytes || (onThisMachine && listening.allSatisfy({ $0 == 0 })) {
         return "\(address):\(port) is this proxy's own listener"
       }
     }

@@ -12,7 +12,8 @@ import PinEventLoop
 /// `ProxyContext`; the background tasks are `BackgroundServices`.
 ///
 /// Confined to `loop`, every part: only the loop's own code uses it (the
-/// pool, the registry and the socket say so in their entry points).
+/// pool and the registry assert so in their entry points; the socket is
+/// asked only by the accepting loop, `ProxyContext.localPeer`).
 final class LoopState: @unchecked Sendable {
   let loop: EventLoop
   let pool: UpstreamPool

@@ -134,6 +134,9 @@ struct ForwardMachine<Upstream: SameUpstream> {
     self.timeouts = timeouts
     self.client = client
     self.clock = clock
+    // Waiting since it was made, until it starts waiting for a request (a
+    // SOCKS5 tunnel's machine never does before its first head).
+    awaitingSince = clock()
     // Made once, from a finished session's storage when there is one (not
     // made empty first and then replaced).
     let storage = storage ?? Storage.queues()

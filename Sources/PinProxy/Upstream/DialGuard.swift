@@ -72,13 +72,11 @@ struct DialGuard {
     return why.map(refused)
   }
 
-  /// Why the dial may not go through `parent` at `address`: only when it
-  /// is one of this proxy's own listeners.
-  func parentRefusal(_ address: SocketAddress, parent: ParentProxy) -> ProxyFailure? {
-    guard let ip = IPAddress(bytes: address.addressBytes) else {
-      return ProxyFailure.parentUnreachable(parent, key.description, why: "\(address) is not an IP address")
-    }
-    guard let why = addresses.ownListener(ip, port: address.port) else { return nil }
+  /// Why the dial may not go through `parent` at `address` (resolved from
+  /// its name, so always an IP address): only when it is one of this
+  /// proxy's own listeners.
+  func parentRefusal(_ address: IPAddress, port: Int, parent: ParentProxy) -> ProxyFailure? {
+    guard let why = addresses.ownListener(address, port: port) else { return nil }
     return ProxyFailure(
       status: 403, code: .deniedByPolicy,
       reason: "parent proxy \(parent.name) is this proxy's own listener: every tunnel would come round again",

@@ -136,7 +136,12 @@ final class UpstreamDialer: Sendable {
         let refusal: ProxyFailure?
         switch dial.hop {
         case .direct: refusal = dial.dialGuard.refusal(address)
-        case .parent(let parent): refusal = dial.dialGuard.parentRefusal(address, parent: parent)
+        case .parent(let parent):
+          // An address that cannot be judged is not connected to.
+          guard let ip = IPAddress(bytes: address.addressBytes) else {
+            return completion(.failure(unreachable("\(address) is not an IP address")))
+          }
+          refusal = dial.dialGuard.parentRefusal(ip, port: address.port, parent: parent)
         }
         if let refusal { return completion(.failure(refusal)) }
       }
@@ -263,7 +268,9 @@ final class UpstreamDialer: Sendable {
             DialedUpstream(
               channel: channel, tls: tls, negotiated: channel.negotiatedProtocol,
               rememberSession: channel.rememberSession,
-              certificateRequestUnanswered: engine.certificateRequestUnanswered)))
+              // Only TLS 1.3 refuses after our Finished (RFC 8446 §4.4.2.4);
+              // under TLS 1.2 a refusal fails the handshake itself.
+              certificateRequestUnanswered: engine.certificateRequestUnanswered && engine.isTLS13)))
       case .failure(let failure):
         completion(.failure(trust.failure(failure, tls: engine)))
       }

@@ -16,9 +16,10 @@ struct DialedUpstream {
   /// a rule that does not resume. TLS 1.3 tickets arrive after the
   /// handshake, so an owner calls this once a response has been read.
   let rememberSession: () -> Void
-  /// The origin asked for a client certificate and was sent none (the
-  /// rule has no `clientIdentity`): if it goes away before answering, it
-  /// refused the handshake (`refusalForMissingCertificate`).
+  /// Under TLS 1.3, the origin asked for a client certificate and was sent
+  /// none (the rule has no `clientIdentity`): if it goes away before
+  /// answering, it most likely refused the handshake
+  /// (`refusalForMissingCertificate`).
   var certificateRequestUnanswered = false
 
   /// A plain TCP connection (passthrough, `allowsInsecureHTTPLoads`).
@@ -46,7 +47,8 @@ struct DialedUpstream {
     return ProxyFailure(
       status: 502, code: .handshakeFailed, reason: "\(key) refused the TLS session",
       detail:
-        "it asked for a client certificate, the rule has none (clientIdentity), and it closed the connection")
+        "it asked for a client certificate, the rule has none (clientIdentity), and it closed the connection"
+        + " before answering: most likely it requires one")
   }
 
   /// Abandons a channel nobody took (its session went away during the dial).
