@@ -74,12 +74,14 @@ final class DownstreamHTTP2Stream: ExchangeHost, @unchecked Sendable {
   private(set) var upstreamPaused = false
   /// What the host's count of upstream slots in use has of this stream.
   private var countedSlot = false
-  /// Before the origin: the body or the turn must come within
-  /// `upstreamResponse`; after it, the response head (the machine's
-  /// `responseDeadline`, `followResponseDeadline`).
+  /// Before the origin, the body or the turn must come by `holdDeadline`;
+  /// after it, the response head by the machine's `responseDeadline`. One
+  /// one-shot timer follows whichever applies (`followDeadline`).
   private var timer: LoopTimer?
-  /// The response deadline `timer` was last armed for.
-  private var armedResponseDeadline: Deadline?
+  /// `upstreamResponse` from the stream's start (the connection's `armTimer`).
+  private var holdDeadline: Deadline?
+  /// When `timer` fires (uptime ns); nil when none is armed.
+  private var timerAt: UInt64?
 
   init(id: Int32, exchange: Exchange, host: any HTTP2StreamHost) {
     self.id = id
@@ -110,23 +112,37 @@ final class DownstreamHTTP2Stream: ExchangeHost, @unchecked Sendable {
       case .response(let responseSide): respond(responseSide)
       }
     }
-    followResponseDeadline()
+    followDeadline()
   }
 
-  /// After each run: the stream's timer follows the exchange's response
-  /// deadline as the machine left it (set when the request went upstream,
-  /// gone with the response head, a refusal or the end). Only a change
-  /// touches the timer.
-  private func followResponseDeadline() {
-    let deadline = machine.responseDeadline
-    guard deadline != armedResponseDeadline else { return }
-    armedResponseDeadline = deadline
+  /// The deadline the stream waits for now: the exchange's response
+  /// deadline once its request is upstream, the hold's while it waits for
+  /// its body or a slot; none while it connects (the dial's own timeouts
+  /// bound that) or once answered.
+  private var currentDeadline: Deadline? {
+    if let response = machine.responseDeadline { return response }
+    if case .waiting = machine.phase { return holdDeadline }
+    return nil
+  }
+
+  /// After each run: the timer follows the current deadline. One armed for
+  /// the same moment or sooner stays (its firing re-checks and re-arms for
+  /// what is left), so the hold's deadline giving way to the response's, a
+  /// moment later, costs no second timer.
+  private func followDeadline() {
+    guard let deadline = currentDeadline else { return stopTimer() }
+    if let armed = timerAt, armed <= deadline.at { return }
     timer?.cancel()
-    timer = deadline.map { deadline in
-      let now = host.loop.now
-      let remaining = deadline.at > now ? Double(deadline.at - now) / 1e9 : 0
-      return host.loop.schedule(after: remaining) { [weak self] in self?.timerFired(after: deadline.seconds) }
-    }
+    let now = host.loop.now
+    let remaining = deadline.at > now ? Double(deadline.at - now) / 1e9 : 0
+    timerAt = deadline.at
+    timer = host.loop.schedule(after: remaining) { [weak self] in self?.timerFired() }
+  }
+
+  private func stopTimer() {
+    guard timerAt != nil else { return }
+    timer?.cancel()
+    (timer, timerAt) = (nil, nil)
   }
 
   private func countSlot() {
@@ -138,24 +154,36 @@ final class DownstreamHTTP2Stream: ExchangeHost, @unchecked Sendable {
 
   // MARK: From the connection
 
-  /// Arms the clock for the whole exchange: answered within `upstreamResponse`.
+  /// Starts the clock for the whole exchange: answered within `upstreamResponse`.
   func armTimer() {
-    let seconds = host.responseTimeout
-    timer?.cancel()
-    timer = host.loop.schedule(after: seconds) { [weak self] in self?.timerFired(after: seconds) }
+    holdDeadline = Deadline(seconds: host.responseTimeout, from: host.loop.now)
+    followDeadline()
   }
 
-  private func timerFired(after seconds: Double) {
+  /// Whichever deadline has passed is answered; one not yet passed (the
+  /// timer was armed for an earlier one) is armed again for what is left.
+  private func timerFired() {
+    (timer, timerAt) = (nil, nil)
     guard host.holds(self) else { return }
-    switch (hold, machine.phase) {
-    case (.body, .waiting):
+    let now = host.loop.now
+    if let response = machine.responseDeadline {
+      guard response.hasPassed(at: now) else { return followDeadline() }
+      run { $0.timeout(now: now, &$1) }
+      return host.flush()
+    }
+    guard case .waiting = machine.phase, let deadline = holdDeadline else { return }
+    guard deadline.hasPassed(at: now) else { return followDeadline() }
+    holdDeadline = nil
+    let seconds = deadline.seconds
+    switch hold {
+    case .body:
       run {
         $0.fail(
           ProxyFailure(
             status: 408, code: .badRequest, reason: "request body not received within \(seconds) s"),
           &$1)
       }
-    case (.queue, .waiting):
+    case .queue:
       hold = .none
       run {
         $0.fail(
@@ -163,11 +191,7 @@ final class DownstreamHTTP2Stream: ExchangeHost, @unchecked Sendable {
             status: 503, code: .overCapacity,
             reason: "no upstream slot of this connection came free within \(seconds) s"), &$1)
       }
-    case (_, .exchanging):
-      // Followed again after the run: a deadline not yet passed is armed afresh.
-      armedResponseDeadline = nil
-      run { [loop = host.loop] in $0.timeout(now: loop.now, &$1) }
-    default:
+    case .none:
       return
     }
     host.flush()
@@ -186,7 +210,7 @@ final class DownstreamHTTP2Stream: ExchangeHost, @unchecked Sendable {
   /// The client is gone from this stream: an unfinished exchange's upstream
   /// is closed (an HTTP/1.1 connection) or reset (an h2 stream).
   func abandon() {
-    timer?.cancel()
+    stopTimer()
     run { $0.abandon(&$1) }
     if upstreamPaused { setUpstreamPaused(false) }
   }
@@ -286,7 +310,7 @@ final class DownstreamHTTP2Stream: ExchangeHost, @unchecked Sendable {
     var ignored = ExchangeMachine<UpstreamRef>.Actions(capacity: 1)
     machine.abandon(&ignored)
     countSlot()
-    timer?.cancel()
+    stopTimer()
     upstream.link.close()
     try? host.codec.submitReset(stream: id, errorCode: HTTP2ErrorCode.internalError)
   }
