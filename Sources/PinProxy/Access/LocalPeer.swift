@@ -35,8 +35,9 @@ final class LocalPeer: Sendable {
   /// The client socket's 4-tuple as the kernel was asked for it: whether
   /// the socket still exists is asked again before its process is looked for.
   let tuple: SocketTuple?
-  /// Made per connection: not padded to a cache line (see `Locked`).
-  private let found = Locked<Found>(Found(), cacheLineAligned: false)
+  /// Made per connection: a `Mutex` stored in the peer itself, so a
+  /// loopback connection allocates no lock object of its own.
+  private let found = Mutex<Found>(Found())
 
   struct Found: Sendable {
     var user: String?
