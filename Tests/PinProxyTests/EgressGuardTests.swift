@@ -53,15 +53,16 @@ final class EgressGuardTests: XCTestCase {
     XCTAssertNotNil(try refusal("127.0.0.1", allowing: ["127.0.0.0/8"]))
   }
 
-  /// A listener on the unspecified address is this proxy on every address
-  /// of this machine, and on no other host's: a parent proxy or a
-  /// certificate's URL elsewhere on the same port is not us.
-  func testAWildcardListenerIsOwnOnlyOnThisMachinesAddresses() throws {
+  /// As a parent proxy, an address is this proxy's own listener on this
+  /// machine's addresses only: a parent elsewhere on the port a wildcard
+  /// listener binds is not us. (For a host no rule names, every address on
+  /// that port counts: `AdmissionTests.testInternalAddresses`.)
+  func testAWildcardListenerIsAParentsOwnOnlyOnThisMachinesAddresses() throws {
     let addresses = InternalAddresses(
       listening: [HostPort(host: "0.0.0.0", port: 3128), HostPort(host: "127.0.0.1", port: 8080)],
       local: [[10, 0, 0, 5]])
     func own(_ text: String, _ port: Int) throws -> Bool {
-      addresses.ownListener(try XCTUnwrap(IPAddress(text), text), port: port) != nil
+      addresses.ownListenerAsParent(try XCTUnwrap(IPAddress(text), text), port: port) != nil
     }
     XCTAssertTrue(try own("127.0.0.1", 3128))
     XCTAssertTrue(try own("127.9.9.9", 3128), "all of loopback reaches a wildcard listener")
@@ -73,6 +74,9 @@ final class EgressGuardTests: XCTestCase {
     XCTAssertFalse(try own("10.0.0.5", 3129), "another port")
     XCTAssertTrue(try own("127.0.0.1", 8080))
     XCTAssertFalse(try own("10.0.0.5", 8080), "a listener on one address is not reached on another")
+    let remote = try XCTUnwrap(IPAddress("192.0.2.7"))
+    XCTAssertNotNil(
+      addresses.ownListener(remote, port: 3128), "for an unnamed host the wildcard stays closed")
   }
 
   func testCheckWarnsWhenDefaultsOpenANetwork() throws {

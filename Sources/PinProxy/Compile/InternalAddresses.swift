@@ -124,17 +124,30 @@ struct InternalAddresses: Sendable {
 
   /// Why `address:port` is one of this proxy's own listeners (or its admin
   /// address); nil when it is not. Never reached for a certificate's URL,
-  /// whatever the configuration names. A listener on the unspecified
-  /// address (0.0.0.0, ::) is reached on every address of this machine
-  /// (loopback, its interfaces, the unspecified address itself), never on
-  /// another host's: a parent proxy elsewhere on the same port is not us.
+  /// whatever the configuration names. Fail closed: a listener on the
+  /// unspecified address (0.0.0.0, ::) counts on every address at its
+  /// port, since the machine may be reached on addresses its interface
+  /// list does not show (a NAT, an address added since the snapshot).
   func ownListener(_ address: IPAddress, port: Int) -> String? {
+    ownListener(address, port: port, wildcardOnThisMachineOnly: false)
+  }
+
+  /// The same for a parent proxy the operator named: a listener on the
+  /// unspecified address counts only on this machine's own addresses
+  /// (loopback, its interfaces), so a parent elsewhere on the proxy's own
+  /// port is not taken for the proxy itself.
+  func ownListenerAsParent(_ address: IPAddress, port: Int) -> String? {
+    ownListener(address, port: port, wildcardOnThisMachineOnly: true)
+  }
+
+  private func ownListener(_ address: IPAddress, port: Int, wildcardOnThisMachineOnly: Bool) -> String? {
     let bytes = InternalAddresses.unmapped(address.bytes)
-    let onThisMachine =
-      InternalAddresses.isLoopback(bytes) || local.contains(bytes) || bytes.allSatisfy { $0 == 0 }
+    let wildcardReaches =
+      !wildcardOnThisMachineOnly || InternalAddresses.isLoopback(bytes) || local.contains(bytes)
+      || bytes.allSatisfy { $0 == 0 }
     for (listener, listenerPort) in own where listenerPort == port {
       let listening = InternalAddresses.unmapped(listener.bytes)
-      if listening == bytes || (onThisMachine && listening.allSatisfy({ $0 == 0 })) {
+      if listening == bytes || (wildcardReaches && listening.allSatisfy({ $0 == 0 })) {
         return "\(address):\(port) is this proxy's own listener"
       }
     }

@@ -76,7 +76,7 @@ struct DialGuard {
   /// its name, so always an IP address): only when it is one of this
   /// proxy's own listeners.
   func parentRefusal(_ address: IPAddress, port: Int, parent: ParentProxy) -> ProxyFailure? {
-    guard let why = addresses.ownListener(address, port: port) else { return nil }
+    guard let why = addresses.ownListenerAsParent(address, port: port) else { return nil }
     return ProxyFailure(
       status: 403, code: .deniedByPolicy,
       reason: "parent proxy \(parent.name) is this proxy's own listener: every tunnel would come round again",
