@@ -81,6 +81,12 @@ public final class EventLoop: Sendable {
     timers.add(deadline: EventLoop.deadline(after: seconds), work)
   }
 
+  /// The same at `deadline` (uptime nanoseconds, the loop's clock): a
+  /// deadline a machine keeps, armed without turning it into a delay first.
+  public func schedule(at deadline: UInt64, _ work: @escaping @Sendable () -> Void) -> LoopTimer {
+    timers.add(deadline: deadline, work)
+  }
+
   /// A timer that is not armed yet and can be armed again and again with
   /// `LoopTimer.schedule(after:)`: a timeout armed once per request (the
   /// next request's head, the upstream's response) then costs a table

@@ -133,10 +133,8 @@ final class DownstreamHTTP2Stream: ExchangeHost, @unchecked Sendable {
     guard let deadline = currentDeadline else { return stopTimer() }
     if let armed = timerAt, armed <= deadline.at { return }
     timer?.cancel()
-    let now = host.loop.now
-    let remaining = deadline.at > now ? Double(deadline.at - now) / 1e9 : 0
     timerAt = deadline.at
-    timer = host.loop.schedule(after: remaining) { [weak self] in self?.timerFired() }
+    timer = host.loop.schedule(at: deadline.at) { [weak self] in self?.timerFired() }
   }
 
   private func stopTimer() {

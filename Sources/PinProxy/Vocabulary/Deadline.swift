@@ -1,3 +1,5 @@
+import PinEventLoop
+
 /// A moment a machine waits for something until (uptime nanoseconds, the
 /// loop's clock), and the wait it allowed, for the refusal that names it.
 /// A machine keeps its deadlines as state and takes `timeout(now:)`; the
@@ -6,15 +8,12 @@ struct Deadline: Equatable {
   let at: UInt64
   let seconds: Double
 
-  /// `seconds` from `now`: NaN or a negative wait is due at once, a huge
-  /// one saturates (never wraps round to the past).
+  /// `seconds` from `now`, with the loop's own arithmetic
+  /// (`EventLoop.deadline(after:now:)`): NaN or a negative wait is due at
+  /// once, a huge one saturates (never wraps round to the past).
   init(seconds: Double, from now: UInt64) {
     self.seconds = seconds
-    let nanoseconds =
-      seconds.isNaN || seconds <= 0
-      ? 0 : seconds >= Double(UInt64.max) / 1e9 ? UInt64.max : UInt64(seconds * 1e9)
-    let (sum, overflow) = now.addingReportingOverflow(nanoseconds)
-    at = overflow ? .max : sum
+    at = EventLoop.deadline(after: seconds, now: now)
   }
 
   func hasPassed(at now: UInt64) -> Bool { now >= at }
