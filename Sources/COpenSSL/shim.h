@@ -141,8 +141,10 @@ static inline long pp_SSL_CTX_add_extra_chain_cert(SSL_CTX *ctx, X509 *cert) {
   return SSL_CTX_add_extra_chain_cert(ctx, cert);
 }
 static inline long pp_SSL_set_mode(SSL *ssl, long mode) { return SSL_set_mode(ssl, mode); }
-static inline long pp_BIO_ctrl_pending(BIO *bio) { return (long)BIO_ctrl_pending(bio); }
-static inline int pp_BIO_set_mem_eof_return(BIO *bio, int value) { return (int)BIO_set_mem_eof_return(bio, value); }
+// The retry flags a custom BIO (PinTLS's TLSTransport) sets and clears:
+// "no bytes yet" must read as retry, never as end of file.
+static inline void pp_BIO_set_retry_read(BIO *bio) { BIO_set_retry_read(bio); }
+static inline void pp_BIO_clear_retry_flags(BIO *bio) { BIO_clear_retry_flags(bio); }
 
 static inline long pp_SSL_add1_chain_cert(SSL *ssl, X509 *cert) { return SSL_add1_chain_cert(ssl, cert); }
 static inline const char *pp_SSL_get_servername(const SSL *ssl) {

@@ -18,9 +18,6 @@ public final class EventLoop: Sendable {
     byteCount: 64 * 1024, alignment: 16)
   public nonisolated(unsafe) let plaintextBuffer = UnsafeMutableRawBufferPointer.allocate(
     byteCount: 64 * 1024, alignment: 16)
-  /// Where TLS ciphertext waits between the engine and the socket's write.
-  public nonisolated(unsafe) let outputBuffer = UnsafeMutableRawBufferPointer.allocate(
-    byteCount: 64 * 1024, alignment: 16)
   private static let identity = DispatchSpecificKey<ObjectIdentifier>()
   /// Objects the code above keeps per loop, one per type (`local(_:make:)`).
   /// Touched only on the loop.
@@ -39,7 +36,6 @@ public final class EventLoop: Sendable {
     readiness.shutdown()
     readBuffer.deallocate()
     plaintextBuffer.deallocate()
-    outputBuffer.deallocate()
   }
 
   public func execute(_ work: @escaping @Sendable () -> Void) { queue.async(execute: work) }

@@ -1,13 +1,13 @@
 import COpenSSL
 
-/// One TLS connection as a state machine over memory buffers: ciphertext in
-/// from the network, plaintext out to the application, and the reverse. It
-/// does no I/O; the event loop moves the bytes. Not thread-safe: one
-/// connection's engine is used only on that connection's loop.
+/// One TLS connection as a state machine over buffers: ciphertext in from
+/// the network, plaintext out to the application, and the reverse. It does
+/// no I/O; the event loop moves the bytes (`TLSTransport`, its one BIO).
+/// Not thread-safe: one connection's engine is used only on that
+/// connection's loop.
 public final class TLSEngine {
   let ssl: OpaquePointer
-  private let networkIn: OpaquePointer
-  private let networkOut: OpaquePointer
+  private let transport = TLSTransport()
   /// A server engine that requires a client certificate: what the verify
   /// callback learnt of it (the `SSL` points at it without retaining it).
   public internal(set) var clientCertificateReport: ClientCertificateReport?
@@ -40,19 +40,18 @@ public final class TLSEngine {
 
   init(context: OpaquePointer, server: Bool) throws(Failure) {
     OpenSSLErrorQueue.clear()
-    guard let ssl = SSL_new(context), let input = BIO_new(BIO_s_mem()), let output = BIO_new(BIO_s_mem())
-    else {
+    guard let ssl = SSL_new(context) else { throw TLSEngine.currentFailure() }
+    guard let bio = transport.makeBIO() else {
+      SSL_free(ssl)
       throw TLSEngine.currentFailure()
     }
-    // An empty input buffer means "no data yet", not end of file.
-    _ = pp_BIO_set_mem_eof_return(input, -1)
-    SSL_set_bio(ssl, input, output)  // the SSL owns both BIOs from here on
+    // One BIO both ways: the SSL takes its one reference and frees it.
+    SSL_set_bio(ssl, bio, bio)
     if server { SSL_set_accept_state(ssl) } else { SSL_set_connect_state(ssl) }
     self.ssl = ssl
-    networkIn = input
-    networkOut = output
   }
 
+  // The SSL goes first: its BIO points at `transport` without retaining it.
   deinit { SSL_free(ssl) }
 
   /// Ciphertext received from the peer.
@@ -62,34 +61,38 @@ public final class TLSEngine {
 
   /// Ciphertext received from the peer, copied into the engine's input.
   public func receive(_ bytes: UnsafeRawBufferPointer) {
-    guard !bytes.isEmpty else { return }
-    _ = BIO_write(networkIn, bytes.baseAddress, Int32(bytes.count))
+    transport.keep(bytes)
+  }
+
+  /// Runs `body` with `bytes` (ciphertext just read, valid only during the
+  /// call) as the engine's next input, read in place by OpenSSL; what it
+  /// did not read by the end is copied and kept, as `receive` would.
+  public func lending<R, E: Error>(_ bytes: UnsafeRawBufferPointer, _ body: () throws(E) -> R) throws(E) -> R
+  {
+    transport.lend(bytes)
+    defer { transport.endLoan() }
+    return try body()
   }
 
   /// Ciphertext to send to the peer (empty when there is none).
   public func pendingOutput() -> [UInt8] {
-    let pending = Int(pp_BIO_ctrl_pending(networkOut))
-    guard pending > 0 else { return [] }
-    return [UInt8](unsafeUninitializedCapacity: pending) { buffer, initialized in
-      initialized = takeOutput(into: UnsafeMutableRawBufferPointer(buffer))
-    }
+    var bytes: [UInt8] = []
+    transport.takeOutput { bytes = Array($0) }
+    return bytes
   }
 
-  /// Moves up to `buffer.count` bytes of pending ciphertext into `buffer`;
-  /// returns how many (0 when there is none). Fewer than `buffer.count`
-  /// means none is left: the caller need not ask again. One read, not a
-  /// pending check first: an empty memory BIO reads as nothing (-1, or 0
-  /// with no retry flag), which counts as 0 here.
-  public func takeOutput(into buffer: UnsafeMutableRawBufferPointer) -> Int {
-    guard !buffer.isEmpty else { return 0 }
-    return max(0, Int(BIO_read(networkOut, buffer.baseAddress, Int32(clamping: buffer.count))))
+  /// Hands all pending ciphertext to `send` in one piece (not called when
+  /// there is none), then forgets it.
+  public func takeOutput(_ send: (UnsafeRawBufferPointer) -> Void) {
+    transport.takeOutput(send)
   }
 
-  public var hasPendingOutput: Bool { pp_BIO_ctrl_pending(networkOut) > 0 }
+  public var hasPendingOutput: Bool { transport.hasOutput }
 
-  /// Received bytes not yet read as plaintext: ciphertext waiting in the
-  /// input buffer, or decrypted data OpenSSL holds.
-  public var hasBufferedInput: Bool { pp_BIO_ctrl_pending(networkIn) > 0 || SSL_pending(ssl) > 0 }
+  /// Received bytes not yet read as plaintext: ciphertext not yet read by
+  /// OpenSSL, or decrypted data it holds (a record read but not all
+  /// returned). A record partly received is neither: it needs more input.
+  public var hasBufferedInput: Bool { transport.unreadInput > 0 || SSL_pending(ssl) > 0 }
 
   public func handshake() throws(Failure) -> Progress {
     OpenSSLErrorQueue.clear()
@@ -119,17 +122,21 @@ public final class TLSEngine {
   }
 
   /// Decrypts into `buffer` (a buffer the caller reuses) until it is full or
-  /// OpenSSL has nothing more; returns the byte count and the progress.
+  /// OpenSSL has nothing more; returns the byte count and the progress
+  /// (`.wantsInput`: every received byte was read, ask again with more).
   public func read(into buffer: UnsafeMutableRawBufferPointer) throws(Failure) -> (Int, Progress) {
     var total = 0
     while total < buffer.count {
       OpenSSLErrorQueue.clear()
       let count = SSL_read(ssl, buffer.baseAddress! + total, Int32(clamping: buffer.count - total))
-      if count > 0 {
-        total += Int(count)
-        continue
-      }
-      return (total, try classify(count))
+      guard count > 0 else { return (total, try classify(count)) }
+      total += Int(count)
+      // Every received byte read and no decrypted byte held: another
+      // SSL_read could only fail for want of input, after clearing and
+      // reading the error queue. (OpenSSL reads no further than the record
+      // it decrypts — read-ahead is off — so a record partly received is
+      // all it can hold, and that too needs input.)
+      if transport.unreadInput == 0 && SSL_pending(ssl) == 0 { return (total, .wantsInput) }
     }
     return (total, .complete)
   }
@@ -148,6 +155,9 @@ public final class TLSEngine {
 
   public func write(_ bytes: UnsafeRawBufferPointer) throws(Failure) {
     guard !bytes.isEmpty else { return }
+    // Records add at most 256 bytes of header, padding and tag to their
+    // 16 KiB each (RFC 8446 §5.2): the whole write in one allocation.
+    transport.reserveOutput(bytes.count + (bytes.count / 16384 + 1) * 256)
     OpenSSLErrorQueue.clear()
     let written = SSL_write(ssl, bytes.baseAddress, Int32(clamping: bytes.count))
     if written <= 0 { _ = try classify(written) }

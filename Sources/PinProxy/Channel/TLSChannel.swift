@@ -179,17 +179,10 @@ final class TLSChannel: ByteChannel, ChannelDelegate, @unchecked Sendable {
 
   // MARK: The pump
 
-  /// Sends what the engine produced, through the loop's output buffer
-  /// (the socket copies only what it could not send at once).
+  /// Sends what the engine produced, in one write from where OpenSSL put
+  /// it (the socket copies only what it could not send at once).
   private func flush() {
-    let buffer = loop.outputBuffer
-    while true {
-      let count = engine.takeOutput(into: buffer)
-      guard count > 0 else { return }
-      connection.write(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
-      // Less than the buffer holds: the engine had no more.
-      if count < buffer.count { return }
-    }
+    engine.takeOutput { connection.write($0) }
   }
 
   /// One handshake step: refused by a check, failed, waiting, or complete.
@@ -248,24 +241,32 @@ final class TLSChannel: ByteChannel, ChannelDelegate, @unchecked Sendable {
 
   // MARK: ChannelDelegate (the socket)
 
-  /// Ciphertext from the socket's read buffer goes into the engine; the
-  /// plaintext is decrypted into the loop's plaintext buffer and handed to
-  /// the delegate in place (valid during the call, like the socket's).
+  /// Ciphertext from the socket's read buffer is lent to the engine, which
+  /// reads its records in place; the plaintext is decrypted into the loop's
+  /// plaintext buffer and handed to the delegate in place (valid during the
+  /// call, like the socket's). The loan ends before the delegate runs, so
+  /// whatever the delegate does with the loop's buffers cannot reach
+  /// ciphertext not yet read: the plaintext buffer is as large as the read
+  /// buffer, so one read takes a whole loan but for a record still partly
+  /// received, which OpenSSL keeps.
   func channel(_ channel: any ByteChannel, didReadBuffer bytes: UnsafeRawBufferPointer) {
     loop.preconditionInLoop()
-    engine.receive(bytes)
-    if case .handshaking = state { step() }
-    guard isOpen else { return }
     let plaintext = loop.plaintextBuffer
-    do {
-      while true {
-        let (count, progress) = try engine.read(into: plaintext)
+    var (count, progress) = (0, TLSEngine.Progress.wantsInput)
+    do throws(TLSEngine.Failure) {
+      try engine.lending(bytes) { () throws(TLSEngine.Failure) in
+        if case .handshaking = state { step() }
+        guard isOpen else { return }
+        (count, progress) = try engine.read(into: plaintext)
+      }
+      while isOpen {
         flush()
         if count > 0 {
           delegate?.channel(self, didReadBuffer: UnsafeRawBufferPointer(rebasing: plaintext[..<count]))
         }
         if progress == .closed { return delegate?.channelDidReadEOF(self) ?? () }
-        if count == 0 || !isOpen { return }
+        if count == 0 || progress == .wantsInput || !isOpen { return }
+        (count, progress) = try engine.read(into: plaintext)
       }
     } catch {
       fail(error)
