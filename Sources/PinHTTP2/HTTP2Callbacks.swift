@@ -8,29 +8,46 @@ import CNghttp2
 /// copies names and values during the call, so the copies made here only
 /// have to outlive it.
 enum HeaderList {
+  /// `headers` as nghttp2's name/value list, valid during `call`. Two
+  /// allocations whatever the count: every name and value copied once
+  /// into one buffer (nghttp2 takes `uint8_t *` but copies the bytes
+  /// itself when submitting, without `NGHTTP2_NV_FLAG_NO_COPY_*`), and the
+  /// list pointing into it.
   static func withNVs(_ headers: [HTTP2Header], _ call: (UnsafePointer<nghttp2_nv>, Int) -> Int32) -> Int32 {
-    var copies: [UnsafeMutableBufferPointer<UInt8>] = []
-    defer { copies.forEach { $0.deallocate() } }
-    func copy(_ bytes: [UInt8]) -> UnsafeMutablePointer<UInt8> {
-      let buffer = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(1, bytes.count))
-      _ = buffer.initialize(from: bytes)
-      copies.append(buffer)
-      return buffer.baseAddress!
-    }
-    let nva = headers.map { header in
-      nghttp2_nv(
-        name: copy(header.name), value: copy(header.value), namelen: header.name.count,
-        valuelen: header.value.count, flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
-    }
     var placeholder = nghttp2_nv()
-    return nva.isEmpty
-      ? call(&placeholder, 0) : nva.withUnsafeBufferPointer { call($0.baseAddress!, $0.count) }
+    guard !headers.isEmpty else { return call(&placeholder, 0) }
+    let total = headers.reduce(0) { $0 + $1.name.count + $1.value.count }
+    let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, total), alignment: 1)
+    defer { bytes.deallocate() }
+    let list = UnsafeMutableBufferPointer<nghttp2_nv>.allocate(capacity: headers.count)
+    defer { list.deallocate() }
+    var offset = 0
+    func place(_ field: [UInt8]) -> UnsafeMutablePointer<UInt8> {
+      let start = bytes.baseAddress!.advanced(by: offset)
+      field.withUnsafeBytes {
+        if let source = $0.baseAddress { start.copyMemory(from: source, byteCount: $0.count) }
+      }
+      offset += field.count
+      return start.assumingMemoryBound(to: UInt8.self)
+    }
+    for (index, header) in headers.enumerated() {
+      let name = place(header.name)
+      let value = place(header.value)
+      (list.baseAddress! + index).initialize(
+        to: nghttp2_nv(
+          name: name, value: value, namelen: header.name.count, valuelen: header.value.count,
+          flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
+    }
+    return call(list.baseAddress!, headers.count)
   }
 }
 
 /// A header block being received, with its running size for the bounds.
 struct HeaderBlock {
-  var fields: [HTTP2Header] = []
+  /// Room for a usual block's fields at once, not grown field by field.
+  var fields: [HTTP2Header] = {
+    var fields: [HTTP2Header] = []; fields.reserveCapacity(16); return fields
+  }()
   var bytes = 0
 
   mutating func append(_ field: HTTP2Header, size: Int) {
@@ -89,9 +106,14 @@ final class SessionState {
     if let body = outgoing.removeValue(forKey: stream) { outgoingBytes -= body.count }
   }
 
+  /// The events gathered, handed over whole: the array moves out rather
+  /// than being copied and then emptied in place (which, shared with the
+  /// caller's copy, allocated afresh every time, even when empty).
   func takeEvents() -> [HTTP2Event] {
-    defer { events.removeAll(keepingCapacity: true) }
-    return events
+    guard !events.isEmpty else { return [] }
+    var taken: [HTTP2Event] = []
+    swap(&taken, &events)
+    return taken
   }
 
   static func from(_ pointer: UnsafeMutableRawPointer?) -> SessionState {

@@ -12,7 +12,9 @@ public enum HTTP2Mapping {
   public static func request(_ head: HTTPRequestHead, path: String, authority: String, via: String)
     -> [HTTP2Header]
   {
-    var block: [HTTP2Header] = [
+    var block: [HTTP2Header] = []
+    block.reserveCapacity(head.headers.count + 7)
+    block += [
       HTTP2Header(name: Names.method, value: Array(head.method.utf8)),
       HTTP2Header(name: Names.scheme, value: Names.https),
       HTTP2Header(name: Names.authority, value: Array(authority.utf8)),
@@ -130,7 +132,10 @@ public enum HTTP2Mapping {
   /// `:status`, the end-to-end fields lower-cased, and `content-length`
   /// when the framing (or, for a bodiless response, a valid field) gives one.
   public static func responseBlock(_ head: HTTPResponseHead) -> [HTTP2Header] {
-    var block = [HTTP2Header(name: Names.status, value: Array(String(head.status).utf8))]
+    var block: [HTTP2Header] = []
+    // Its status, its fields and a length: one allocation, not a growing array.
+    block.reserveCapacity(head.headers.count + 2)
+    block.append(HTTP2Header(name: Names.status, value: Array(String(head.status).utf8)))
     for field in ForwardedHead.endToEndFields(of: head) {
       block.append(HTTP2Header(name: lowercased(field.nameBytes), value: field.valueBytes))
     }

@@ -22,6 +22,8 @@ public final class HTTP2Session {
   /// What the callbacks write to; a separate object so that its address can
   /// be nghttp2's user data before the session exists.
   private let state: SessionState
+  /// Where `sendPending` gathers frames; kept between calls (bounded there).
+  private var outputScratch: [UInt8] = []
 
   /// - Parameters:
   ///   - maxConcurrentStreams: advertised in our SETTINGS (peers may open at most this many).
@@ -132,13 +134,32 @@ public final class HTTP2Session {
   /// control allows); empty when there is nothing.
   public func pendingOutput() throws(Failure) -> [UInt8] {
     var out: [UInt8] = []
+    try sendPending { out.append(contentsOf: $0) }
+    return out
+  }
+
+  /// Everything nghttp2 has to send now, gathered into one buffer the
+  /// session keeps (frames come a few at a time; one write of them all
+  /// makes one TLS record, not one per frame) and handed to `send` once,
+  /// valid during the call; not called when there is nothing. A gathered
+  /// buffer past 64 KiB is let go afterwards rather than kept idle.
+  public func sendPending(_ send: (UnsafeRawBufferPointer) -> Void) throws(Failure) {
+    var out: [UInt8] = []
+    swap(&out, &outputScratch)
+    defer {
+      if out.capacity <= 64 * 1024 {
+        out.removeAll(keepingCapacity: true)
+        outputScratch = out
+      }
+    }
     while true {
       var chunk: UnsafePointer<UInt8>?
       let count = nghttp2_session_mem_send(session, &chunk)
       guard count >= 0 else { throw Failure(code: Int32(count)) }
-      guard count > 0, let chunk else { return out }
-      out.append(contentsOf: UnsafeBufferPointer(start: chunk, count: count))
+      guard count > 0, let chunk else { break }
+      out.append(contentsOf: UnsafeRawBufferPointer(start: chunk, count: count))
     }
+    if !out.isEmpty { out.withUnsafeBytes { send($0) } }
   }
 
   /// Whether the connection is still worth reading or writing (false after

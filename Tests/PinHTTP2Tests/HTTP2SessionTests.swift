@@ -119,6 +119,27 @@ final class HTTP2SessionTests: XCTestCase {
     XCTAssertTrue(clientEvents.contains(.settings(maxConcurrentStreams: 10)))
   }
 
+  /// Frames queued by several submissions leave in one piece (one TLS
+  /// record upstream, not one per frame), then nothing is handed out twice;
+  /// names and values of every length (an empty value among them) arrive
+  /// as sent through the one buffer the name/value list points into.
+  func testPendingFramesAreSentInOnePieceAndHeadersSurviveTheSharedBuffer() throws {
+    try pump()
+    let long = String(repeating: "v", count: 3000)
+    let fields: [HTTP2Header] = [.init("x-empty", ""), .init("x-long", long), .init("x-z", "z")]
+    let first = try client.submitRequest(Self.request("/one") + fields)
+    let second = try client.submitRequest(Self.request("/two"))
+    var pieces: [[UInt8]] = []
+    try client.sendPending { pieces.append(Array($0)) }
+    XCTAssertEqual(pieces.count, 1)
+    try client.sendPending { pieces.append(Array($0)) }
+    XCTAssertEqual(pieces.count, 1, "nothing is handed out twice")
+    let events = try server.receive(pieces[0])
+    XCTAssertTrue(events.contains(.headers(stream: first, Self.request("/one") + fields)), "\(events)")
+    XCTAssertTrue(events.contains(.headers(stream: second, Self.request("/two"))), "\(events)")
+    XCTAssertTrue(server.takeEvents().isEmpty)
+  }
+
   func testABodyLargerThanTheFlowControlWindowArrivesWhole() throws {
     let upload = (0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
     let stream = try client.submitRequest(Self.request("/upload", method: "POST"), body: upload)

@@ -293,8 +293,7 @@ final class DownstreamHTTP2Session: ChannelDelegate, DrainableSession, HTTP2Stre
     // by the 100 concurrent streams), until `channelDidDrain`.
     if !client.isAboveHighWatermark {
       do {
-        let bytes = try session.pendingOutput()
-        if !bytes.isEmpty { client.write(bytes) }
+        try session.sendPending { client.write($0) }
       } catch {
         return closeAll()
       }

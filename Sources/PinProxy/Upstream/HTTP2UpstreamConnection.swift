@@ -143,8 +143,7 @@ final class HTTP2UpstreamConnection: ChannelDelegate, @unchecked Sendable {
   private func flush() {
     guard channel.isOpen, !channel.isAboveHighWatermark else { return }
     do {
-      let bytes = try session.pendingOutput()
-      if !bytes.isEmpty { channel.write(bytes) }
+      try session.sendPending { channel.write($0) }
     } catch {
       return fail(.unreachable("HTTP/2 error towards \(key)", detail: error.description))
     }
@@ -298,7 +297,7 @@ final class HTTP2UpstreamConnection: ChannelDelegate, @unchecked Sendable {
     pingTimer.cancel()
     pool?.remove(self)
     try? session.submitGoAway()
-    if channel.isOpen, let bytes = try? session.pendingOutput(), !bytes.isEmpty { channel.write(bytes) }
+    if channel.isOpen { try? session.sendPending { channel.write($0) } }
     channel.closeAfterFlush()
   }
 
