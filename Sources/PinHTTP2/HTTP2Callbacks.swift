@@ -82,7 +82,16 @@ struct OutgoingBody {
 /// header blocks being assembled, and bodies being sent.
 final class SessionState {
   var events: [HTTP2Event] = []
-  var headerBlocks: [Int32: HeaderBlock] = [:]
+  /// The header block being received, and its stream. HEADERS and its
+  /// CONTINUATION frames arrive with no other frame between them (RFC 9113
+  /// §6.10; nghttp2 holds peers to it), so there is at most one at a time:
+  /// no table keyed by stream, looked up for every field.
+  var receiving: (stream: Int32, block: HeaderBlock)?
+
+  /// Forgets the block being received if it is `stream`'s.
+  func dropBlock(of stream: Int32) {
+    if receiving?.stream == stream { receiving = nil }
+  }
   var outgoing: [Int32: OutgoingBody] = [:]
   /// Bytes of `outgoing` not yet taken by nghttp2, all streams together.
   var outgoingBytes = 0
@@ -125,7 +134,7 @@ func onBeginHeaders(
   _ session: OpaquePointer?, _ frame: UnsafePointer<nghttp2_frame>?, _ user: UnsafeMutableRawPointer?
 ) -> Int32 {
   guard let frame else { return 0 }
-  SessionState.from(user).headerBlocks[frame.pointee.hd.stream_id] = HeaderBlock()
+  SessionState.from(user).receiving = (frame.pointee.hd.stream_id, HeaderBlock())
   return 0
 }
 
@@ -140,10 +149,11 @@ func onHeader(
   // Checked before anything is copied: an HPACK block of a few bytes can
   // name a 4 KB table entry thousands of times (an "HPACK bomb"), so the
   // bound must hold on the decoded list, not on the frames.
-  let size = (state.headerBlocks[stream]?.bytes ?? 0) + nameLength + valueLength + 32
-  let count = (state.headerBlocks[stream]?.fields.count ?? 0) + 1
+  if state.receiving?.stream != stream { state.receiving = (stream, HeaderBlock()) }
+  let size = state.receiving!.block.bytes + nameLength + valueLength + 32
+  let count = state.receiving!.block.fields.count + 1
   guard size <= state.maxHeaderBytes, count <= state.maxHeaderFields else {
-    state.headerBlocks.removeValue(forKey: stream)
+    state.receiving = nil
     state.events.append(.oversizedHeaders(stream: stream))
     // nghttp2 resets the stream (RST_STREAM) and decodes the rest of the
     // block without calling back, keeping the HPACK state in step.
@@ -152,7 +162,7 @@ func onHeader(
   let header = HTTP2Header(
     name: Array(UnsafeBufferPointer(start: name, count: nameLength)),
     value: Array(UnsafeBufferPointer(start: value, count: valueLength)))
-  state.headerBlocks[stream, default: HeaderBlock()].append(header, size: size)
+  state.receiving!.block.append(header, size: size)
   return 0
 }
 
@@ -165,9 +175,12 @@ func onFrameReceived(
   let endsStream = header.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
   switch Int(header.type) {
   case Int(NGHTTP2_HEADERS.rawValue):
-    state.events.append(
-      .headers(
-        stream: header.stream_id, state.headerBlocks.removeValue(forKey: header.stream_id)?.fields ?? []))
+    var fields: [HTTP2Header] = []
+    if let receiving = state.receiving, receiving.stream == header.stream_id {
+      state.receiving = nil
+      fields = receiving.block.fields
+    }
+    state.events.append(.headers(stream: header.stream_id, fields))
     if endsStream { state.events.append(.endStream(stream: header.stream_id)) }
   case Int(NGHTTP2_DATA.rawValue):
     if endsStream { state.events.append(.endStream(stream: header.stream_id)) }
@@ -212,7 +225,7 @@ func onInvalidHeader(
 ) -> Int32 {
   if let frame {
     let state = SessionState.from(user)
-    state.headerBlocks.removeValue(forKey: frame.pointee.hd.stream_id)
+    state.dropBlock(of: frame.pointee.hd.stream_id)
     state.events.append(.refused(stream: frame.pointee.hd.stream_id))
   }
   return Int32(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
@@ -233,7 +246,7 @@ func onStreamClose(
 ) -> Int32 {
   let state = SessionState.from(user)
   state.drop(stream)
-  state.headerBlocks.removeValue(forKey: stream)
+  state.dropBlock(of: stream)
   state.events.append(.streamClosed(stream: stream, errorCode: errorCode))
   return 0
 }
