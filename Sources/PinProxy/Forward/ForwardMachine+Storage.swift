@@ -62,6 +62,24 @@ final class ForwardStorageShelf {
   /// stays alive until the loop's next session ends, no longer.
   var routeMemo: ForwardRouter.Memo?
 
+  /// The acquirer of the session that ended last, under the generation of
+  /// the snapshot it was made for, kept only when nothing else held it (no
+  /// dial of its under way): the loop's next session of the same client
+  /// under the same snapshot takes it over (`ForwardSession.acquirer`)
+  /// instead of making one, its budget key and its idle-list memo. One per
+  /// loop, replaced by each, as `routeMemo` is.
+  var acquirerMemo: (generation: UInt64, acquirer: UpstreamAcquirer)?
+
+  /// `acquirerMemo`'s acquirer when it was made for `client` under the
+  /// snapshot of `generation` (taken: the shelf no longer holds it).
+  func takeAcquirer(client: String, generation: UInt64) -> UpstreamAcquirer? {
+    guard let memo = acquirerMemo, memo.generation == generation, memo.acquirer.client.key == client else {
+      return nil
+    }
+    acquirerMemo = nil
+    return memo.acquirer
+  }
+
   func take() -> ForwardMachine<UpstreamRef>.Storage? { spares.popLast() }
 
   func put(_ storage: consuming ForwardMachine<UpstreamRef>.Storage) {

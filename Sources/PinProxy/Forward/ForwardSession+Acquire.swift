@@ -3,11 +3,20 @@ import PinEventLoop
 extension ForwardSession {
   /// The upstream acquirer for this session's loop and snapshot: made at
   /// the first request under a snapshot, not for every request.
+  /// The loop's last session of the same client under the same snapshot
+  /// hands its acquirer on (`ForwardStorageShelf.acquirerMemo`), re-labelled
+  /// as this connection's for the budget.
   var acquirer: UpstreamAcquirer {
     if let acquirerUnderSnapshot { return acquirerUnderSnapshot }
-    let made = UpstreamAcquirer(
-      context: context, snapshot: snapshot, loop: loop, pool: pool, client: clientKey,
-      connection: budgetConnection)
+    let made: UpstreamAcquirer
+    if let kept = shelf?.takeAcquirer(client: clientKey, generation: snapshot.generation) {
+      kept.connection = budgetConnection
+      made = kept
+    } else {
+      made = UpstreamAcquirer(
+        context: context, snapshot: snapshot, loop: loop, pool: pool, client: clientKey,
+        connection: budgetConnection)
+    }
     acquirerUnderSnapshot = made
     return made
   }

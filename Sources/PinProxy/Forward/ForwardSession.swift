@@ -83,7 +83,7 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   /// The loop's session registry and its shelf of spare machine storage,
   /// looked up once, not at every start, end and release.
   let registry: SessionRegistry
-  private let shelf: ForwardStorageShelf?
+  let shelf: ForwardStorageShelf?
   /// `acquirer`, kept while `snapshot` is in force.
   var acquirerUnderSnapshot: UpstreamAcquirer?
 
@@ -247,6 +247,11 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
     if let shelf, loop.inLoop {
       if let memo = machine.router.memo { shelf.routeMemo = memo }
       shelf.put(machine.surrenderStorage())
+      // Handed on only when nothing else holds it: a dial still under way
+      // would otherwise finish charging its socket to the next connection.
+      if acquirerUnderSnapshot != nil, isKnownUniquelyReferenced(&acquirerUnderSnapshot!) {
+        shelf.acquirerMemo = (snapshot.generation, acquirerUnderSnapshot!)
+      }
     }
   }
 

@@ -23,8 +23,10 @@ final class UpstreamAcquirer {
   /// The admission key of the client the exchanges are for.
   let client: BudgetClient
   /// The client connection asking (`UpstreamBudget.connectionID`): its
-  /// first socket is never refused for its address's cap.
-  let connection: UInt64
+  /// first socket is never refused for its address's cap. Set again when
+  /// the loop's next connection of the same client takes this acquirer
+  /// over (`ForwardStorageShelf.acquirerMemo`).
+  var connection: UInt64
   /// The idle list last found for a target (`idleList(for:)`). On the loop only.
   private var lastList: (target: ForwardTarget, list: UpstreamPool.IdleList)?
 
