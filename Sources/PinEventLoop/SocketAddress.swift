@@ -5,13 +5,26 @@ import Foundation
 #endif
 
 /// An IPv4 or IPv6 socket address.
+///
+/// Kept as the `sockaddr_in` or `sockaddr_in6` itself, 28 bytes at most, in
+/// plain integers: the value moves several times per accepted connection
+/// (the accept, the client's origin, the connection), and a 128-byte
+/// `sockaddr_storage` copied field by field cost more than the rest of
+/// the accept's bookkeeping. Longer addresses (a Unix socket's path) keep
+/// their family and are cut short; nothing connects or binds to one here.
 public struct SocketAddress: Sendable, CustomStringConvertible {
-  var storage: sockaddr_storage
+  private var raw: (UInt64, UInt64, UInt64, UInt32) = (0, 0, 0, 0)
   public let length: socklen_t
 
   init(storage: sockaddr_storage, length: socklen_t) {
-    self.storage = storage
-    self.length = length
+    var storage = storage
+    let count = min(Int(length), MemoryLayout<(UInt64, UInt64, UInt64, UInt32)>.size)
+    withUnsafeMutableBytes(of: &raw) { target in
+      withUnsafeBytes(of: &storage) {
+        target.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[..<count]))
+      }
+    }
+    self.length = socklen_t(count)
   }
 
   /// A numeric address and port; nil if `host` is not an IP literal.
@@ -28,42 +41,33 @@ public struct SocketAddress: Sendable, CustomStringConvertible {
 
   init(info: addrinfo) {
     var storage = sockaddr_storage()
+    let count = min(Int(info.ai_addrlen), MemoryLayout<sockaddr_storage>.size)
     withUnsafeMutableBytes(of: &storage) { raw in
-      raw.copyMemory(from: UnsafeRawBufferPointer(start: info.ai_addr, count: Int(info.ai_addrlen)))
+      raw.copyMemory(from: UnsafeRawBufferPointer(start: info.ai_addr, count: count))
     }
-    self.init(storage: storage, length: info.ai_addrlen)
+    self.init(storage: storage, length: socklen_t(count))
   }
 
-  public var family: Int32 { Int32(storage.ss_family) }
+  public var family: Int32 { withUnsafeBytes(of: raw) { Int32($0.load(as: sa_family_t.self)) } }
 
+  /// `sin_port` and `sin6_port` lie at the same offset, after the family.
   public var port: Int {
-    var copy = storage
-    return withUnsafePointer(to: &copy) { pointer in
-      if family == AF_INET6 {
-        return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
-          Int(UInt16(bigEndian: $0.pointee.sin6_port))
-        }
-      }
-      return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
-        Int(UInt16(bigEndian: $0.pointee.sin_port))
-      }
+    withUnsafeBytes(of: raw) {
+      Int(
+        UInt16(
+          bigEndian: $0.load(
+            fromByteOffset: MemoryLayout<sockaddr_in>.offset(of: \.sin_port)!, as: UInt16.self)))
     }
   }
 
   /// The address alone, in place: 4 bytes for IPv4, 16 for IPv6 (no
   /// array made, for a check made at every accept).
   public func withAddressBytes<Result>(_ body: (UnsafeRawBufferPointer) -> Result) -> Result {
-    var copy = storage
-    return withUnsafePointer(to: &copy) { pointer in
-      if family == AF_INET6 {
-        return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
-          withUnsafeBytes(of: $0.pointee.sin6_addr, body)
-        }
-      }
-      return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
-        withUnsafeBytes(of: $0.pointee.sin_addr, body)
-      }
-    }
+    let (offset, count) =
+      family == AF_INET6
+      ? (MemoryLayout<sockaddr_in6>.offset(of: \.sin6_addr)!, 16)
+      : (MemoryLayout<sockaddr_in>.offset(of: \.sin_addr)!, 4)
+    return withUnsafeBytes(of: raw) { body(UnsafeRawBufferPointer(rebasing: $0[offset..<(offset + count)])) }
   }
 
   /// The address alone: 4 bytes for IPv4, 16 for IPv6.
@@ -72,18 +76,12 @@ public struct SocketAddress: Sendable, CustomStringConvertible {
   /// `1.2.3.4:80` or `[::1]:80`, formatted from the address bytes
   /// (inet_ntop; no getnameinfo per accepted connection).
   public var description: String {
-    var copy = storage
-    let text = withUnsafePointer(to: &copy) { pointer -> String in
+    let family = self.family
+    let text = withAddressBytes { address -> String in
       withUnsafeTemporaryAllocation(of: CChar.self, capacity: Int(INET6_ADDRSTRLEN)) { host in
-        let address: UnsafeRawPointer =
-          family == AF_INET6
-          ? pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
-            UnsafeRawPointer($0) + MemoryLayout<sockaddr_in6>.offset(of: \.sin6_addr)!
-          }
-          : pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
-            UnsafeRawPointer($0) + MemoryLayout<sockaddr_in>.offset(of: \.sin_addr)!
-          }
-        guard inet_ntop(family, address, host.baseAddress, socklen_t(host.count)) != nil else { return "?" }
+        guard inet_ntop(family, address.baseAddress, host.baseAddress, socklen_t(host.count)) != nil else {
+          return "?"
+        }
         return String(cString: host.baseAddress!)
       }
     }
@@ -91,9 +89,9 @@ public struct SocketAddress: Sendable, CustomStringConvertible {
   }
 
   public func withSockaddr<T>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> T) -> T {
-    var copy = storage
-    return withUnsafePointer(to: &copy) { pointer in
-      pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, length) }
+    var copy = raw
+    return withUnsafeMutableBytes(of: &copy) { bytes in
+      body(UnsafePointer(bytes.baseAddress!.bindMemory(to: sockaddr.self, capacity: 1)), length)
     }
   }
 }

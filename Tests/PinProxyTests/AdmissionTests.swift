@@ -1,4 +1,5 @@
 import PinConfig
+import PinEventLoop
 import PinTrust
 import Synchronization
 import XCTest
@@ -15,6 +16,27 @@ final class AdmissionTests: XCTestCase {
     XCTAssertEqual(ClientKey.of("[2001:db8::1]:443"), "2001:db8::/64")
     XCTAssertEqual(ClientKey.of("[2001:db8::ffff:1]:443"), "2001:db8::/64")
     XCTAssertEqual(ClientKey.of("[::ffff:192.0.2.7]:443"), "192.0.2.7")
+  }
+
+  /// A loop's memo of its last key gives what the shared table gives, for
+  /// the same client again and for each way the next one differs: another
+  /// address, another user, an unknown user, a remote peer.
+  func testTheLoopsClientKeyMemoAgreesWithTheTable() {
+    var memo = ClientKeyMemo()
+    let loopback: [UInt8] = [127, 0, 0, 1]
+    let alice = LocalPeer(owner: SocketOwner(uid: 1000, inode: 1))
+    let bob = LocalPeer(owner: SocketOwner(uid: 1001, inode: 2))
+    let unknown = LocalPeer(owner: nil)
+    let cases: [([UInt8], LocalPeer?, String)] = [
+      (loopback, alice, "127.0.0.0/8 uid 1000"), (loopback, alice, "127.0.0.0/8 uid 1000"),
+      (loopback, bob, "127.0.0.0/8 uid 1001"), (loopback, unknown, "127.0.0.0/8 uid unknown"),
+      (loopback, nil, "127.0.0.0/8"), ([192, 0, 2, 7], nil, "192.0.2.7"), ([192, 0, 2, 8], nil, "192.0.2.8"),
+      ([192, 0, 2, 8], alice, "192.0.2.8 uid 1000"), ([192, 0, 2, 8], nil, "192.0.2.8"),
+    ]
+    for (address, local, expected) in cases {
+      XCTAssertEqual(memo.key(bytes: address, local: local), expected)
+      XCTAssertEqual(ClientKey.of(bytes: address, local: local), expected)
+    }
   }
 
   func testPerClientAndProcessLimits() {

@@ -21,6 +21,8 @@ final class LoopState: @unchecked Sendable {
   /// Who owns the other end of a connection from this host; nil where the
   /// kernel offers no sock_diag.
   let sockDiag: SockDiagSocket?
+  /// The last client key the loop's accepts made (`ClientOrigin`).
+  var clientKeys = ClientKeyMemo()
 
   init(loop: EventLoop, pool: UpstreamPool) {
     self.loop = loop

@@ -65,15 +65,22 @@ extension ProxyContext {
   /// accepting loop, before anything is read: one sock_diag request and
   /// answer (`SockDiagSocket`, a few µs; two for an IPv4 peer that is not a
   /// local IPv4 socket); the program is looked up off the loop, and at once
-  /// only when the access log will name it.
-  func localPeer(fd: Int32, peer: SocketAddress, peerBytes: [UInt8]? = nil, loop: EventLoop) -> LocalPeer? {
+  /// only when the access log will name it. `here`: the socket's own
+  /// address when the caller knows it (a listener on one address accepts
+  /// there only), saving a `getsockname` per connection.
+  func localPeer(
+    fd: Int32, peer: SocketAddress, peerBytes: [UInt8]? = nil, here known: SocketAddress? = nil,
+    loop: EventLoop
+  ) -> LocalPeer? {
     #if PINPROXY_NO_PEER_IDENTITY
       // The baseline of Benchmarks/identity-overhead.sh: every peer remote.
       return nil
     #else
       let remote = Self.unmappedIPv4(peerBytes ?? peer.addressBytes)
       let loopback = remote.count == 4 ? remote[0] == 127 : remote == Self.ipv6Loopback
-      guard let here = SocketAddress.local(of: fd) else { return loopback ? LocalPeer(owner: nil) : nil }
+      guard let here = known ?? SocketAddress.local(of: fd) else {
+        return loopback ? LocalPeer(owner: nil) : nil
+      }
       // Not a TCP connection at all (a socket pair handed in by a test).
       guard here.family == AF_INET || here.family == AF_INET6 else { return nil }
       let local = Self.unmappedIPv4(here.addressBytes)

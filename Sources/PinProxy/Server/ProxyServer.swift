@@ -36,12 +36,16 @@ public final class ProxyServer: Sendable {
       }
       let context = self.context
       let shared = BoundListener(config)
+      // A listener on one address and port accepts there only: its
+      // connections' own end is known without a getsockname each (a
+      // wildcard's, or a port the kernel picks, is asked for).
+      let here = address.port != 0 && address.addressBytes.contains { $0 != 0 } ? address : nil
       do {
         let listener = try Listener(
           address: address, group: group, onExhausted: ProxyServer.exhaustionLogger(logger, config.name),
           admits: { context.admits($0, listener: shared) }
         ) { fd, peer, loop in
-          ProxyServer.accept(fd: fd, peer: peer, loop: loop, listener: shared, context: context)
+          ProxyServer.accept(fd: fd, peer: peer, here: here, loop: loop, listener: shared, context: context)
         }
         bound.append((config, listener))
       } catch {
@@ -185,15 +189,19 @@ public final class ProxyServer: Sendable {
   /// is known by its socket's owner first: a user `allowedUsers` does not
   /// list is closed here, before a byte is read; the rest are counted under
   /// their key (address, and user for local peers) and served.
+  /// `here`: the socket's own address, when the listener's says it.
   static func accept(
-    fd: Int32, peer address: SocketAddress, loop: EventLoop, listener: BoundListener, context: ProxyContext
+    fd: Int32, peer address: SocketAddress, here: SocketAddress? = nil, loop: EventLoop,
+    listener: BoundListener,
+    context: ProxyContext
   ) {
     let config = listener.config
     // The address's bytes, made once for the owner's look-up and the origin.
     let bytes = address.addressBytes
-    let local = context.localPeer(fd: fd, peer: address, peerBytes: bytes, loop: loop)
+    let local = context.localPeer(fd: fd, peer: address, peerBytes: bytes, here: here, loop: loop)
     if let local, !context.admitsUser(local, fd: fd, peer: address, listener: listener) { return }
-    let origin = ClientOrigin(address: address, bytes: bytes, local: local)
+    let origin = ClientOrigin(
+      address: address, bytes: bytes, local: local, keys: &context.loopState(for: loop).clientKeys)
     let connection = Connection(fd: fd, address: address, loop: loop)
     let limits = context.snapshot.limits
     let registry = context.registry(for: loop)

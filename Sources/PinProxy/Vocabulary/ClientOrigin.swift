@@ -16,12 +16,18 @@ struct ClientOrigin: Sendable {
   /// `1.2.3.4:5` or `[::1]:5`, for log lines and pages.
   var peer: String { label ?? accepted?.description ?? "?" }
 
-  /// `bytes`: the address's bytes when the caller has them already.
-  init(address: SocketAddress, bytes: [UInt8]? = nil, local: LocalPeer?) {
+  /// `bytes`: the address's bytes when the caller has them already;
+  /// `keys`: the accepting loop's memo of the last key it made.
+  init(address: SocketAddress, bytes: [UInt8]? = nil, local: LocalPeer?, keys: inout ClientKeyMemo) {
     self.address = bytes ?? address.addressBytes
     (accepted, label) = (address, nil)
     self.local = local
-    key = ClientKey.of(bytes: self.address, local: local)
+    key = keys.key(bytes: self.address, local: local)
+  }
+
+  init(address: SocketAddress, bytes: [UInt8]? = nil, local: LocalPeer?) {
+    var keys = ClientKeyMemo()
+    self.init(address: address, bytes: bytes, local: local, keys: &keys)
   }
 
   /// A client known by its text (`host:port`; tests, socket pairs).
@@ -77,4 +83,21 @@ extension ClientKey {
     let uid: UInt32?
   }
   private static let localKeys = Locked<[LocalKeyParts: String]>([:])
+}
+
+/// The client key a loop made last, by what it was made from: the
+/// connections of one program (one per request, say) have the same address
+/// and user, and then take the key without the shared table's lock and
+/// hash (`ClientKey.of(bytes:local:)`). On its loop only.
+struct ClientKeyMemo {
+  private var last: (address: [UInt8], isLocal: Bool, uid: UInt32?, key: String)?
+
+  mutating func key(bytes address: [UInt8], local: LocalPeer?) -> String {
+    if let last, last.isLocal == (local != nil), last.uid == local?.uid, last.address == address {
+      return last.key
+    }
+    let key = ClientKey.of(bytes: address, local: local)
+    last = (address, local != nil, local?.uid, key)
+    return key
+  }
 }
