@@ -144,6 +144,12 @@ public final class HTTP2Session {
   /// valid during the call; not called when there is nothing. A gathered
   /// buffer past 64 KiB is let go afterwards rather than kept idle.
   public func sendPending(_ send: (UnsafeRawBufferPointer) -> Void) throws(Failure) {
+    // `send` may end the connection and with it the last owner of this
+    // session; the buffer is put back after it returns.
+    try withExtendedLifetime(self) { () throws(Failure) in try gatherAndSend(send) }
+  }
+
+  private func gatherAndSend(_ send: (UnsafeRawBufferPointer) -> Void) throws(Failure) {
     var out: [UInt8] = []
     swap(&out, &outputScratch)
     defer {

@@ -84,7 +84,9 @@ public final class TLSEngine {
   /// Hands all pending ciphertext to `send` in one piece (not called when
   /// there is none), then forgets it.
   public func takeOutput(_ send: (UnsafeRawBufferPointer) -> Void) {
-    transport.takeOutput(send)
+    // `send` may close the socket and with it let go of this engine; the
+    // transport's state is read again after it returns.
+    withExtendedLifetime(self) { transport.takeOutput(send) }
   }
 
   public var hasPendingOutput: Bool { transport.hasOutput }
