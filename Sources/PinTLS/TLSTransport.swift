@@ -5,7 +5,7 @@ import Glibc
 /// `BIO_METHOD`) where a pair of memory BIOs used to be. OpenSSL reads
 /// records straight from the bytes the socket just read — the loop's read
 /// buffer, lent for the length of one call (`lend`/`endLoan`) — and writes
-/// records into one array that the channel hands to the socket whole
+/// records into one buffer that the channel hands to the socket whole
 /// (`takeOutput`). The memory BIOs copied every byte once more each way
 /// and charged their buffer bookkeeping to every record header read.
 ///
@@ -13,12 +13,12 @@ import Glibc
 /// check waits, say) are copied out of the loan when it ends, and read
 /// first next time: at most what the socket read before its reader paused,
 /// the same bound the memory BIO had. Output lives only between an engine
-/// call and the flush that follows it; a large capacity is not kept, so an
-/// idle connection holds no ciphertext buffer.
+/// call and the flush that follows it; past `keptOutputCapacity` its memory
+/// is not kept, so an idle connection holds at most that much.
 ///
-/// Used only on its engine's loop, like the engine. The BIO holds this
-/// object unretained: the engine owns both and frees the `SSL` (and with it
-/// the BIO) first.
+/// Used only on its engine's loop, like the engine. The BIO points at this
+/// object's `state` without owning it: the engine owns both and frees the
+/// `SSL` (and with it the BIO) first.
 final class TLSTransport {
   /// Capacity kept for output between calls: a small request or response
   /// (a few hundred bytes of records) reuses it; a handshake flight or a
