@@ -13,13 +13,12 @@ public enum HTTP2Mapping {
     -> [HTTP2Header]
   {
     var block: [HTTP2Header] = []
+    // The pseudo-headers, the fields, TE, a length and Via: one allocation.
     block.reserveCapacity(head.headers.count + 7)
-    block += [
-      HTTP2Header(name: Names.method, value: Array(head.method.utf8)),
-      HTTP2Header(name: Names.scheme, value: Names.https),
-      HTTP2Header(name: Names.authority, value: Array(authority.utf8)),
-      HTTP2Header(name: Names.path, value: Array(path.utf8)),
-    ]
+    block.append(HTTP2Header(name: Names.method, value: Array(head.method.utf8)))
+    block.append(HTTP2Header(name: Names.scheme, value: Names.https))
+    block.append(HTTP2Header(name: Names.authority, value: Array(authority.utf8)))
+    block.append(HTTP2Header(name: Names.path, value: Array(path.utf8)))
     for field in ForwardedHead.endToEndFields(of: head) {
       block.append(HTTP2Header(name: lowercased(field.nameBytes), value: field.valueBytes))
     }

@@ -134,7 +134,7 @@ public final class HTTP2Session {
   /// control allows); empty when there is nothing.
   public func pendingOutput() throws(Failure) -> [UInt8] {
     var out: [UInt8] = []
-    try sendPending { out.append(contentsOf: $0) }
+    try sendPending { out = Array($0) }
     return out
   }
 

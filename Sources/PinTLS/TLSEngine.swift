@@ -51,7 +51,7 @@ public final class TLSEngine {
     self.ssl = ssl
   }
 
-  // The SSL goes first: its BIO points at `transport` without retaining it.
+  // The SSL goes first: its BIO points at the transport's state without owning it.
   deinit { SSL_free(ssl) }
 
   /// Ciphertext received from the peer.

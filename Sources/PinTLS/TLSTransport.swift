@@ -13,17 +13,17 @@ import Glibc
 /// check waits, say) are copied out of the loan when it ends, and read
 /// first next time: at most what the socket read before its reader paused,
 /// the same bound the memory BIO had. Output lives only between an engine
-/// call and the flush that follows it; past `keptOutputCapacity` its memory
+/// call and the flush that follows it; past `keptCapacity` its memory
 /// is not kept, so an idle connection holds at most that much.
 ///
 /// Used only on its engine's loop, like the engine. The BIO points at this
 /// object's `state` without owning it: the engine owns both and frees the
 /// `SSL` (and with it the BIO) first.
 final class TLSTransport {
-  /// Capacity kept for output between calls: a small request or response
-  /// (a few hundred bytes of records) reuses it; a handshake flight or a
-  /// bulk write allocates for the call and lets go.
-  static let keptOutputCapacity = 4096
+  /// Capacity kept between calls, output or kept input: a small request or
+  /// response (a few hundred bytes of records) reuses it; a handshake
+  /// flight or a bulk write allocates for the call and lets go.
+  static let keptCapacity = 4096
 
   /// What the BIO reads and writes, behind a pointer the BIO holds: plain
   /// memory, so a callback pays no reference counting or exclusivity check.
@@ -97,7 +97,7 @@ final class TLSTransport {
     var taken = state.pointee.output
     state.pointee.output = ByteStore()
     send(taken.unreadBytes)
-    if state.pointee.output.capacity == 0 && taken.capacity <= Self.keptOutputCapacity {
+    if state.pointee.output.capacity == 0 && taken.capacity <= Self.keptCapacity {
       taken.removeAll()
       state.pointee.output = taken
     } else {
@@ -158,7 +158,7 @@ struct ByteStore {
     destination.copyMemory(from: base! + start, byteCount: taken)
     start += taken
     // Kept input is rare and short-lived: its memory goes once it is read.
-    if start == end && capacity > TLSTransport.keptOutputCapacity { free() }
+    if start == end && capacity > TLSTransport.keptCapacity { free() }
     return taken
   }
 

@@ -1,11 +1,11 @@
 import PinEventLoop
 
 extension ForwardSession {
-  /// The upstream acquirer for this session's loop and snapshot: made at
-  /// the first request under a snapshot, not for every request.
-  /// The loop's last session of the same client under the same snapshot
-  /// hands its acquirer on (`ForwardStorageShelf.acquirerMemo`), re-labelled
-  /// as this connection's for the budget.
+  /// The upstream acquirer for this session's loop and snapshot, taken at
+  /// the first request under a snapshot, not for every request: handed on
+  /// by the loop's last session of the same client under the same snapshot
+  /// (`ForwardStorageShelf.acquirerMemo`) and re-labelled as this
+  /// connection's for the budget, or else made.
   var acquirer: UpstreamAcquirer {
     if let acquirerUnderSnapshot { return acquirerUnderSnapshot }
     let made: UpstreamAcquirer

@@ -16,18 +16,13 @@ struct ClientOrigin: Sendable {
   /// `1.2.3.4:5` or `[::1]:5`, for log lines and pages.
   var peer: String { label ?? accepted?.description ?? "?" }
 
-  /// `bytes`: the address's bytes when the caller has them already;
-  /// `keys`: the accepting loop's memo of the last key it made.
-  init(address: SocketAddress, bytes: [UInt8]? = nil, local: LocalPeer?, keys: inout ClientKeyMemo) {
-    self.address = bytes ?? address.addressBytes
+  /// `bytes`: the address's bytes, made once by the accept; `keys`: the
+  /// accepting loop's memo of the last key it made.
+  init(address: SocketAddress, bytes: [UInt8], local: LocalPeer?, keys: inout ClientKeyMemo) {
+    self.address = bytes
     (accepted, label) = (address, nil)
     self.local = local
-    key = keys.key(bytes: self.address, local: local)
-  }
-
-  init(address: SocketAddress, bytes: [UInt8]? = nil, local: LocalPeer?) {
-    var keys = ClientKeyMemo()
-    self.init(address: address, bytes: bytes, local: local, keys: &keys)
+    key = keys.key(bytes: bytes, local: local)
   }
 
   /// A client known by its text (`host:port`; tests, socket pairs).
