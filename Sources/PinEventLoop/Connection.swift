@@ -231,7 +231,12 @@ public final class Connection: ByteChannel, ReadinessHandler, PostedWork, @unche
   private func want(_ interest: Interest, _ on: Bool) {
     guard state == .open else { return }
     if on { wanted.insert(interest) } else { wanted.remove(interest) }
-    guard wanted != registered else { return }
+    applyInterest()
+  }
+
+  /// Makes epoll's registration match `wanted`.
+  private func applyInterest() {
+    guard state == .open && wanted != registered else { return }
     do {
       switch (token, wanted.isEmpty) {
       case (nil, true): break
@@ -266,9 +271,13 @@ public final class Connection: ByteChannel, ReadinessHandler, PostedWork, @unche
         delegate?.channel(self, didReadBuffer: UnsafeRawBufferPointer(rebasing: buffer[..<count]))
         if count < buffer.count { return }
       } else if count == 0 {
-        pauseReading()
+        // Reading stops, but epoll hears of it only if the socket outlives
+        // the delegate's answer: one closed at once leaves the epoll set by
+        // its close, and an `EPOLL_CTL_DEL` first would be one more system
+        // call per connection for nothing.
+        wanted.remove(.read)
         delegate?.channelDidReadEOF(self)
-        return
+        return applyInterest()
       } else if errno == EINTR {
         continue
       } else if errno == EAGAIN || errno == EWOULDBLOCK {

@@ -87,19 +87,21 @@ final class Readiness: @unchecked Sendable {
   /// (four full batches).
   static let eventsPerTurn = 256
   static let batchSize = 64
-  /// How long a turn that handled events waits for the next ones, at most
-  /// `waitsPerTurn` times, before it gives the queue back. The answer to
-  /// what a turn sent (an upstream's response to the request it forwarded,
-  /// a client's next request) usually comes within tens of microseconds:
+  /// How long a turn that handled events waits for the next ones, at most,
+  /// while the turn is younger than `waitingBudget`. The answer to what a
+  /// turn sent (an upstream's response to the request it forwarded, a
+  /// client's next request) usually comes within tens of microseconds:
   /// handled in the same turn, it costs no wake-up of libdispatch's manager
   /// thread and of a worker (two thread hand-offs, about 3 thousand
   /// instructions a keep-alive request before), much as nginx's worker
-  /// waits in `epoll_wait` rather than return to a scheduler. Bounded, so
-  /// work queued on the loop meanwhile (a timer's firing, an `execute`)
-  /// waits at most `waitsPerTurn` milliseconds and a turn's events; not a
-  /// busy wait: the thread sleeps in the kernel.
+  /// waits in `epoll_wait` rather than return to a scheduler. The waiting
+  /// call is the turn's only call: events already there return at once, so
+  /// no call is spent first to see an empty set (two system calls a
+  /// keep-alive request). Bounded, so work queued on the loop meanwhile (a
+  /// timer's firing, an `execute`) waits at most the budget plus one wait
+  /// and a turn's events; not a busy wait: the thread sleeps in the kernel.
   static let waitMilliseconds: Int32 = 1
-  static let waitsPerTurn = 8
+  static let waitingBudget: UInt64 = 8_000_000
 
   init(queue: DispatchQueue) {
     self.queue = queue
@@ -226,18 +228,19 @@ final class Readiness: @unchecked Sendable {
   private func drain() {
     assertOnQueue(queue)
     var handled = 0
-    var waits = 0
+    var turnStarted: UInt64 = 0
+    var batchTime: UInt64 = 0
     while handled < Readiness.eventsPerTurn {
-      var count = pp_epoll_wait(epollFD, batch, Int32(Readiness.batchSize), 0)
-      if count == 0 && handled > 0 && waits < Readiness.waitsPerTurn {
-        waits += 1
-        count = pp_epoll_wait(epollFD, batch, Int32(Readiness.batchSize), Readiness.waitMilliseconds)
-      }
+      let waits = handled > 0 && batchTime &- turnStarted < Readiness.waitingBudget
+      let count = pp_epoll_wait(
+        epollFD, batch, Int32(Readiness.batchSize), waits ? Readiness.waitMilliseconds : 0)
       if count < 0 && errno == EINTR { continue }
       guard count > 0 else { return }
       handled += Int(count)
+      batchTime = DispatchTime.now().uptimeNanoseconds
+      if turnStarted == 0 { turnStarted = batchTime }
       batchThread.store(UInt(pthread_self()), ordering: .relaxed)
-      batchStarted.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
+      batchStarted.store(batchTime, ordering: .relaxed)
       defer { batchStarted.store(0, ordering: .relaxed) }
       for index in 0..<Int(count) {
         let event = batch[index]
