@@ -38,11 +38,11 @@ public final class Connection: ByteChannel, ReadinessHandler, PostedWork, @unche
   }
 
   public let loop: EventLoop
-  public let fd: Int32
+  public private(set) var fd: Int32
   /// The peer as accepted (a client), or nil for a connection named by
   /// text (an upstream dialled by name).
-  public let peerAddress: SocketAddress?
-  private let peerLabel: String?
+  public private(set) var peerAddress: SocketAddress?
+  private var peerLabel: String?
   /// The peer as log lines show it: formatted when a line asks, not per
   /// accepted connection.
   public var peer: String { peerLabel ?? peerAddress?.description ?? "?" }
@@ -86,6 +86,26 @@ public final class Connection: ByteChannel, ReadinessHandler, PostedWork, @unche
   /// Never registered (a registered connection is held by its loop until
   /// closed), so the fd only needs closing.
   deinit { if state == .open { _ = Glibc.close(fd) } }
+
+  /// Serves a new socket, as `init(fd:address:loop:)` would: a closed
+  /// connection kept by the owner that is used again whole (a loop's
+  /// retired forward session, `ForwardSession.serve`), so the next client
+  /// costs no new object. Only once the close was told to the delegate: by
+  /// then epoll and the loop's posted work let go of it, and nothing of the
+  /// old socket (its output, its watermark state, its error) is left.
+  public func reopen(fd: Int32, address: SocketAddress) {
+    loop.preconditionInLoop()
+    precondition(state == .closed && delegate == nil && token == nil, "reopen: a closed connection only")
+    self.fd = fd
+    (peerAddress, peerLabel) = (address, nil)
+    state = .open
+    onClose = nil
+    (highWatermark, lowWatermark) = (256 * 1024, 64 * 1024)
+    (wanted, registered) = ([], [])
+    outputState = .open
+    output.removeAll()
+    (passedHighWatermark, corked, closeError) = (false, false, nil)
+  }
 
   public var pendingOutputBytes: Int { output.count }
   public var isOpen: Bool { state == .open }

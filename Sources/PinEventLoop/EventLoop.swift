@@ -159,6 +159,11 @@ public final class LoopTimer: @unchecked Sendable {
   /// arming it afterwards does nothing.
   public func invalidate() { table.invalidate(self) }
 
+  /// Gives an invalidated timer from `EventLoop.makeTimer()` work again,
+  /// unarmed: its owner is used again whole (a loop's retired forward
+  /// session serving a new connection) and keeps its timer.
+  public func revive(_ work: @escaping @Sendable () -> Void) { table.revive(self, work) }
+
   /// Arms (or re-arms) a timer made by `EventLoop.makeTimer`: it fires
   /// `seconds` from now, once, unless cancelled or re-armed first.
   public func schedule(after seconds: Double) {
@@ -287,6 +292,13 @@ final class TimerTable: @unchecked Sendable {
     lock.lock()
     timer.deadline = nil
     lock.unlock()
+  }
+
+  func revive(_ timer: LoopTimer, _ work: @escaping @Sendable () -> Void) {
+    lock.lock()
+    defer { lock.unlock() }
+    precondition(timer.reusable && timer.workGiven && timer.work == nil, "revive: an invalidated timer only")
+    (timer.work, timer.deadline) = (work, nil)
   }
 
   func invalidate(_ timer: LoopTimer) {

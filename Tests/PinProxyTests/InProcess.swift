@@ -90,6 +90,9 @@ final class InProcessProxy {
   let group = EventLoopGroup(count: 1)
   let context: ProxyContext
   let listener: ListenerConfig
+  /// The listener as the server binds it: one object for all its
+  /// connections (a retired session serves only its own listener's).
+  let bound: BoundListener
 
   init(originPort: Int) throws {
     let text = """
@@ -107,20 +110,21 @@ final class InProcessProxy {
     let configuration = try ConfigurationParser.parse(text, file: "in-process.yaml")
     let snapshot = try RuntimeSnapshot.compile(configuration, generation: 1)
     listener = configuration.listeners[0]
+    bound = BoundListener(listener)
     context = ProxyContext(
       snapshot: snapshot, group: group, logger: ProxyLogger(minimum: .error, access: false))
   }
 
   /// A client connected to a new session: the test's end of the pair.
-  func connectClient() throws -> TestClient {
+  /// `bound`: another binding of the listener than the proxy's own.
+  func connectClient(bound other: BoundListener? = nil) throws -> TestClient {
     let (proxyEnd, clientEnd) = try SocketPair.makeNonBlocking()
     let loop = group.next()
     let context = self.context
-    let listener = self.listener
+    let bound = other ?? self.bound
     loop.execute {
       ProxyServer.accept(
-        fd: proxyEnd, peer: SocketAddress(ip: "127.0.0.1", port: 40000)!, loop: loop,
-        listener: BoundListener(listener),
+        fd: proxyEnd, peer: SocketAddress(ip: "127.0.0.1", port: 40000)!, loop: loop, listener: bound,
         context: context)
     }
     return TestClient(fd: clientEnd)

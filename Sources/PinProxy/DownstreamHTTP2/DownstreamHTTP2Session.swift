@@ -161,8 +161,8 @@ final class DownstreamHTTP2Session: ChannelDelegate, DrainableSession, HTTP2Stre
 
   func report(_ record: ExchangeRecord) {
     record.report(
-      to: context.logger, context.metrics, client: origin, listener: listener.name, loop: loop,
-      user: loggedUser)
+      to: context.logger, context.metrics, local: origin.local, peer: { origin.peer },
+      listener: listener.name, loop: loop, user: loggedUser)
   }
 
   func refuse(_ stream: DownstreamHTTP2Stream, _ failure: ProxyFailure) {

@@ -36,9 +36,14 @@ struct ExchangeRecord {
   /// histogram cells, timed by the loop's clock), and writes its access line (when the access log is
   /// on). `user`: the authenticated proxy user, given only where the
   /// listener's `proxyAuth.logUser` allows it to be logged and counted.
+  /// `local` and `peer`: the client's socket owner on this host, and its
+  /// address as lines show it (asked only when a line is written) — the
+  /// parts of its `ClientOrigin` this needs, so a session that keeps its
+  /// origin in a variable copies one reference per request, not the whole
+  /// origin.
   func report(
-    to logger: ProxyLogger, _ metrics: ProxyMetrics, client: ClientOrigin, listener: String,
-    loop: EventLoop, user: String? = nil
+    to logger: ProxyLogger, _ metrics: ProxyMetrics, local: LocalPeer?, peer: () -> String,
+    listener: String, loop: EventLoop, user: String? = nil
   ) {
     // The loop's clock is read once per batch: a start stamped by the
     // clock itself later in the same batch counts as no time, not as a wrap.
@@ -46,17 +51,17 @@ struct ExchangeRecord {
     let elapsed = now - started
     metrics.request(listener: listener, status: status, nanoseconds: elapsed, loop: loop.index)
     if let user { metrics.userRequests.increment([listener, user]) }
-    if let local = client.local { metrics.localActivity.request(local, now: now) }
+    if let local { metrics.localActivity.request(local, now: now) }
     guard logger.access else { return }
     let path = logger.shownPath(target.path[...])
     let line = AccessLine(
-      client: client.peer, method: method, host: target.key.description,
+      client: peer(), method: method, host: target.key.description,
       path: path.prefix(200), status: status, sent: requestBodyBytes,
       received: responseBytes, upstreamMilliseconds: Int(elapsed / 1_000_000),
       upstreamConnection: upstreamWasPooled ? "pooled" : "new",
       upstreamTLS: upstreamTLS.rawValue, upstreamProtocol: upstreamProtocol.rawValue,
       clientProtocol: clientProtocol.rawValue, user: user, parent: target.route.parent?.name)
-    guard let local = client.local else { return logger.access(line) }
+    guard let local else { return logger.access(line) }
     // A local client's line names its program: written once the lookup
     // that started at accept has answered (at once, after the first).
     local.whenResolved {

@@ -82,6 +82,18 @@ final class ForwardStorageShelf {
 
   func take() -> ForwardMachine<UpstreamRef>.Storage? { spares.popLast() }
 
+  /// Ended sessions kept whole for the loop's next connections
+  /// (`ForwardSession.serve`), and how many connections one served.
+  var retiredSessions = RetiredRecords<ForwardSession>(capacity: ForwardStorageShelf.capacity)
+  private(set) var reusedSessions = 0
+
+  /// A retired session of `listener` nothing else holds, counted as reused.
+  func takeRetiredSession(of listener: BoundListener) -> ForwardSession? {
+    guard let session = retiredSessions.takeUnheld(where: { $0.bound === listener }) else { return nil }
+    reusedSessions += 1
+    return session
+  }
+
   func put(_ storage: consuming ForwardMachine<UpstreamRef>.Storage) {
     if spares.count < Self.capacity { spares.append(storage) }
   }

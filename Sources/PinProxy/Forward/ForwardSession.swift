@@ -20,6 +20,9 @@ import PinTrust
 final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @unchecked Sendable {
   /// The client socket; `client` is what requests are read from and
   /// answered on (the socket, or TLS over it after an intercepted CONNECT).
+  /// A constant, reopened on the next socket when a retired session serves
+  /// the loop's next connection (`serve`); the other fields naming the
+  /// connection are variables.
   let connection: Connection
   var client: any ByteChannel
   let bound: BoundListener
@@ -28,7 +31,7 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   /// The configuration in force: replaced before any event once a reload
   /// installed another, so each routing and upstream decision is made under
   /// the current policy (an exchange in flight keeps the target it has).
-  private(set) var snapshot: RuntimeSnapshot
+  var snapshot: RuntimeSnapshot
   var machine: ForwardMachine<UpstreamRef>
   /// What the client connection is doing, beside the machine's state.
   enum Mode {
@@ -69,15 +72,15 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   private var heldAnswer: [UInt8]?
   /// The connection's place in the admission counts (released when its
   /// socket closes, or when it stops serving).
-  let admission: AdmissionTicket
+  var admission: AdmissionTicket
 
   var loop: EventLoop { connection.loop }
   /// Who the client is: its address, its admission key (routing and the
   /// upstream budget) and, on this host, its socket's owner.
-  let origin: ClientOrigin
+  var origin: ClientOrigin
   var clientKey: String { origin.key }
   /// This connection in the upstream budget: its first socket is its own.
-  let budgetConnection = UpstreamBudget.connectionID()
+  var budgetConnection = UpstreamBudget.connectionID()
   /// The loop's pool, looked up once (the session never leaves its loop).
   let pool: UpstreamPool
   /// The loop's session registry and its shelf of spare machine storage,
@@ -86,6 +89,13 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   let shelf: ForwardStorageShelf?
   /// `acquirer`, kept while `snapshot` is in force.
   var acquirerUnderSnapshot: UpstreamAcquirer?
+  /// Whether the session may serve the loop's next connection once this one
+  /// ended (`retireIfReusable`). Cleared on every path that hands the
+  /// session to something the shelf's uniqueness check cannot see (a weak
+  /// reference: a credential check, an interception's refusal hook) or that
+  /// leaves plain HTTP serving (a tunnel, a splice, a lingering refusal, an
+  /// answer held for a program look-up): those sessions end as before.
+  var reusable = true
 
   init(
     connection: Connection, context: ProxyContext, listener: BoundListener, admission: AdmissionTicket,
@@ -127,6 +137,7 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   /// opening, and a refusal before it, in that protocol. The client stays
   /// paused until the tunnel opens.
   func start(tunnel request: TunnelRequest, replies: TunnelReplies) {
+    reusable = false
     tunnelReplies = replies
     run {
       registry.add(self)
@@ -224,8 +235,10 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   func channelDidDrain(_ channel: any ByteChannel) { run { $0.clientDrained() } }
 
   func channelDidClose(_ channel: any ByteChannel, error: (any Error)?) {
+    let wasServing = if case .serving = mode { true } else { false }
     run { $0.clientClosed() }
     ended()
+    if wasServing { retireIfReusable() }
   }
 
   /// The client connection is gone: nothing of this session remains.
@@ -238,6 +251,13 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   }
 
   var clientPeer: String { connection.peer }
+
+  /// Nothing of a run is pending: no run under way, no response bytes
+  /// waiting, no lingering close or held answer to start; no tunnel.
+  var isAtRest: Bool {
+    !running && clientOutputToWrite == nil && !lingerAfterRun && heldAnswer == nil && tunnelReplies == nil
+      && !tunnelAnswered
+  }
 
   /// The registry holds sessions unretained: the entry goes at the latest
   /// here. The machine's storage goes on to the loop's next session.
@@ -314,11 +334,15 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
       // Closed lingeringly after the answer, as a refusal is.
       client.write(PACFile.answer(text, head: head))
       lingerAfterRun = true
+      reusable = false
     case .openPassthrough(let target):
+      reusable = false
       openPassthrough(target)
     case .intercept(let target, let interception):
+      reusable = false
       intercept(target, interception)
     case .verifyCredential(let pending, let authenticator):
+      reusable = false
       // Held weakly until back on the loop: the session's last release
       // (and its deinit) must happen there, never on the hashing queue.
       let (loop, session) = (self.loop, WeakSession(self))
@@ -348,14 +372,15 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   func reportFinishedExchange() {
     guard let record = machine.takeFinishedRecord() else { return }
     record.report(
-      to: context.logger, context.metrics, client: origin, listener: listener.name, loop: loop,
-      user: loggedUser)
+      to: context.logger, context.metrics, local: origin.local, peer: { origin.peer },
+      listener: listener.name, loop: loop, user: loggedUser)
   }
 
   /// The verified proxy user, where `proxyAuth.logUser` lets it be logged.
   var loggedUser: String? { machine.router.authenticator?.loggedUser(machine.credential) }
 
   private func refuse(_ refusal: Refusal) {
+    reusable = false
     var refusal = refusal
     refusal.detail = snapshot.refusalDetail(for: listener)
     refusal.report(

@@ -202,7 +202,6 @@ public final class ProxyServer: Sendable {
     if let local, !context.admitsUser(local, fd: fd, peer: address, listener: listener) { return }
     let origin = ClientOrigin(
       address: address, bytes: bytes, local: local, keys: &context.loopState(for: loop).clientKeys)
-    let connection = Connection(fd: fd, address: address, loop: loop)
     let limits = context.snapshot.limits
     let registry = context.registry(for: loop)
     let decision = context.admission.admit(client: origin.key, limits: limits) {
@@ -218,6 +217,7 @@ public final class ProxyServer: Sendable {
       var fields = ["client": origin.peer, "reason": reason]
       origin.addFields(to: &fields)
       context.logger.log(.warning, "connection-limit", fields: fields)
+      let connection = Connection(fd: fd, address: address, loop: loop)
       let failure = ProxyFailure(status: 503, code: .upstreamUnreachable, reason: reason)
       connection.write(config.mode == .forward ? failure.response() : [])
       // The client has likely sent its request already: closing with it
@@ -232,26 +232,32 @@ public final class ProxyServer: Sendable {
         connection, owner: nil, timeout: min(2, context.snapshot.timeouts.lingeringClose), byteLimit: 1 << 20)
       return
     }
-    // The counts follow the socket: released the moment it closes, not when
-    // the session's clean-up runs later.
     let ticket = AdmissionTicket(
       admission: context.admission, client: origin.key,
       listenerOpen: context.metrics.connections(of: config.name))
-    connection.onClose = ticket.release
+    // The counts follow the socket (`Connection.onClose`): released the
+    // moment it closes, not when the session's clean-up runs later. (A
+    // forward session's connection is counted the same way, in `serve`.)
+    func counted() -> Connection {
+      let connection = Connection(fd: fd, address: address, loop: loop)
+      connection.onClose = ticket.release
+      return connection
+    }
     switch config.mode {
     case .forward:
-      ForwardSession(
-        connection: connection, context: context, listener: listener, admission: ticket, origin: origin
+      ForwardSession.serve(
+        fd: fd, peer: address, loop: loop, context: context, listener: listener, admission: ticket,
+        origin: origin
       ).start()
     case .socks5:
       SocksSession(
-        connection: connection, context: context, listener: listener, admission: ticket, origin: origin
+        connection: counted(), context: context, listener: listener, admission: ticket, origin: origin
       )
       .start()
     case .tunnel:
-      guard let upstream = config.upstream else { return connection.close() }
+      guard let upstream = config.upstream else { return counted().close() }
       TunnelSession(
-        connection: connection, context: context, listener: config, target: upstream, origin: origin
+        connection: counted(), context: context, listener: config, target: upstream, origin: origin
       ).start()
     }
   }

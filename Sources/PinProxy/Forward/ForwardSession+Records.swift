@@ -1,0 +1,78 @@
+import PinEventLoop
+
+/// A forward session is the loop's record of one client connection, and
+/// outlives it: when a plain HTTP connection ends, its session goes to the
+/// loop's shelf whole (`ForwardStorageShelf.retiredSessions`) and serves
+/// the loop's next connection (`serve`) with its timer, its clock, its
+/// machine's storage and its per-loop references kept, for the same
+/// listener (a session's listener is a constant). What names the
+/// connection (the socket, the client, its admission ticket and budget
+/// identity) and the policy in force are set anew; the machine
+/// starts afresh, so no state of one connection (a verified credential, a
+/// half-read head, a deadline) reaches the next.
+extension ForwardSession {
+  /// The session for a client socket accepted on `loop`, its connection
+  /// counted by `admission` until the socket closes: a retired session
+  /// nothing else holds, reopened on the socket, or a new one.
+  static func serve(
+    fd: Int32, peer address: SocketAddress, loop: EventLoop, context: ProxyContext, listener: BoundListener,
+    admission: AdmissionTicket, origin: ClientOrigin
+  ) -> ForwardSession {
+    let session: ForwardSession
+    if let shelf = ForwardStorageShelf.of(loop), let retired = shelf.takeRetiredSession(of: listener) {
+      retired.connection.reopen(fd: fd, address: address)
+      retired.reopen(admission: admission, origin: origin)
+      session = retired
+    } else {
+      session = ForwardSession(
+        connection: Connection(fd: fd, address: address, loop: loop), context: context, listener: listener,
+        admission: admission, origin: origin)
+    }
+    // The counts follow the socket: released the moment it closes.
+    session.connection.onClose = admission.release
+    return session
+  }
+
+  /// Serves `connection` as a session just made would, under the snapshot
+  /// in force now. Only for a retired session, on its loop.
+  private func reopen(admission: AdmissionTicket, origin: ClientOrigin) {
+    loop.preconditionInLoop()
+    precondition(reusable, "a retired session only")
+    let sameClient = origin.key == self.origin.key
+    client = connection
+    self.admission = admission
+    self.origin = origin
+    budgetConnection = UpstreamBudget.connectionID()
+    let current = context.snapshot
+    // The acquirer goes on only for the same client under the same
+    // snapshot, and only when no dial of its is under way (it would charge
+    // its socket to this connection's budget).
+    if !sameClient || current.generation != snapshot.generation { acquirerUnderSnapshot = nil }
+    if acquirerUnderSnapshot != nil, !isKnownUniquelyReferenced(&acquirerUnderSnapshot!) {
+      acquirerUnderSnapshot = nil
+    }
+    acquirerUnderSnapshot?.connection = budgetConnection
+    snapshot = current
+    var router = ForwardRouter(snapshot: current, bound: bound, client: origin)
+    router.adopt(machine.router.memo)
+    let clock = machine.clock
+    let storage = machine.surrenderStorage()
+    machine = ForwardMachine(
+      router: router, limits: current.httpLimits, timeouts: current.timeouts, client: origin.key,
+      clock: clock, storage: storage)
+    mode = .serving
+    armedDeadline = nil
+    connection.delegate = self
+    timer.revive { [self] in timerFired() }
+  }
+
+  /// The connection ended: a session that served it plainly goes to the
+  /// loop's shelf for the next one.
+  func retireIfReusable() {
+    guard reusable, isAtRest, let shelf else { return }
+    let dropped = shelf.retiredSessions.retire(self)
+    // The oldest retired session, past the shelf's bound, is let go here,
+    // after the list's access ended: its deinit puts its storage back.
+    _ = consume dropped
+  }
+}
