@@ -239,6 +239,44 @@ final class ForwardMachineTests: XCTestCase {
     XCTAssertTrue(recycled.pending.isEmpty, "the old connection's pipelined request is gone")
   }
 
+  /// A machine reopened for its session's next connection reads, field by
+  /// field, as a new one does (its storage's capacity aside), and serves as
+  /// one: a field `reopen` forgot to reset would carry the old connection's
+  /// state (a credential, a deadline, a pipelined request) into the next.
+  func testAReopenedMachineReadsAndServesAsANewOne() throws {
+    var old = try makeMachine()
+    let upstream = startExchange(
+      &old,
+      "GET http://origin.test/1 HTTP/1.1\r\nHost: x\r\n\r\nGET http://origin.test/left HTTP/1.1\r\nHost: x\r\n\r\nGE"
+    )
+    old.upstreamEvents(
+      try responseEvents("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"), from: upstream, draining: false)
+    let configuration = try ConfigurationParser.parse(ForwardMachineTests.config, file: "test.yaml")
+    let snapshot = try RuntimeSnapshot.compile(configuration, generation: 2)
+    let router = ForwardRouter(snapshot: snapshot, listener: configuration.listeners[0])
+    old.reopen(router: router, limits: snapshot.httpLimits, timeouts: snapshot.timeouts, client: "next")
+    var fresh = Machine(
+      router: router, limits: snapshot.httpLimits, timeouts: snapshot.timeouts, client: "next", clock: { 0 })
+    XCTAssertTrue(old.pending.isEmpty && old.actions.isEmpty && old.exchangeActions.isEmpty)
+    let kept: Set<String> = ["clock", "pending", "actions", "exchangeActions"]
+    let fields = Mirror(reflecting: fresh).children.compactMap { $0.label }.filter { !kept.contains($0) }
+    XCTAssertGreaterThan(fields.count, 15)
+    func value(_ machine: Machine, _ label: String) -> String {
+      String(describing: Mirror(reflecting: machine).children.first { $0.label == label }!.value)
+    }
+    for field in fields { XCTAssertEqual(value(old, field), value(fresh, field), field) }
+
+    func serve(_ machine: inout Machine) throws -> [String] {
+      machine.start()
+      let upstream = startExchange(&machine, "GET http://origin.test/new HTTP/1.1\r\nHost: x\r\n\r\n")
+      machine.upstreamEvents(
+        try responseEvents("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nnew"), from: upstream, draining: false
+      )
+      return actions(&machine).compactMap { text($0) ?? String(describing: $0) }
+    }
+    XCTAssertEqual(try serve(&old), try serve(&fresh))
+  }
+
   func testDrainClosesAnIdleConnectionButLetsAnExchangeFinishWithClose() throws {
     var idle = try makeMachine()
     idle.drain()

@@ -69,10 +69,10 @@ struct ForwardMachine<Upstream: SameUpstream> {
   // Internal rather than private: the exchange and CONNECT halves live in extensions.
   var state = State.awaitingRequest
   var parser: HTTP1Parser
-  let limits: HTTPLimits
+  private(set) var limits: HTTPLimits
   var router: ForwardRouter
   /// The client's admission key: proxy authentication's failure buckets are per client.
-  let client: String
+  private(set) var client: String
   /// The monotonic clock in nanoseconds, read when a request begins (its
   /// duration); injected, so that the machine itself reads no clock.
   let clock: @Sendable () -> UInt64
@@ -143,6 +143,44 @@ struct ForwardMachine<Upstream: SameUpstream> {
     (pending, actions, exchangeActions) = (storage.pending, storage.actions, storage.exchangeActions)
     response = HTTP1Downstream(clientVersion: .http11, closing: false, output: storage.output)
     parser = HTTP1Parser(role: .request, limits: limits, pausesBetweenMessages: true, spares: storage.parser)
+  }
+
+  /// Starts over for the next connection its session serves
+  /// (`ForwardSession.serve`): every field as `init` sets it, `router`
+  /// replacing the old one unless nil (kept: the same snapshot, listener
+  /// and client), while the queues, the response buffer and the parser's
+  /// storage stay in place, emptied, as `surrenderStorage` would hand them
+  /// on. Field by field, not a new machine assigned: that moved the whole
+  /// machine twice and destroyed and rebuilt its storage's wrappers.
+  /// `ForwardSessionRecordsTests` checks that the result reads as a new
+  /// machine's does, field by field.
+  mutating func reopen(router: ForwardRouter?, limits: HTTPLimits, timeouts: TimeoutsConfig, client: String) {
+    pending.removeAll()
+    actions.removeAll()
+    exchangeActions.removeAll()
+    var output = response.takeOutput()
+    if output.capacity > HTTP1Downstream.keptOutputCapacity { output = [] }
+    output.removeAll(keepingCapacity: true)
+    response = HTTP1Downstream(clientVersion: .http11, closing: false, output: output)
+    parser = HTTP1Parser(
+      role: .request, limits: limits, pausesBetweenMessages: true, spares: parser.takeSpares())
+    state = .awaitingRequest
+    if let router { self.router = router }
+    self.limits = limits
+    self.client = client
+    exchange = nil
+    finishedRecord = nil
+    tunnel = nil
+    earlyTunnelBytes = []
+    authGate = ProxyAuthGate()
+    headDeadline = nil
+    headDeadlineIsIdle = false
+    awaitingSince = clock()
+    self.timeouts = timeouts
+    servedRequests = 0
+    clientFinishedSending = false
+    draining = false
+    nextExchange = 0
   }
 
   mutating func nextAction() -> Action? { actions.popFirst() }

@@ -38,7 +38,8 @@ extension ForwardSession {
   private func reopen(admission: AdmissionTicket, origin: ClientOrigin) {
     loop.preconditionInLoop()
     precondition(reusable, "a retired session only")
-    let sameClient = origin.key == self.origin.key
+    let previous = self.origin
+    let sameClient = origin.key == previous.key
     client = connection
     self.admission = admission
     self.origin = origin
@@ -53,13 +54,19 @@ extension ForwardSession {
     }
     acquirerUnderSnapshot?.connection = budgetConnection
     snapshot = current
-    var router = ForwardRouter(snapshot: current, bound: bound, client: origin)
-    router.adopt(machine.router.memo)
-    let clock = machine.clock
-    let storage = machine.surrenderStorage()
-    machine = ForwardMachine(
-      router: router, limits: current.httpLimits, timeouts: current.timeouts, client: origin.key,
-      clock: clock, storage: storage)
+    // The router decides by the snapshot, the listener and the client's
+    // address and user only: kept when none of them changed.
+    let router: ForwardRouter?
+    if machine.router.snapshot === current, sameClient, origin.address == previous.address,
+      (origin.local == nil) == (previous.local == nil), origin.local?.uid == previous.local?.uid
+    {
+      router = nil
+    } else {
+      var made = ForwardRouter(snapshot: current, bound: bound, client: origin)
+      made.adopt(machine.router.memo)
+      router = made
+    }
+    machine.reopen(router: router, limits: current.httpLimits, timeouts: current.timeouts, client: origin.key)
     mode = .serving
     armedDeadline = nil
     connection.delegate = self
