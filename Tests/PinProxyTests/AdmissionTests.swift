@@ -39,6 +39,43 @@ final class AdmissionTests: XCTestCase {
     }
   }
 
+  /// A loop remembers the entry its last client was counted under and
+  /// counts the next connection of that client under it, hashing nothing;
+  /// never one the table dropped, and never for another client's key.
+  func testARememberedEntryCountsOnlyItsOwnClientAndOnlyWhileListed() throws {
+    let admission = ConnectionAdmission()
+    var limits = LimitsConfig()
+    limits.maxConnections = 1000
+    limits.maxConnectionsPerClient = 2
+    func admit(_ client: String, _ remembered: ClientCount?) -> (ConnectionAdmission.Decision, ClientCount?) {
+      let (decision, entry) = admission.admit(client: client, remembered: remembered, limits: limits) { _ in
+        false
+      }
+      return (decision, entry)
+    }
+    let (first, entry) = admit("a", nil)
+    XCTAssertEqual(first, .admitted)
+    let remembered = try XCTUnwrap(entry)
+    let (second, again) = admit("a", remembered)
+    XCTAssertEqual(second, .admitted)
+    XCTAssertTrue(again === remembered)
+    XCTAssertEqual(admit("a", remembered).0, .clientLimit(2), "the remembered entry carries the count")
+    let (other, otherEntry) = admit("b", remembered)
+    XCTAssertEqual(other, .admitted, "another client's key is counted under its own entry")
+    XCTAssertFalse(otherEntry === remembered)
+    admission.release(remembered)
+    admission.release(remembered)
+    admission.release(try XCTUnwrap(otherEntry))
+    // Clients come and go: past `zeroesKept` zero entries, every one is dropped, "a"'s among them.
+    for index in 0..<70 { admission.release(try XCTUnwrap(admit("c\(index)", nil).1)) }
+    let (third, fresh) = admit("a", remembered)
+    XCTAssertEqual(third, .admitted)
+    XCTAssertFalse(fresh === remembered, "a dropped entry is never counted again")
+    XCTAssertEqual(admit("a", remembered).0, .admitted)
+    XCTAssertEqual(admit("a", fresh).0, .clientLimit(2), "both counted under the listed entry")
+    XCTAssertEqual(admission.open.load(ordering: .relaxed), 2)
+  }
+
   func testPerClientAndProcessLimits() {
     let admission = ConnectionAdmission()
     var limits = LimitsConfig()

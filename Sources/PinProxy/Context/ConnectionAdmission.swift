@@ -19,38 +19,50 @@ import Synchronization
 final class ConnectionAdmission: Sendable {
   private let perClient = Locked<ClientCounts>(ClientCounts())
 
-  /// Open connections per client. A client whose count fell to 0 keeps its
-  /// entry, up to `zeroesKept` of them (then every zero goes at once): a
-  /// client connecting again and again (a connection per request) then
-  /// finds its entry instead of inserting and removing it each time, and
-  /// the table holds the clients with connections plus at most that many.
+  /// Open connections per client, one `ClientCount` each. A client whose
+  /// count fell to 0 keeps its entry, up to `zeroesKept` of them (then
+  /// every zero goes at once): a client connecting again and again (a
+  /// connection per request) then finds its entry instead of inserting and
+  /// removing it each time, and the table holds the clients with
+  /// connections plus at most that many. The entry is also what a ticket
+  /// and a loop's memo hold, so counting a connection in and out hashes
+  /// nothing while the entry is listed.
   private struct ClientCounts {
-    var counts: [String: Int] = [:]
+    var entries: [String: ClientCount] = [:]
     var zeroes = 0
     static let zeroesKept = 64
 
-    /// One more for `client` unless it has `limit` already; one look-up
-    /// for a client the table holds.
-    mutating func add(_ client: String, limit: Int) -> Bool {
-      guard let index = counts.index(forKey: client) else {
-        guard limit > 0 else { return false }
-        counts[client] = 1
-        return true
+    /// One more for `client` unless it has `limit` already: `remembered`
+    /// (the entry the caller last had for this key) when still listed,
+    /// else the table's, made when there is none.
+    mutating func add(_ client: String, remembered: ClientCount?, limit: Int) -> ClientCount? {
+      let entry: ClientCount
+      if let remembered, remembered.listed, remembered.key == client {
+        entry = remembered
+      } else if let found = entries[client] {
+        entry = found
+      } else {
+        guard limit > 0 else { return nil }
+        entry = ClientCount(key: client)
+        entry.open = 1
+        entries[client] = entry
+        return entry
       }
-      guard counts.values[index] < limit else { return false }
-      if counts.values[index] == 0 { zeroes -= 1 }
-      counts.values[index] += 1
-      return true
+      guard entry.open < limit else { return nil }
+      if entry.open == 0 { zeroes -= 1 }
+      entry.open += 1
+      return entry
     }
 
-    /// One fewer for `client`; one look-up.
-    mutating func remove(_ client: String) {
-      guard let index = counts.index(forKey: client), counts.values[index] > 0 else { return }
-      counts.values[index] -= 1
-      guard counts.values[index] == 0 else { return }
+    /// One fewer for `entry`'s client; no look-up.
+    mutating func remove(_ entry: ClientCount) {
+      guard entry.listed, entry.open > 0 else { return }
+      entry.open -= 1
+      guard entry.open == 0 else { return }
       zeroes += 1
       if zeroes > Self.zeroesKept {
-        counts = counts.filter { $0.value > 0 }
+        for entry in entries.values where entry.open == 0 { entry.listed = false }
+        entries = entries.filter { $0.value.open > 0 }
         zeroes = 0
       }
     }
@@ -71,20 +83,34 @@ final class ConnectionAdmission: Sendable {
   /// accepting loop; `evict` closes a spare connection of that loop, of the
   /// given client address when one is named.
   func admit(client address: String, limits: LimitsConfig, evict: (_ client: String?) -> Bool) -> Decision {
-    let admittedForClient = perClient.withLock { $0.add(address, limit: limits.maxConnectionsPerClient) }
-    if !admittedForClient {
-      // The victim's close releases its own count once its socket is closed.
-      guard evict(address) else { return .clientLimit(limits.maxConnectionsPerClient) }
-      _ = perClient.withLock { $0.add(address, limit: .max) }
-    }
-    if open.add(1, ordering: .relaxed).newValue > limits.maxConnections {
-      if evict(nil) { return .admitted }
-      open.subtract(1, ordering: .relaxed)
-      release(client: address, countedOpen: false)
-      return .processLimit(limits.maxConnections)
-    }
-    return .admitted
+    admit(client: address, remembered: nil, limits: limits, evict: evict).decision
   }
+
+  /// The same, with the entry the caller last had for `address` (its
+  /// loop's memo), and the entry counted in when admitted: its ticket's.
+  func admit(
+    client address: String, remembered: ClientCount?, limits: LimitsConfig, evict: (_ client: String?) -> Bool
+  ) -> (decision: Decision, entry: ClientCount?) {
+    var entry = perClient.withLock {
+      $0.add(address, remembered: remembered, limit: limits.maxConnectionsPerClient)
+    }
+    if entry == nil {
+      // The victim's close releases its own count once its socket is closed.
+      guard evict(address) else { return (.clientLimit(limits.maxConnectionsPerClient), nil) }
+      entry = perClient.withLock { $0.add(address, remembered: remembered, limit: .max) }
+    }
+    guard let entry else { return (.clientLimit(limits.maxConnectionsPerClient), nil) }
+    if open.add(1, ordering: .relaxed).newValue > limits.maxConnections {
+      if evict(nil) { return (.admitted, entry) }
+      open.subtract(1, ordering: .relaxed)
+      release(entry, countedOpen: false)
+      return (.processLimit(limits.maxConnections), nil)
+    }
+    return (.admitted, entry)
+  }
+
+  /// `client`'s entry as listed now (a ticket made apart from `admit`).
+  func entry(for client: String) -> ClientCount? { perClient.withLock { $0.entries[client] } }
 
   /// A refused connection may close lingeringly; false past the bound
   /// (then it is closed after the flush). `endRefusedLingering` follows a true.
@@ -100,9 +126,31 @@ final class ConnectionAdmission: Sendable {
 
   /// A connection admitted by `admit` closed.
   func release(client address: String, countedOpen: Bool = true) {
-    if countedOpen { open.subtract(1, ordering: .relaxed) }
-    perClient.withLock { $0.remove(address) }
+    guard let entry = entry(for: address) else {
+      if countedOpen { open.subtract(1, ordering: .relaxed) }
+      return
+    }
+    release(entry, countedOpen: countedOpen)
   }
+
+  /// The same, by its entry: no look-up.
+  func release(_ entry: ClientCount, countedOpen: Bool = true) {
+    if countedOpen { open.subtract(1, ordering: .relaxed) }
+    perClient.withLock { $0.remove(entry) }
+  }
+}
+
+/// One client's open connections (`ConnectionAdmission`): its key, its
+/// count and whether the table still lists it, all guarded by the
+/// admission's lock. Held by the tickets of its connections and by its
+/// loop's memo of the last client (`LoopState.lastClientCount`); one the
+/// table dropped (at 0, past `zeroesKept`) is never counted again, and its
+/// holders find the listed one by key.
+final class ClientCount: @unchecked Sendable {
+  let key: String
+  fileprivate var open = 0
+  fileprivate var listed: Bool
+  init(key: String, listed: Bool = true) { (self.key, self.listed) = (key, listed) }
 }
 
 /// One admitted connection's place in the counts, given back exactly once:
@@ -111,22 +159,30 @@ final class ConnectionAdmission: Sendable {
 /// Confined to the connection's loop.
 final class AdmissionTicket: @unchecked Sendable {
   private let admission: ConnectionAdmission
-  private let client: String
+  private let entry: ClientCount
   /// The listener's open-connection gauge (the operator's page).
   private let listenerOpen: SharedCount?
   private var held = true
 
-  init(admission: ConnectionAdmission, client: String, listenerOpen: SharedCount? = nil) {
+  /// `entry`: what `admit` counted the connection under.
+  init(admission: ConnectionAdmission, entry: ClientCount, listenerOpen: SharedCount? = nil) {
     self.admission = admission
-    self.client = client
+    self.entry = entry
     self.listenerOpen = listenerOpen
     listenerOpen?.add(1)
+  }
+
+  /// For a connection `admit(client:limits:evict:)` counted in under `client`.
+  convenience init(admission: ConnectionAdmission, client: String, listenerOpen: SharedCount? = nil) {
+    self.init(
+      admission: admission, entry: admission.entry(for: client) ?? ClientCount(key: client, listed: false),
+      listenerOpen: listenerOpen)
   }
 
   func release() {
     guard held else { return }
     held = false
-    admission.release(client: client)
+    admission.release(entry)
     listenerOpen?.add(-1)
   }
 }

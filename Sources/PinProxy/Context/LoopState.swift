@@ -21,8 +21,11 @@ final class LoopState: @unchecked Sendable {
   /// Who owns the other end of a connection from this host; nil where the
   /// kernel offers no sock_diag.
   let sockDiag: SockDiagSocket?
-  /// The last client key the loop's accepts made (`ClientOrigin`).
+  /// The last client key the loop's accepts made (`ClientOrigin`), and the
+  /// admission entry it was last counted under: the next connection of the
+  /// same client is counted in without hashing its key.
   var clientKeys = ClientKeyMemo()
+  var lastClientCount: ClientCount?
 
   init(loop: EventLoop, pool: UpstreamPool) {
     self.loop = loop

@@ -18,6 +18,14 @@ protocol DrainableSession: AnyObject {
   /// anything per request (a splice) closes if its client may no longer
   /// use the listener. Sessions that serve requests check each one instead.
   func reviewAccess(under snapshot: RuntimeSnapshot)
+  /// Where the registry lists it; kept by the registry alone.
+  var registrySlot: RegistrySlot { get set }
+}
+
+/// A session's place in its loop's `SessionRegistry` (none until added):
+/// listing and unlisting it index an array, hashing nothing.
+struct RegistrySlot {
+  fileprivate var index = -1
 }
 
 /// The live sessions of one loop, so a shutdown can reach the idle ones.
@@ -32,45 +40,68 @@ protocol DrainableSession: AnyObject {
 final class SessionRegistry: @unchecked Sendable {
   private struct Entry { unowned(unsafe) let session: any DrainableSession }
   let loop: EventLoop
-  private var sessions: [ObjectIdentifier: Entry] = [:]
+  /// Listed sessions by slot; freed slots are reused first, so the array is
+  /// as long as the most sessions the loop held at once.
+  private var slots: [Entry?] = []
+  private var freeSlots: [Int] = []
+  private(set) var listed = 0
 
   init(loop: EventLoop) { self.loop = loop }
 
   func add(_ session: any DrainableSession) {
     loop.preconditionInLoop()
-    sessions[ObjectIdentifier(session)] = Entry(session: session)
+    guard session.registrySlot.index < 0 else { return }
+    let index = freeSlots.popLast() ?? slots.count
+    if index == slots.count { slots.append(nil) }
+    slots[index] = Entry(session: session)
+    session.registrySlot.index = index
+    listed += 1
   }
 
   func remove(_ session: any DrainableSession) {
     loop.preconditionInLoop()
-    sessions[ObjectIdentifier(session)] = nil
+    unlist(session)
   }
 
   /// For a session's `deinit`: its entry goes before its memory can be
   /// reused. In the daemon that runs on the loop; a test that drops the last
   /// reference on its own thread waits here for the loop instead.
-  func forget(_ id: ObjectIdentifier) {
+  func forget(_ session: any DrainableSession) {
     if loop.inLoop {
-      sessions[id] = nil
+      unlist(session)
     } else {
-      loop.queue.sync { sessions[id] = nil }
+      loop.queue.sync { unlist(session) }
     }
   }
 
+  private func unlist(_ session: any DrainableSession) {
+    let index = session.registrySlot.index
+    guard index >= 0, index < slots.count, let entry = slots[index],
+      ObjectIdentifier(entry.session) == ObjectIdentifier(session)
+    else { return }
+    slots[index] = nil
+    freeSlots.append(index)
+    session.registrySlot.index = -1
+    listed -= 1
+  }
+
+  /// The listed sessions, for a pass over all of them.
+  private var sessions: [any DrainableSession] { slots.compactMap { $0?.session } }
+
   func drainAll() {
     loop.preconditionInLoop()
-    for entry in sessions.values { entry.session.drain() }
+    for session in sessions { session.drain() }
   }
 
   /// After a reload: every session reviews its client's access.
   func reviewAccess(under snapshot: RuntimeSnapshot) {
     loop.preconditionInLoop()
-    for entry in sessions.values { entry.session.reviewAccess(under: snapshot) }
+    for session in sessions { session.reviewAccess(under: snapshot) }
   }
 
   var count: Int {
     loop.preconditionInLoop()
-    return sessions.count
+    return listed
   }
 
   /// Closes the most expendable session of this loop (of `client`, an
@@ -79,8 +110,7 @@ final class SessionRegistry: @unchecked Sendable {
   func evictOne(client: String? = nil) -> Bool {
     loop.preconditionInLoop()
     var best: (EvictionCandidate, any DrainableSession)?
-    for entry in sessions.values {
-      let session = entry.session
+    for session in sessions {
       guard let candidate = session.evictionCandidate else { continue }
       if let client, session.clientKey != client { continue }
       if best == nil || candidate < best!.0 { best = (candidate, session) }

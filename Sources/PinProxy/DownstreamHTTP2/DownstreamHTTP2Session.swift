@@ -32,6 +32,8 @@ import PinHTTP2
 /// Confined to its loop: every entry point is a channel delegate call, a
 /// stream's call, an acquisition completion or a timer on `loop.queue`.
 final class DownstreamHTTP2Session: ChannelDelegate, DrainableSession, HTTP2StreamHost, @unchecked Sendable {
+  /// Its place in the loop's `SessionRegistry`.
+  var registrySlot = RegistrySlot()
   enum State {
     case serving
     /// GOAWAY sent (shutdown, a flood): no new streams; close when the last one ends.
@@ -200,7 +202,7 @@ final class DownstreamHTTP2Session: ChannelDelegate, DrainableSession, HTTP2Stre
   }
 
   /// Out of the registry at the latest now (its entries are unretained).
-  deinit { context.registry(for: loop).forget(ObjectIdentifier(self)) }
+  deinit { context.registry(for: loop).forget(self) }
 
   /// The client connection ended: every exchange in progress is abandoned.
   func channelDidClose(_ channel: any ByteChannel, error: (any Error)?) {

@@ -18,6 +18,8 @@ import PinTrust
 /// upstream delegate call, a timer or a dial completion on that queue, and
 /// says so with `dispatchPrecondition` (through `run`).
 final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @unchecked Sendable {
+  /// Its place in the loop's `SessionRegistry`.
+  var registrySlot = RegistrySlot()
   /// The client socket; `client` is what requests are read from and
   /// answered on (the socket, or TLS over it after an intercepted CONNECT).
   /// A constant, reopened on the next socket when a retired session serves
@@ -262,7 +264,7 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   /// The registry holds sessions unretained: the entry goes at the latest
   /// here. The machine's storage goes on to the loop's next session.
   deinit {
-    registry.forget(ObjectIdentifier(self))
+    registry.forget(self)
     // Only on the loop: a session released elsewhere frees its storage.
     if let shelf, loop.inLoop {
       if let memo = machine.router.memo { shelf.routeMemo = memo }

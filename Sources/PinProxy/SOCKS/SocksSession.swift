@@ -23,6 +23,8 @@ import PinTrust
 /// head (`EvictionCandidate.Tier.unfinishedHead`), so a flood of half
 /// greetings cannot hold every slot. Confined to the connection's loop.
 final class SocksSession: ChannelDelegate, DrainableSession, @unchecked Sendable {
+  /// Its place in the loop's `SessionRegistry`.
+  var registrySlot = RegistrySlot()
   let connection: Connection
   let context: ProxyContext
   let bound: BoundListener
@@ -85,7 +87,7 @@ final class SocksSession: ChannelDelegate, DrainableSession, @unchecked Sendable
     context.registry(for: connection.loop).remove(self)
   }
 
-  deinit { context.registry(for: connection.loop).forget(ObjectIdentifier(self)) }
+  deinit { context.registry(for: connection.loop).forget(self) }
 
   // MARK: DrainableSession
 

@@ -200,14 +200,16 @@ public final class ProxyServer: Sendable {
     let bytes = address.addressBytes
     let local = context.localPeer(fd: fd, peer: address, peerBytes: bytes, here: here, loop: loop)
     if let local, !context.admitsUser(local, fd: fd, peer: address, listener: listener) { return }
-    let origin = ClientOrigin(
-      address: address, bytes: bytes, local: local, keys: &context.loopState(for: loop).clientKeys)
+    let loopState = context.loopState(for: loop)
+    let origin = ClientOrigin(address: address, bytes: bytes, local: local, keys: &loopState.clientKeys)
     let limits = context.snapshot.limits
-    let registry = context.registry(for: loop)
-    let decision = context.admission.admit(client: origin.key, limits: limits) {
+    let registry = loopState.registry
+    let (decision, entry) = context.admission.admit(
+      client: origin.key, remembered: loopState.lastClientCount, limits: limits
+    ) {
       registry.evictOne(client: $0)
     }
-    guard decision == .admitted else {
+    guard decision == .admitted, let entry else {
       let reason: String
       switch decision {
       case .clientLimit(let limit): reason = "connection limit per client address \(limit) reached"
@@ -232,9 +234,9 @@ public final class ProxyServer: Sendable {
         connection, owner: nil, timeout: min(2, context.snapshot.timeouts.lingeringClose), byteLimit: 1 << 20)
       return
     }
+    loopState.lastClientCount = entry
     let ticket = AdmissionTicket(
-      admission: context.admission, client: origin.key,
-      listenerOpen: context.metrics.connections(of: config.name))
+      admission: context.admission, entry: entry, listenerOpen: context.metrics.connections(of: config.name))
     // The counts follow the socket (`Connection.onClose`): released the
     // moment it closes, not when the session's clean-up runs later. (A
     // forward session's connection is counted the same way, in `serve`.)

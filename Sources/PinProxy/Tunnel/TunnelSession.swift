@@ -12,6 +12,8 @@ import PinTrust
 /// Confined to its loop (`loop.queue`): every entry point is a channel
 /// delegate call, a timer or the dial completion on that queue.
 final class TunnelSession: ChannelDelegate, DrainableSession, @unchecked Sendable {
+  /// Its place in the loop's `SessionRegistry`.
+  var registrySlot = RegistrySlot()
   let connection: Connection
   /// The socket, or TLS over it when the listener has `downstreamTLS: true`.
   var client: any ByteChannel
@@ -155,7 +157,7 @@ final class TunnelSession: ChannelDelegate, DrainableSession, @unchecked Sendabl
   private func close() { execute(machine.close()) }
 
   /// Out of the registry at the latest now (its entries are unretained).
-  deinit { context.registry(for: loop).forget(ObjectIdentifier(self)) }
+  deinit { context.registry(for: loop).forget(self) }
 
   /// The client connection is gone: nothing of this session remains.
   private func ended() {
