@@ -39,11 +39,16 @@ public struct ByteWriter: ~Copyable {
     put(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
   }
 
-  /// A string's UTF-8 in place (a small one's from the stack).
+  /// A string's UTF-8 in place (a small one's from the stack). Read where
+  /// it lies when it is contiguous (every native string): a mutable copy
+  /// for `withUTF8` cost a retain and a release of its storage per call.
   @inline(__always)
   public mutating func put(_ text: String) {
-    var text = text
-    text.withUTF8 { put($0) }
+    let done: Void? = text.utf8.withContiguousStorageIfAvailable { put($0) }
+    if done == nil {
+      var text = text
+      text.withUTF8 { put($0) }
+    }
   }
 
   /// A number's decimal digits, counted first and then written from the

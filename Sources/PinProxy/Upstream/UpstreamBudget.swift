@@ -272,8 +272,10 @@ final class UpstreamCharge: @unchecked Sendable {
 /// A client's admission key (`ClientKey`) as the budget counts it: hashed
 /// once, where a session's acquirer is made, so that charging and releasing
 /// a pooled socket — twice per keep-alive request — hashes one word, not
-/// the key's text.
-struct BudgetClient: Hashable, Sendable, ExpressibleByStringInterpolation {
+/// the key's text. An immutable object, not a value: a charge's copy of it
+/// (twice per keep-alive request) is one reference, not the key's storage
+/// and the entry's.
+final class BudgetClient: Hashable, Sendable, ExpressibleByStringInterpolation {
   let key: String
   private let hash: Int
   /// The budget's entry for this key as last found, shared by the copies
@@ -292,8 +294,8 @@ struct BudgetClient: Hashable, Sendable, ExpressibleByStringInterpolation {
     hash = hasher.finalize()
   }
 
-  init(stringLiteral key: String) { self.init(key) }
-  init(stringInterpolation: DefaultStringInterpolation) {
+  convenience init(stringLiteral key: String) { self.init(key) }
+  convenience init(stringInterpolation: DefaultStringInterpolation) {
     self.init(String(stringInterpolation: stringInterpolation))
   }
 
