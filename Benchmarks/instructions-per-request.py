@@ -22,7 +22,11 @@ and the other window does not.
 Counts are exact, so two runs of the same binaries agree within about 1%
 however busy the machine is; instructions are not cycles (cache misses and
 the kernel are not counted): report CPU time from Benchmarks/compare beside
-them. valgrind 3.19 cannot read the DWARF 5 Swift writes, so pinproxy runs
+them. pinproxy's rows also count its calls into the Swift runtime's
+reference counting per request ("refcounts": swift_retain, swift_release
+and their _n forms), each an atomic read-modify-write that costs tens of
+cycles, far more than its instructions say: on this job they are a larger
+share of pinproxy's CPU time than of its instructions. valgrind 3.19 cannot read the DWARF 5 Swift writes, so pinproxy runs
 as a copy with `objcopy --strip-debug` (symbols kept).
 
 Usage: Benchmarks/instructions-per-request.py PINPROXY [--requests N]
@@ -133,18 +137,36 @@ def wait_for_threads_to_settle(pid, quiet=8, limit=60):
     return last, time.monotonic() - started
 
 
+# The Swift runtime's reference counting: each call is an atomic
+# read-modify-write (tens of cycles, far more than its instructions say).
+# Retains and releases of strings and arrays (swift_bridgeObject*) end in
+# these, so they are not counted twice.
+REFCOUNTING = {"swift_retain", "swift_release", "swift_retain_n", "swift_release_n"}
+
+
 def per_object(path):
-    """Self cost (Ir) by object from a callgrind output file. A cost line
+    """Self cost (Ir) by object from a callgrind output file, and the calls
+    into the runtime's reference counting (under "refcounts"). A cost line
     after `calls=` is the call's inclusive cost, not self cost: skipped.
     A `cob=` only names the callee's object for the next call."""
-    names, totals = {}, collections.Counter()
-    current, skip_next = "?", False
+    names, functions, totals = {}, {}, collections.Counter()
+    current, skip_next, callee = "?", False, None
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             if skip_next:
                 skip_next = False
                 continue
-            if line.startswith(("ob=", "cob=")):
+            if line.startswith(("fn=", "cfn=")):
+                # Functions share one name table, as objects do.
+                key, _, value = line.strip().partition("=")
+                m = re.match(r"\((\d+)\)(?: (.*))?$", value)
+                name = value
+                if m:
+                    if m.group(2):
+                        functions[m.group(1)] = m.group(2)
+                    name = functions.get(m.group(1), "?")
+                callee = name if key == "cfn" else None
+            elif line.startswith(("ob=", "cob=")):
                 # Objects share one name table: a name may first appear in
                 # a call's `cob=` and be used by number in `ob=` later.
                 key, _, value = line.strip().partition("=")
@@ -158,6 +180,8 @@ def per_object(path):
                     current = name
             elif line.startswith("calls="):
                 skip_next = True
+                if callee in REFCOUNTING:
+                    totals["refcounts"] += int(line[6:].split()[0])
             elif line[:1].isdigit() or line[:1] in "+-*":
                 parts = line.split()
                 if len(parts) >= 2:
@@ -169,6 +193,8 @@ def group(totals, program):
     out = collections.Counter()
     for name, cost in totals.items():
         base = os.path.basename(name)
+        if name == "refcounts":
+            continue
         if base == program:
             out["own"] += cost
         elif base.startswith("libssl"):
@@ -180,6 +206,7 @@ def group(totals, program):
         else:
             out["other"] += cost
     out["total"] = sum(v for k, v in out.items())
+    out["refcounts"] = totals["refcounts"]
     return out
 
 
@@ -358,7 +385,8 @@ def main():
     else:
         print(f"instructions per request ({args.requests} requests after {args.warmup}; idle: per second over "
               f"{args.idle:g} s)")
-        print(f"{'':28} {'own':>9} {'libssl':>9} {'libcrypto':>9} {'libc':>9} {'other':>9} {'total':>9} {'× nginx':>8}")
+        print(f"{'':28} {'own':>9} {'libssl':>9} {'libcrypto':>9} {'libc':>9} {'other':>9} {'total':>9} {'× nginx':>8}"
+              f" {'refcounts':>9}")
         for load in ("keep-alive", "new connection", "idle"):
             for name in ("nginx", "pinproxy"):
                 row = results.get((name, load))
@@ -367,7 +395,7 @@ def main():
                 ratio = row["total"] / results[("nginx", load)]["total"] if results[("nginx", load)]["total"] else 0
                 print(f"{name + ', ' + load:28} " + " ".join(f"{row.get(k, 0) / 1000:8.1f}k" for k in
                       ("own", "libssl", "libcrypto", "libc", "other", "total"))
-                      + (f" {ratio:7.2f}×" if name == "pinproxy" else ""))
+                      + (f" {ratio:7.2f}× {row.get('refcounts', 0):9.0f}" if name == "pinproxy" else ""))
     if args.keep:
         print(f"callgrind files kept in {work} (NAME.callgrind.N: keep-alive, new connection, then the two idle windows)")
     else:
