@@ -80,6 +80,11 @@ final class ForwardSessionRecordsTests: XCTestCase {
     second.send(request(origin, "/3"))
     XCTAssertTrue(second.read { $0.text.hasSuffix("answer 3") }, second.text)
     XCTAssertEqual(shelf(proxy).retired, 0)
+    // Its admission ticket, issued again, counts it in and out like a new one.
+    XCTAssertEqual(proxy.context.admission.open.load(ordering: .relaxed), 2, "other and second")
+    _ = Glibc.shutdown(second.fd, Int32(SHUT_RDWR))
+    XCTAssertTrue(waitUntil { proxy.context.admission.open.load(ordering: .relaxed) == 1 })
+    XCTAssertTrue(waitUntil { self.shelf(proxy).retired == 1 }, "and it is kept again")
   }
 
   func testAReusedSessionDecidesUnderTheSnapshotInstalledSinceTheLastConnection() throws {

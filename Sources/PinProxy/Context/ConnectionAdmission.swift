@@ -159,7 +159,7 @@ final class ClientCount: @unchecked Sendable {
 /// Confined to the connection's loop.
 final class AdmissionTicket: @unchecked Sendable {
   private let admission: ConnectionAdmission
-  private let entry: ClientCount
+  private var entry: ClientCount
   /// The listener's open-connection gauge (the operator's page).
   private let listenerOpen: SharedCount?
   private var held = true
@@ -177,6 +177,16 @@ final class AdmissionTicket: @unchecked Sendable {
     self.init(
       admission: admission, entry: admission.entry(for: client) ?? ClientCount(key: client, listed: false),
       listenerOpen: listenerOpen)
+  }
+
+  /// Counts a new connection of the same listener under `entry` (which
+  /// `admit` counted it in under): a ticket released by its connection's
+  /// close, kept by a session that serves the loop's next connection.
+  func reissue(_ entry: ClientCount) {
+    precondition(!held, "reissue: a released ticket only")
+    self.entry = entry
+    held = true
+    listenerOpen?.add(1)
   }
 
   func release() {

@@ -11,37 +11,41 @@ import PinEventLoop
 /// starts afresh, so no state of one connection (a verified credential, a
 /// half-read head, a deadline) reaches the next.
 extension ForwardSession {
-  /// The session for a client socket accepted on `loop`, its connection
-  /// counted by `admission` until the socket closes: a retired session
-  /// nothing else holds, reopened on the socket, or a new one.
+  /// The session for a client socket accepted on `loop` and counted in
+  /// under `entry`: a retired session nothing else holds, reopened on the
+  /// socket with its admission ticket issued again, or a new one. The
+  /// counts follow the socket: its close releases them at once
+  /// (`Connection.onClose`, the session's `releaseAdmission`, made once).
   static func serve(
     fd: Int32, peer address: SocketAddress, loop: EventLoop, context: ProxyContext, listener: BoundListener,
-    admission: AdmissionTicket, origin: ClientOrigin
+    admitted entry: ClientCount, origin: ClientOrigin
   ) -> ForwardSession {
     let session: ForwardSession
     if let shelf = ForwardStorageShelf.of(loop), let retired = shelf.takeRetiredSession(of: listener) {
       retired.connection.reopen(fd: fd, address: address)
-      retired.reopen(admission: admission, origin: origin)
+      retired.admission.reissue(entry)
+      retired.reopen(origin: origin)
       session = retired
     } else {
+      let ticket = AdmissionTicket(
+        admission: context.admission, entry: entry,
+        listenerOpen: context.metrics.connections(of: listener.config.name))
       session = ForwardSession(
         connection: Connection(fd: fd, address: address, loop: loop), context: context, listener: listener,
-        admission: admission, origin: origin)
+        admission: ticket, origin: origin)
     }
-    // The counts follow the socket: released the moment it closes.
-    session.connection.onClose = admission.release
+    session.connection.onClose = session.releaseAdmission
     return session
   }
 
   /// Serves `connection` as a session just made would, under the snapshot
   /// in force now. Only for a retired session, on its loop.
-  private func reopen(admission: AdmissionTicket, origin: ClientOrigin) {
+  private func reopen(origin: ClientOrigin) {
     loop.preconditionInLoop()
     precondition(reusable, "a retired session only")
     let previous = self.origin
     let sameClient = origin.key == previous.key
     client = connection
-    self.admission = admission
     self.origin = origin
     budgetConnection = UpstreamBudget.connectionID()
     let current = context.snapshot

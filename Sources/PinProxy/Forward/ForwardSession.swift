@@ -74,7 +74,10 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   private var heldAnswer: [UInt8]?
   /// The connection's place in the admission counts (released when its
   /// socket closes, or when it stops serving).
-  var admission: AdmissionTicket
+  let admission: AdmissionTicket
+  /// `admission.release`, made once: the connection's close hook for every
+  /// connection this session serves (`serve`).
+  let releaseAdmission: @Sendable () -> Void
 
   var loop: EventLoop { connection.loop }
   /// Who the client is: its address, its admission key (routing and the
@@ -105,6 +108,7 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   ) {
     self.connection = connection
     self.admission = admission
+    releaseAdmission = admission.release
     client = connection
     bound = listener
     self.context = context

@@ -235,11 +235,17 @@ public final class ProxyServer: Sendable {
       return
     }
     loopState.lastClientCount = entry
+    if config.mode == .forward {
+      // Counted as below, by a ticket the session keeps (`serve`).
+      return ForwardSession.serve(
+        fd: fd, peer: address, loop: loop, context: context, listener: listener, admitted: entry,
+        origin: origin
+      ).start()
+    }
     let ticket = AdmissionTicket(
       admission: context.admission, entry: entry, listenerOpen: context.metrics.connections(of: config.name))
     // The counts follow the socket (`Connection.onClose`): released the
-    // moment it closes, not when the session's clean-up runs later. (A
-    // forward session's connection is counted the same way, in `serve`.)
+    // moment it closes, not when the session's clean-up runs later.
     func counted() -> Connection {
       let connection = Connection(fd: fd, address: address, loop: loop)
       connection.onClose = ticket.release
@@ -247,10 +253,7 @@ public final class ProxyServer: Sendable {
     }
     switch config.mode {
     case .forward:
-      ForwardSession.serve(
-        fd: fd, peer: address, loop: loop, context: context, listener: listener, admission: ticket,
-        origin: origin
-      ).start()
+      preconditionFailure("served above")
     case .socks5:
       SocksSession(
         connection: counted(), context: context, listener: listener, admission: ticket, origin: origin
