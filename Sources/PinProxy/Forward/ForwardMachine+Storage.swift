@@ -54,7 +54,13 @@ final class ForwardStorageShelf {
   /// `loop`'s shelf; nil off the loop (a session made elsewhere, in a test,
   /// starts empty).
   static func of(_ loop: EventLoop) -> ForwardStorageShelf? {
-    loop.inLoop ? loop.local(ForwardStorageShelf.self) { ForwardStorageShelf() } : nil
+    loop.inLoop ? onLoop(loop) : nil
+  }
+
+  /// `loop`'s shelf, asked on the loop (an accept): without asking
+  /// Dispatch which queue runs (asserted in debug builds).
+  static func onLoop(_ loop: EventLoop) -> ForwardStorageShelf {
+    loop.local(ForwardStorageShelf.self) { ForwardStorageShelf() }
   }
 
   /// The route decision of the session that ended last (`ForwardRouter.Memo`).

@@ -21,7 +21,8 @@ extension ForwardSession {
     admitted entry: ClientCount, origin: ClientOrigin
   ) -> ForwardSession {
     let session: ForwardSession
-    if let shelf = ForwardStorageShelf.of(loop), let retired = shelf.takeRetiredSession(of: listener) {
+    let shelf = ForwardStorageShelf.onLoop(loop)
+    if let retired = shelf.takeRetiredSession(of: listener) {
       retired.connection.reopen(fd: fd, address: address)
       retired.admission.reissue(entry)
       retired.reopen(origin: origin)
@@ -32,7 +33,7 @@ extension ForwardSession {
         listenerOpen: context.metrics.connections(of: listener.config.name))
       session = ForwardSession(
         connection: Connection(fd: fd, address: address, loop: loop), context: context, listener: listener,
-        admission: ticket, origin: origin)
+        admission: ticket, origin: origin, shelf: shelf)
     }
     session.connection.onClose = session.releaseAdmission
     return session

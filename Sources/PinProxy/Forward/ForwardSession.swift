@@ -102,9 +102,19 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   /// answer held for a program look-up): those sessions end as before.
   var reusable = true
 
-  init(
+  convenience init(
     connection: Connection, context: ProxyContext, listener: BoundListener, admission: AdmissionTicket,
     origin: ClientOrigin
+  ) {
+    self.init(
+      connection: connection, context: context, listener: listener, admission: admission, origin: origin,
+      shelf: ForwardStorageShelf.of(connection.loop))
+  }
+
+  /// `shelf`: the loop's, when made on the loop (`serve` has it at hand).
+  init(
+    connection: Connection, context: ProxyContext, listener: BoundListener, admission: AdmissionTicket,
+    origin: ClientOrigin, shelf: ForwardStorageShelf?
   ) {
     self.connection = connection
     self.admission = admission
@@ -117,7 +127,6 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
     let local = context.loopState(for: connection.loop)
     pool = local.pool
     registry = local.registry
-    let shelf = ForwardStorageShelf.of(connection.loop)
     self.shelf = shelf
     var router = ForwardRouter(snapshot: snapshot, bound: listener, client: origin)
     router.adopt(shelf?.routeMemo)
