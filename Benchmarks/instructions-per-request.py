@@ -144,6 +144,18 @@ def wait_for_threads_to_settle(pid, quiet=8, limit=60):
 REFCOUNTING = {"swift_retain", "swift_release", "swift_retain_n", "swift_release_n"}
 
 
+def named(line, table):
+    """A `key=(id) name` line of callgrind's compressed names: its key and
+    the name, learning it when given and looking it up by id when not."""
+    key, _, value = line.strip().partition("=")
+    m = re.match(r"\((\d+)\)(?: (.*))?$", value)
+    if not m:
+        return key, value
+    if m.group(2):
+        table[m.group(1)] = m.group(2)
+    return key, table.get(m.group(1), "?")
+
+
 def per_object(path):
     """Self cost (Ir) by object from a callgrind output file, and the calls
     into the runtime's reference counting (under "refcounts"). A cost line
@@ -158,24 +170,12 @@ def per_object(path):
                 continue
             if line.startswith(("fn=", "cfn=")):
                 # Functions share one name table, as objects do.
-                key, _, value = line.strip().partition("=")
-                m = re.match(r"\((\d+)\)(?: (.*))?$", value)
-                name = value
-                if m:
-                    if m.group(2):
-                        functions[m.group(1)] = m.group(2)
-                    name = functions.get(m.group(1), "?")
+                key, name = named(line, functions)
                 callee = name if key == "cfn" else None
             elif line.startswith(("ob=", "cob=")):
                 # Objects share one name table: a name may first appear in
                 # a call's `cob=` and be used by number in `ob=` later.
-                key, _, value = line.strip().partition("=")
-                m = re.match(r"\((\d+)\)(?: (.*))?$", value)
-                name = value
-                if m:
-                    if m.group(2):
-                        names[m.group(1)] = m.group(2)
-                    name = names.get(m.group(1), "?")
+                key, name = named(line, names)
                 if key == "ob":
                     current = name
             elif line.startswith("calls="):

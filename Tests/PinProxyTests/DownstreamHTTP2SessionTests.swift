@@ -59,8 +59,10 @@ final class DownstreamHTTP2SessionTests: XCTestCase {
     let session = try loop.runAndWait { () throws -> DownstreamHTTP2Session in
       let peer = "127.0.0.1:40000"
       let connection = Connection(fd: proxyEnd, peer: peer, loop: loop)
-      _ = context.admission.admit(client: peer, limits: snapshot.limits) { _ in false }
-      let ticket = AdmissionTicket(admission: context.admission, client: peer)
+      let (_, entry) = context.admission.admit(client: peer, remembered: nil, limits: snapshot.limits) { _ in
+        false
+      }
+      let ticket = AdmissionTicket(admission: context.admission, entry: try XCTUnwrap(entry))
       connection.onClose = ticket.release
       let session = try DownstreamHTTP2Session(
         client: connection, context: context, snapshot: snapshot, listener: listener, tunnel: tunnel,

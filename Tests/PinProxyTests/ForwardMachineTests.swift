@@ -203,28 +203,36 @@ final class ForwardMachineTests: XCTestCase {
     XCTAssertEqual(machine.exchange?.exchange.target.path, "/2")
   }
 
+  /// A machine that served a request, parsed a pipelined one it never
+  /// served and part of a third, framed a response and queued actions.
+  func usedMachine() throws -> Machine {
+    var machine = try makeMachine()
+    let upstream = startExchange(
+      &machine,
+      "GET http://origin.test/1 HTTP/1.1\r\nHost: x\r\n\r\nGET http://origin.test/left HTTP/1.1\r\nHost: x\r\n\r\nGE"
+    )
+    machine.upstreamEvents(
+      try responseEvents("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"), from: upstream, draining: false)
+    return machine
+  }
+
+  /// What a machine does serving a new connection's first request.
+  func serve(_ machine: inout Machine) throws -> [String] {
+    machine.start()
+    let upstream = startExchange(&machine, "GET http://origin.test/new HTTP/1.1\r\nHost: x\r\n\r\n")
+    machine.upstreamEvents(
+      try responseEvents("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nnew"), from: upstream, draining: false)
+    return actions(&machine).compactMap { text($0) ?? String(describing: $0) }
+  }
+
   /// A machine built on the storage an ended one handed back — which had
   /// parsed a pipelined request it never served, framed a response and queued
   /// actions — serves exactly as a new one does: nothing of the old
   /// connection is left in it.
   func testAMachineOnHandedBackStorageServesAsANewOne() throws {
-    var old = try makeMachine()
-    let upstream = startExchange(
-      &old,
-      "GET http://origin.test/1 HTTP/1.1\r\nHost: x\r\n\r\nGET http://origin.test/left HTTP/1.1\r\nHost: x\r\n\r\nGE"
-    )
-    old.upstreamEvents(
-      try responseEvents("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"), from: upstream, draining: false)
+    var old = try usedMachine()
     let storage = old.surrenderStorage()
 
-    func serve(_ machine: inout Machine) throws -> [String] {
-      machine.start()
-      let upstream = startExchange(&machine, "GET http://origin.test/new HTTP/1.1\r\nHost: x\r\n\r\n")
-      machine.upstreamEvents(
-        try responseEvents("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nnew"), from: upstream, draining: false
-      )
-      return actions(&machine).compactMap { text($0) ?? String(describing: $0) }
-    }
     let configuration = try ConfigurationParser.parse(ForwardMachineTests.config, file: "test.yaml")
     let snapshot = try RuntimeSnapshot.compile(configuration, generation: 1)
     func machine(_ storage: Machine.Storage?) -> Machine {
@@ -244,13 +252,7 @@ final class ForwardMachineTests: XCTestCase {
   /// one: a field `reopen` forgot to reset would carry the old connection's
   /// state (a credential, a deadline, a pipelined request) into the next.
   func testAReopenedMachineReadsAndServesAsANewOne() throws {
-    var old = try makeMachine()
-    let upstream = startExchange(
-      &old,
-      "GET http://origin.test/1 HTTP/1.1\r\nHost: x\r\n\r\nGET http://origin.test/left HTTP/1.1\r\nHost: x\r\n\r\nGE"
-    )
-    old.upstreamEvents(
-      try responseEvents("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"), from: upstream, draining: false)
+    var old = try usedMachine()
     let configuration = try ConfigurationParser.parse(ForwardMachineTests.config, file: "test.yaml")
     let snapshot = try RuntimeSnapshot.compile(configuration, generation: 2)
     let router = ForwardRouter(snapshot: snapshot, listener: configuration.listeners[0])
@@ -266,14 +268,6 @@ final class ForwardMachineTests: XCTestCase {
     }
     for field in fields { XCTAssertEqual(value(old, field), value(fresh, field), field) }
 
-    func serve(_ machine: inout Machine) throws -> [String] {
-      machine.start()
-      let upstream = startExchange(&machine, "GET http://origin.test/new HTTP/1.1\r\nHost: x\r\n\r\n")
-      machine.upstreamEvents(
-        try responseEvents("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nnew"), from: upstream, draining: false
-      )
-      return actions(&machine).compactMap { text($0) ?? String(describing: $0) }
-    }
     XCTAssertEqual(try serve(&old), try serve(&fresh))
   }
 

@@ -109,9 +109,6 @@ final class ConnectionAdmission: Sendable {
     return (.admitted, entry)
   }
 
-  /// `client`'s entry as listed now (a ticket made apart from `admit`).
-  func entry(for client: String) -> ClientCount? { perClient.withLock { $0.entries[client] } }
-
   /// A refused connection may close lingeringly; false past the bound
   /// (then it is closed after the flush). `endRefusedLingering` follows a true.
   func beginRefusedLingering() -> Bool {
@@ -126,7 +123,7 @@ final class ConnectionAdmission: Sendable {
 
   /// A connection admitted by `admit` closed.
   func release(client address: String, countedOpen: Bool = true) {
-    guard let entry = entry(for: address) else {
+    guard let entry = perClient.withLock({ $0.entries[address] }) else {
       if countedOpen { open.subtract(1, ordering: .relaxed) }
       return
     }
@@ -149,8 +146,8 @@ final class ConnectionAdmission: Sendable {
 final class ClientCount: @unchecked Sendable {
   let key: String
   fileprivate var open = 0
-  fileprivate var listed: Bool
-  init(key: String, listed: Bool = true) { (self.key, self.listed) = (key, listed) }
+  fileprivate var listed = true
+  init(key: String) { self.key = key }
 }
 
 /// One admitted connection's place in the counts, given back exactly once:
@@ -170,13 +167,6 @@ final class AdmissionTicket: @unchecked Sendable {
     self.entry = entry
     self.listenerOpen = listenerOpen
     listenerOpen?.add(1)
-  }
-
-  /// For a connection `admit(client:limits:evict:)` counted in under `client`.
-  convenience init(admission: ConnectionAdmission, client: String, listenerOpen: SharedCount? = nil) {
-    self.init(
-      admission: admission, entry: admission.entry(for: client) ?? ClientCount(key: client, listed: false),
-      listenerOpen: listenerOpen)
   }
 
   /// Counts a new connection of the same listener under `entry` (which

@@ -26,16 +26,24 @@ extension ForwardMachine {
     }
   }
 
-  /// This machine's storage, emptied; the machine is done and is left with
-  /// none (nothing it held — a head, a body, an action — stays in it).
-  mutating func surrenderStorage() -> Storage {
+  /// Empties the queues in place and takes what a next connection reuses
+  /// of the rest: the response buffer (emptied, let go of past
+  /// `HTTP1Downstream.keptOutputCapacity`) and the parser's spares.
+  mutating func emptyStorage() -> (output: [UInt8], parser: HTTP1Parser.Spares?) {
     pending.removeAll()
     actions.removeAll()
     exchangeActions.removeAll()
     var output = response.takeOutput()
     if output.capacity > HTTP1Downstream.keptOutputCapacity { output = [] }
     output.removeAll(keepingCapacity: true)
-    var storage = Storage.queues(output: output, parser: parser.takeSpares())
+    return (output, parser.takeSpares())
+  }
+
+  /// This machine's storage, emptied; the machine is done and is left with
+  /// none (nothing it held — a head, a body, an action — stays in it).
+  mutating func surrenderStorage() -> Storage {
+    let (output, spares) = emptyStorage()
+    var storage = Storage.queues(output: output, parser: spares)
     swap(&storage.pending, &pending)
     swap(&storage.actions, &actions)
     swap(&storage.exchangeActions, &exchangeActions)

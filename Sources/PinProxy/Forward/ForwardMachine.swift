@@ -155,15 +155,9 @@ struct ForwardMachine<Upstream: SameUpstream> {
   /// `ForwardSessionRecordsTests` checks that the result reads as a new
   /// machine's does, field by field.
   mutating func reopen(router: ForwardRouter?, limits: HTTPLimits, timeouts: TimeoutsConfig, client: String) {
-    pending.removeAll()
-    actions.removeAll()
-    exchangeActions.removeAll()
-    var output = response.takeOutput()
-    if output.capacity > HTTP1Downstream.keptOutputCapacity { output = [] }
-    output.removeAll(keepingCapacity: true)
+    let (output, spares) = emptyStorage()
     response = HTTP1Downstream(clientVersion: .http11, closing: false, output: output)
-    parser = HTTP1Parser(
-      role: .request, limits: limits, pausesBetweenMessages: true, spares: parser.takeSpares())
+    parser = HTTP1Parser(role: .request, limits: limits, pausesBetweenMessages: true, spares: spares)
     state = .awaitingRequest
     if let router { self.router = router }
     self.limits = limits

@@ -235,34 +235,35 @@ public final class ProxyServer: Sendable {
       return
     }
     loopState.lastClientCount = entry
-    if config.mode == .forward {
-      // Counted as below, by a ticket the session keeps (`serve`).
-      return ForwardSession.serve(
-        fd: fd, peer: address, loop: loop, context: context, listener: listener, admitted: entry,
-        origin: origin
-      ).start()
-    }
-    let ticket = AdmissionTicket(
-      admission: context.admission, entry: entry, listenerOpen: context.metrics.connections(of: config.name))
     // The counts follow the socket (`Connection.onClose`): released the
-    // moment it closes, not when the session's clean-up runs later.
-    func counted() -> Connection {
+    // moment it closes, not when the session's clean-up runs later. A
+    // forward session keeps its ticket for the connections it serves next
+    // (`serve`).
+    func counted() -> (Connection, AdmissionTicket) {
+      let ticket = AdmissionTicket(
+        admission: context.admission, entry: entry, listenerOpen: context.metrics.connections(of: config.name)
+      )
       let connection = Connection(fd: fd, address: address, loop: loop)
       connection.onClose = ticket.release
-      return connection
+      return (connection, ticket)
     }
     switch config.mode {
     case .forward:
-      preconditionFailure("served above")
+      ForwardSession.serve(
+        fd: fd, peer: address, loop: loop, context: context, listener: listener, admitted: entry,
+        origin: origin
+      ).start()
     case .socks5:
+      let (connection, ticket) = counted()
       SocksSession(
-        connection: counted(), context: context, listener: listener, admission: ticket, origin: origin
+        connection: connection, context: context, listener: listener, admission: ticket, origin: origin
       )
       .start()
     case .tunnel:
-      guard let upstream = config.upstream else { return counted().close() }
+      let (connection, _) = counted()
+      guard let upstream = config.upstream else { return connection.close() }
       TunnelSession(
-        connection: counted(), context: context, listener: config, target: upstream, origin: origin
+        connection: connection, context: context, listener: config, target: upstream, origin: origin
       ).start()
     }
   }
