@@ -136,7 +136,11 @@ extension ProxyContext {
   /// per listener and user; the logged one is closed once its program is
   /// known (the client, waiting for an answer, is still there to be found),
   /// so at most that many sockets wait a moment.
-  func admitsUser(_ local: LocalPeer, fd: Int32, peer: SocketAddress, listener bound: BoundListener) -> Bool {
+  /// `snapshot`: the one in force, read once by the accept.
+  func admitsUser(
+    _ local: LocalPeer, fd: Int32, peer: SocketAddress, listener bound: BoundListener,
+    under snapshot: RuntimeSnapshot
+  ) -> Bool {
     let listener = bound.config
     if bound.access(under: snapshot).admitsUser(local) { return true }
     metrics.clientsRefused.increment([listener.name, "user"])

@@ -26,7 +26,7 @@ extension ForwardSession {
   /// The tunnel is open: a CONNECT's 200, or a SOCKS client's success reply.
   func answerTunnelOpened() {
     tunnelAnswered = true
-    client.write(tunnelReplies?.opened ?? ForwardSession.connectEstablished)
+    writeToClient(tunnelReplies?.opened ?? ForwardSession.connectEstablished)
   }
 
   func openPassthrough(_ target: ForwardTarget) {
@@ -114,7 +114,7 @@ extension ForwardSession {
   func startTunnel(_ pending: PendingTunnel, first bytes: UnsafeRawBufferPointer) {
     if bytes.first == 0x16 {
       let target = pending.target
-      client = TLSChannel.serve(
+      clientTLS = TLSChannel.serve(
         connection, origin: origin, engine: pending.engine, host: target.host,
         target: "\(target.host):\(target.port)",
         logger: context.logger, metrics: context.metrics, listener: listener, owner: self,

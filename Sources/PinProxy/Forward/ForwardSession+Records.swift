@@ -18,14 +18,14 @@ extension ForwardSession {
   /// (`Connection.onClose`, the session's `releaseAdmission`, made once).
   static func serve(
     fd: Int32, peer address: SocketAddress, loop: EventLoop, context: ProxyContext, listener: BoundListener,
-    admitted entry: ClientCount, origin: ClientOrigin
+    admitted entry: ClientCount, origin: consuming ClientOrigin, snapshot: RuntimeSnapshot
   ) -> ForwardSession {
     let session: ForwardSession
     let shelf = ForwardStorageShelf.onLoop(loop)
     if let retired = shelf.takeRetiredSession(of: listener) {
       retired.connection.reopen(fd: fd, address: address)
       retired.admission.reissue(entry)
-      retired.reopen(origin: origin)
+      retired.reopen(origin: origin, snapshot: snapshot)
       session = retired
     } else {
       let ticket = AdmissionTicket(
@@ -33,23 +33,25 @@ extension ForwardSession {
         listenerOpen: context.metrics.connections(of: listener.config.name))
       session = ForwardSession(
         connection: Connection(fd: fd, address: address, loop: loop), context: context, listener: listener,
-        admission: ticket, origin: origin, shelf: shelf)
+        admission: ticket, origin: origin, shelf: shelf, snapshot: snapshot)
     }
     session.connection.onClose = session.releaseAdmission
     return session
   }
 
-  /// Serves `connection` as a session just made would, under the snapshot
-  /// in force now. Only for a retired session, on its loop.
-  private func reopen(origin: ClientOrigin) {
+  /// Serves `connection` as a session just made would, under `current`
+  /// (the snapshot in force, as the accept read it). Only for a retired
+  /// session, on its loop.
+  private func reopen(origin: consuming ClientOrigin, snapshot current: RuntimeSnapshot) {
     loop.preconditionInLoop()
     precondition(reusable, "a retired session only")
-    let previous = self.origin
-    let sameClient = origin.key == previous.key
-    client = connection
+    // A retired session served plainly: its client is its socket still.
+    assert(clientTLS == nil, "a retired session reads its socket")
+    // Compared in place, before the new origin moves in (no copy of the old).
+    let sameClient = origin.key == self.origin.key
+    let routesAlike = sameClient && self.origin.routesAlike(origin)
     self.origin = origin
     budgetConnection = UpstreamBudget.connectionID()
-    let current = context.snapshot
     // The acquirer goes on only for the same client under the same
     // snapshot, and only when no dial of its is under way (it would charge
     // its socket to this connection's budget).
@@ -58,20 +60,19 @@ extension ForwardSession {
       acquirerUnderSnapshot = nil
     }
     acquirerUnderSnapshot?.connection = budgetConnection
-    snapshot = current
+    if snapshot !== current { snapshot = current }
     // The router decides by the snapshot, the listener and the client's
     // address and user only: kept when none of them changed.
     let router: ForwardRouter?
-    if machine.router.snapshot === current, sameClient, origin.address == previous.address,
-      (origin.local == nil) == (previous.local == nil), origin.local?.uid == previous.local?.uid
-    {
+    if routesAlike, machine.router.snapshot === current {
       router = nil
     } else {
-      var made = ForwardRouter(snapshot: current, bound: bound, client: origin)
+      var made = ForwardRouter(snapshot: current, bound: bound, client: self.origin)
       made.adopt(machine.router.memo)
       router = made
     }
-    machine.reopen(router: router, limits: current.httpLimits, timeouts: current.timeouts, client: origin.key)
+    machine.reopen(
+      router: router, limits: current.httpLimits, timeouts: current.timeouts, client: self.origin.key)
     mode = .serving
     armedDeadline = nil
     connection.delegate = self

@@ -20,13 +20,16 @@ import PinTrust
 final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @unchecked Sendable {
   /// Its place in the loop's `SessionRegistry`.
   var registrySlot = RegistrySlot()
-  /// The client socket; `client` is what requests are read from and
-  /// answered on (the socket, or TLS over it after an intercepted CONNECT).
-  /// A constant, reopened on the next socket when a retired session serves
-  /// the loop's next connection (`serve`); the other fields naming the
-  /// connection are variables.
+  /// The client socket. A constant, reopened on the next socket when a
+  /// retired session serves the loop's next connection (`serve`); the
+  /// other fields naming the connection are variables.
   let connection: Connection
-  var client: any ByteChannel
+  /// TLS over `connection` once an intercepted CONNECT's client started it;
+  /// nil while requests are read from the socket itself. The client link is
+  /// these two, concrete (`ForwardSession+Client.swift`): a plain client's
+  /// reads and writes go straight to its socket, a constant, with nothing
+  /// retained and no witness table, rather than through `any ByteChannel`.
+  var clientTLS: TLSChannel?
   let bound: BoundListener
   var listener: ListenerConfig { bound.config }
   let context: ProxyContext
@@ -108,21 +111,21 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   ) {
     self.init(
       connection: connection, context: context, listener: listener, admission: admission, origin: origin,
-      shelf: ForwardStorageShelf.of(connection.loop))
+      shelf: ForwardStorageShelf.of(connection.loop), snapshot: context.snapshot)
   }
 
-  /// `shelf`: the loop's, when made on the loop (`serve` has it at hand).
+  /// `shelf`: the loop's, when made on the loop (`serve` has it at hand);
+  /// `snapshot`: the one in force, as the accept read it.
   init(
     connection: Connection, context: ProxyContext, listener: BoundListener, admission: AdmissionTicket,
-    origin: ClientOrigin, shelf: ForwardStorageShelf?
+    origin: ClientOrigin, shelf: ForwardStorageShelf?, snapshot: RuntimeSnapshot
   ) {
     self.connection = connection
     self.admission = admission
     releaseAdmission = admission.release
-    client = connection
     bound = listener
     self.context = context
-    snapshot = context.snapshot
+    self.snapshot = snapshot
     self.origin = origin
     let local = context.loopState(for: connection.loop)
     pool = local.pool
@@ -186,7 +189,7 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
     // so that nothing the machine queued stops the lingering reads.
     if lingerAfterRun {
       lingerAfterRun = false
-      if heldAnswer != nil { return client.pauseReading() }
+      if heldAnswer != nil { return pauseClient() }
       startLingering()
     }
   }
@@ -200,9 +203,9 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
     // A reference to the machine's buffer, not an access to the machine,
     // is held while writing: a delegate call the write makes may run it.
     let output = machine.clientOutput
-    output.withUnsafeBytes { client.write(UnsafeRawBufferPointer(rebasing: $0[range])) }
+    output.withUnsafeBytes { writeToClient(UnsafeRawBufferPointer(rebasing: $0[range])) }
     // Back-pressure: a slow client stops the upstream being read.
-    if let upstream, client.isAboveHighWatermark { upstream.link.pauseReading() }
+    if let upstream, clientIsBackedUp { upstream.link.pauseReading() }
   }
 
   /// After a refusal: the answer is out (or queued); what the client still
@@ -223,8 +226,8 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
     loop.preconditionInLoop()
     guard let answer = heldAnswer else { return }
     heldAnswer = nil
-    guard client.isOpen else { return }
-    client.write(answer)
+    guard clientIsOpen else { return }
+    writeToClient(answer)
     startLingering()
   }
 
@@ -323,9 +326,9 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
     }
     switch action {
     case .resumeClient(let upstream):
-      if upstream?.link.isAboveHighWatermark != true { client.resumeReading() }
+      if upstream?.link.isAboveHighWatermark != true { resumeClient() }
     case .pauseClient:
-      client.pauseReading()
+      pauseClient()
     case .upstream(let action):
       performUpstreamSide(action)
     case .writeClient(let range, let upstream):
@@ -347,7 +350,7 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
       let proxy = PACFile.proxyAddress(listener: listener, reached: reached)
       let text = PACFile.text(snapshot: machine.router.snapshot, listener: listener, proxy: proxy)
       // Closed lingeringly after the answer, as a refusal is.
-      client.write(PACFile.answer(text, head: head))
+      writeToClient(PACFile.answer(text, head: head))
       lingerAfterRun = true
       reusable = false
     case .openPassthrough(let target):
@@ -365,9 +368,9 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
         loop.execute { session.value?.run { $0.credentialChecked(decision) } }
       }
     case .closeAfterFlush:
-      client.closeAfterFlush()
+      closeClientAfterFlush()
     case .close:
-      if case .spliced(let splice) = mode { splice.close() } else { client.close() }
+      if case .spliced(let splice) = mode { splice.close() } else { closeClient() }
     }
   }
 
@@ -375,7 +378,7 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
 
   /// Back-pressure: the client stops being read while the upstream is backed up.
   func requestBodySent(_ count: Int, backedUp: Bool) {
-    if backedUp { client.pauseReading() }
+    if backedUp { pauseClient() }
   }
 
   func releaseUpstream(_ link: any UpstreamLink) {
@@ -417,7 +420,7 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
       heldAnswer = answer
       local.whenResolved(urgent: true) { [self, loop] in loop.execute { self.sendHeldAnswer() } }
     } else {
-      client.write(answer)
+      writeToClient(answer)
     }
     // The client may still be sending (a refused upload): close lingeringly
     // so the answer is not destroyed by a reset (LingeringClose), once this

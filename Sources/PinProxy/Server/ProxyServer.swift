@@ -196,13 +196,18 @@ public final class ProxyServer: Sendable {
     context: ProxyContext
   ) {
     let config = listener.config
+    // Read once (a lock): every decision of this accept, and the session's
+    // first, is made under it.
+    let snapshot = context.snapshot
     // The address's bytes, made once for the owner's look-up and the origin.
     let bytes = address.addressBytes
     let local = context.localPeer(fd: fd, peer: address, peerBytes: bytes, here: here, loop: loop)
-    if let local, !context.admitsUser(local, fd: fd, peer: address, listener: listener) { return }
+    if let local, !context.admitsUser(local, fd: fd, peer: address, listener: listener, under: snapshot) {
+      return
+    }
     let loopState = context.loopState(for: loop)
     let origin = ClientOrigin(address: address, bytes: bytes, local: local, keys: &loopState.clientKeys)
-    let limits = context.snapshot.limits
+    let limits = snapshot.limits
     let registry = loopState.registry
     let (decision, entry) = context.admission.admit(
       client: origin.key, remembered: loopState.lastClientCount, limits: limits
@@ -231,7 +236,7 @@ public final class ProxyServer: Sendable {
       }
       connection.onClose = admission.endRefusedLingering
       LingeringClose.start(
-        connection, owner: nil, timeout: min(2, context.snapshot.timeouts.lingeringClose), byteLimit: 1 << 20)
+        connection, owner: nil, timeout: min(2, snapshot.timeouts.lingeringClose), byteLimit: 1 << 20)
       return
     }
     loopState.lastClientCount = entry
@@ -251,7 +256,7 @@ public final class ProxyServer: Sendable {
     case .forward:
       ForwardSession.serve(
         fd: fd, peer: address, loop: loop, context: context, listener: listener, admitted: entry,
-        origin: origin
+        origin: origin, snapshot: snapshot
       ).start()
     case .socks5:
       let (connection, ticket) = counted()

@@ -37,6 +37,12 @@ struct ClientOrigin: Sendable {
     local.map { $0.uid.map(String.init) ?? "unknown" }
   }
 
+  /// Whether a router made for `other` decides as one made for this origin
+  /// would: the same address, and the same user on this host (or both remote).
+  func routesAlike(_ other: ClientOrigin) -> Bool {
+    address == other.address && (local == nil) == (other.local == nil) && local?.uid == other.local?.uid
+  }
+
   /// `client_user` and `client_program` of log lines, for local peers.
   func addFields(to fields: inout [String: String]) {
     guard let local else { return }
