@@ -193,8 +193,10 @@ struct ExchangeMachine<Upstream: SameUpstream> {
     _ events: [HTTP1Parser.BorrowedEvent], from upstream: Upstream, _ out: inout Actions
   ) {
     guard isServed(by: upstream) else { return out.append(.upstream(.closeUpstream(upstream))) }
-    for event in events {
-      switch event {
+    // By index, each event read in place: `for event in events` copied
+    // every event (a head's copy retains each buffer it holds) to bind it.
+    for index in events.indices {
+      switch events[index] {
       case .request: break
       case .response(let head):
         // An interim response does not stop the clock: the final head must

@@ -302,31 +302,31 @@ struct ForwardMachine<Upstream: SameUpstream> {
   mutating func process() {
     // Each event is moved out of the queue, and moved back when it must
     // wait: never copied (a head's copy retains every buffer it holds).
-    // The state is matched apart from the event: a tuple of the two would
-    // copy both.
+    // What to do with it is decided from its case alone, before its payload
+    // is bound: a pattern with a binding and a failing `where` copied the
+    // payload to bind it, then destroyed both.
     while let event = pending.popFirst() {
+      let step = step(for: event)
+      guard step != .wait else {
+        // Wait: the upstream is not ready, or a pipelined request waits its turn.
+        pending.prepend(event)
+        return actions.append(.pauseClient)
+      }
       // Consumed by the switch: a head is moved on into its exchange.
       switch consume event {
-      case .request(let head) where isAwaitingRequest:
+      case .request(let head):
         begin(head)
-      case .body(let bytes) where isExchanging && inExchange({ $0.hasUpstream }) == true:
+      case .body(let bytes):
         exchange!.requestBody(bytes, &exchangeActions)
         runExchangeActions()
-      case .end(let trailers)
-      where isExchanging && inExchange({ $0.hasUpstream && !$0.exchange.requestComplete }) == true:
-        exchange!.requestEnd(trailers, &exchangeActions)
-        runExchangeActions()
-      case .end
-      where isExchanging
-        && inExchange({ $0.isConnecting && !$0.exchange.hasBody && !$0.exchange.requestComplete }) == true:
+      case .end(let trailers):
         // A request without a body is complete at its head: no need to stop
         // reading (a pause and resume per request cost two epoll_ctl calls).
-        exchange!.requestEnd(HTTPHeaders(), &exchangeActions)
+        exchange!.requestEnd(step == .endAtHead ? HTTPHeaders() : trailers, &exchangeActions)
         runExchangeActions()
-      case let waiting:
-        // Wait: the upstream is not ready, or a pipelined request waits its turn.
-        pending.prepend(waiting)
-        return actions.append(.pauseClient)
+      case .response:
+        // Never: a request parser gives none, and `step` keeps one waiting.
+        break
       }
     }
     switch state {
@@ -343,6 +343,34 @@ struct ForwardMachine<Upstream: SameUpstream> {
       actions.append(.resumeClient(unlessBackedUp: inExchange { $0.upstream } ?? nil))
     } else {
       actions.append(.resumeClient(unlessBackedUp: nil))
+    }
+  }
+
+  /// What `process` does with a queued client event.
+  private enum Step {
+    case begin, body, end
+    /// The end of a request without a body, complete at its head.
+    case endAtHead
+    /// Not now: back to the queue, the client paused.
+    case wait
+  }
+
+  /// Reads only the event's case: nothing of its payload is copied.
+  private mutating func step(for event: borrowing HTTP1Parser.Event) -> Step {
+    switch event {
+    case .request:
+      return isAwaitingRequest ? .begin : .wait
+    case .body:
+      return isExchanging && inExchange({ $0.hasUpstream }) == true ? .body : .wait
+    case .end:
+      guard isExchanging else { return .wait }
+      if inExchange({ $0.hasUpstream && !$0.exchange.requestComplete }) == true { return .end }
+      if inExchange({ $0.isConnecting && !$0.exchange.hasBody && !$0.exchange.requestComplete }) == true {
+        return .endAtHead
+      }
+      return .wait
+    case .response:
+      return .wait
     }
   }
 
