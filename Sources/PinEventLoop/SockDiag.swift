@@ -14,16 +14,22 @@ public struct SocketOwner: Sendable, Equatable {
 /// the socket itself: `source` is its own address and port, `destination`
 /// its remote one. Addresses are 4 (IPv4) or 16 (IPv6) bytes.
 public struct SocketTuple: Sendable, Equatable {
-  public var source: [UInt8]
+  public var source: IPBytes
   public var sourcePort: UInt16
-  public var destination: [UInt8]
+  public var destination: IPBytes
   public var destinationPort: UInt16
 
-  public init(source: [UInt8], sourcePort: UInt16, destination: [UInt8], destinationPort: UInt16) {
+  public init(source: IPBytes, sourcePort: UInt16, destination: IPBytes, destinationPort: UInt16) {
     self.source = source
     self.sourcePort = sourcePort
     self.destination = destination
     self.destinationPort = destinationPort
+  }
+
+  public init(source: [UInt8], sourcePort: UInt16, destination: [UInt8], destinationPort: UInt16) {
+    self.init(
+      source: IPBytes(source), sourcePort: sourcePort, destination: IPBytes(destination),
+      destinationPort: destinationPort)
   }
 
   var isIPv4: Bool { source.count == 4 }

@@ -34,7 +34,7 @@ final class AdmissionTests: XCTestCase {
       ([192, 0, 2, 8], alice, "192.0.2.8 uid 1000"), ([192, 0, 2, 8], nil, "192.0.2.8"),
     ]
     for (address, local, expected) in cases {
-      XCTAssertEqual(memo.key(bytes: address, local: local), expected)
+      XCTAssertEqual(memo.key(bytes: IPBytes(address), local: local), expected)
       XCTAssertEqual(ClientKey.of(bytes: address, local: local), expected)
     }
   }

@@ -1,5 +1,6 @@
 import Dispatch
 import PinConfig
+import PinEventLoop
 import PinTLS
 import PinTrust
 
@@ -46,11 +47,11 @@ final class ListenerAccess: Sendable {
   /// Why a client at `peer` (4 or 16 bytes; nil: not checked) and, on this
   /// host, owned by `local`, accepted under an earlier snapshot, may not
   /// use listener `name` under this access; nil when it may.
-  func denial(ofListener name: String, to peer: [UInt8]?, local: LocalPeer?) -> String? {
+  func denial(ofListener name: String, to peer: IPBytes?, local: LocalPeer?) -> String? {
     if isClosed {
       return "listener \(name) was renamed, moved or re-moded by a reload; that takes a restart"
     }
-    if let peer, !allowedClients.allows(peer) {
+    if let peer, !peer.withUnsafeBytes({ allowedClients.allows($0) }) {
       return "a reload took this address out of the listener's allowedClients"
     }
     if let local, !admitsUser(local) {

@@ -69,21 +69,22 @@ extension ProxyContext {
   /// address when the caller knows it (a listener on one address accepts
   /// there only), saving a `getsockname` per connection.
   func localPeer(
-    fd: Int32, peer: SocketAddress, peerBytes: [UInt8]? = nil, here known: SocketAddress? = nil,
+    fd: Int32, peer: SocketAddress, peerBytes: IPBytes? = nil, here known: SocketAddress? = nil,
     loop: EventLoop
   ) -> LocalPeer? {
     #if PINPROXY_NO_PEER_IDENTITY
       // The baseline of Benchmarks/identity-overhead.sh: every peer remote.
       return nil
     #else
-      let remote = Self.unmappedIPv4(peerBytes ?? peer.addressBytes)
-      let loopback = remote.count == 4 ? remote[0] == 127 : remote == Self.ipv6Loopback
+      // Inline values, no array made: this runs at every accept.
+      let remote = (peerBytes ?? peer.ipBytes).unmappedIPv4
+      let loopback = remote.isLoopback
       guard let here = known ?? SocketAddress.local(of: fd) else {
         return loopback ? LocalPeer(owner: nil) : nil
       }
       // Not a TCP connection at all (a socket pair handed in by a test).
       guard here.family == AF_INET || here.family == AF_INET6 else { return nil }
-      let local = Self.unmappedIPv4(here.addressBytes)
+      let local = here.ipBytes.unmappedIPv4
       guard local.count == remote.count else { return loopback ? LocalPeer(owner: nil) : nil }
       // The client's socket: its source is our peer, its destination us.
       // An IPv4 client may hold a dual-stack IPv6 socket (Java's default),
@@ -96,7 +97,7 @@ extension ProxyContext {
       var answer = diag.lookUp(tuple)
       if answer == .absent, remote.count == 4 {
         let mapped = SocketTuple(
-          source: Self.mappedIPv6(remote), sourcePort: tuple.sourcePort, destination: Self.mappedIPv6(local),
+          source: remote.mappedIPv6, sourcePort: tuple.sourcePort, destination: local.mappedIPv6,
           destinationPort: tuple.destinationPort)
         answer = diag.lookUp(mapped)
         if answer != .absent { tuple = mapped }

@@ -199,8 +199,8 @@ public final class ProxyServer: Sendable {
     // Read once (a lock): every decision of this accept, and the session's
     // first, is made under it.
     let snapshot = context.snapshot
-    // The address's bytes, made once for the owner's look-up and the origin.
-    let bytes = address.addressBytes
+    // The address's bytes, inline, read once for the owner's look-up and the origin.
+    let bytes = address.ipBytes
     let local = context.localPeer(fd: fd, peer: address, peerBytes: bytes, here: here, loop: loop)
     if let local, !context.admitsUser(local, fd: fd, peer: address, listener: listener, under: snapshot) {
       return

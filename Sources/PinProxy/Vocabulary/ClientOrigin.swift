@@ -6,8 +6,8 @@ import PinTrust
 /// this host, its socket's owner. The address stays the value `accept`
 /// gave: it is formatted (`peer`) only when a line is written.
 struct ClientOrigin: Sendable {
-  /// 4 or 16 bytes.
-  let address: [UInt8]
+  /// 4 or 16 bytes, inline (none for a peer known by text that is no address).
+  let address: IPBytes
   private let accepted: SocketAddress?
   private let label: String?
   let key: String
@@ -18,7 +18,7 @@ struct ClientOrigin: Sendable {
 
   /// `bytes`: the address's bytes, made once by the accept; `keys`: the
   /// accepting loop's memo of the last key it made.
-  init(address: SocketAddress, bytes: [UInt8], local: LocalPeer?, keys: inout ClientKeyMemo) {
+  init(address: SocketAddress, bytes: IPBytes, local: LocalPeer?, keys: inout ClientKeyMemo) {
     self.address = bytes
     (accepted, label) = (address, nil)
     self.local = local
@@ -27,7 +27,7 @@ struct ClientOrigin: Sendable {
 
   /// A client known by its text (`host:port`; tests, socket pairs).
   init(peer: String, local: LocalPeer?) {
-    address = peerAddressBytes(peer) ?? []
+    address = peerAddressBytes(peer).map(IPBytes.init) ?? IPBytes()
     (accepted, label) = (nil, peer)
     self.local = local
     key = ClientKey.of(peer, user: Self.user(local))
@@ -91,13 +91,13 @@ extension ClientKey {
 /// and user, and then take the key without the shared table's lock and
 /// hash (`ClientKey.of(bytes:local:)`). On its loop only.
 struct ClientKeyMemo {
-  private var last: (address: [UInt8], isLocal: Bool, uid: UInt32?, key: String)?
+  private var last: (address: IPBytes, isLocal: Bool, uid: UInt32?, key: String)?
 
-  mutating func key(bytes address: [UInt8], local: LocalPeer?) -> String {
+  mutating func key(bytes address: IPBytes, local: LocalPeer?) -> String {
     if let last, last.isLocal == (local != nil), last.uid == local?.uid, last.address == address {
       return last.key
     }
-    let key = ClientKey.of(bytes: address, local: local)
+    let key = ClientKey.of(bytes: address.array, local: local)
     last = (address, local != nil, local?.uid, key)
     return key
   }
