@@ -35,7 +35,7 @@ public struct HTTPParseError: Error, Sendable, Equatable, CustomStringConvertibl
 }
 
 /// Size limits for message heads (defaults match the DESIGN config defaults).
-public struct HTTPLimits: Sendable {
+public struct HTTPLimits: Sendable, Equatable {
   public var maxHeaderBytes = 64 * 1024
   public var maxHeaderCount = 100
   public var maxURILength = 8 * 1024

@@ -59,6 +59,19 @@ struct HTTP1Downstream: DownstreamLink {
     endsWithConnection = false
   }
 
+  /// Starts over for another connection (a retired session's next
+  /// client): as `init` leaves it, the buffer emptied in place (let go of
+  /// past `keptOutputCapacity`).
+  mutating func restart(clientVersion: HTTPVersion, closing: Bool) {
+    reset(clientVersion: clientVersion, closing: closing)
+    if output.capacity > Self.keptOutputCapacity {
+      output = []
+    } else if !output.isEmpty {
+      output.removeAll(keepingCapacity: true)
+    }
+    handedOut = 0
+  }
+
   /// The bytes framed since the last call, as a range of `output`; nil when none.
   mutating func takeOutputRange() -> Range<Int>? {
     guard output.count > handedOut else { return nil }

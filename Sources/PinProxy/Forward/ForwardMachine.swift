@@ -155,9 +155,18 @@ struct ForwardMachine<Upstream: SameUpstream> {
   /// `ForwardSessionRecordsTests` checks that the result reads as a new
   /// machine's does, field by field.
   mutating func reopen(router: ForwardRouter?, limits: HTTPLimits, timeouts: TimeoutsConfig, client: String) {
-    let (output, spares) = emptyStorage()
-    response = HTTP1Downstream(clientVersion: .http11, closing: false, output: output)
-    parser = HTTP1Parser(role: .request, limits: limits, pausesBetweenMessages: true, spares: spares)
+    pending.removeAll()
+    actions.removeAll()
+    exchangeActions.removeAll()
+    response.restart(clientVersion: .http11, closing: false)
+    // In place under the same limits (the usual case): a new parser only
+    // when a reload changed them.
+    if parser.limits == limits {
+      parser.restart()
+    } else {
+      parser = HTTP1Parser(
+        role: .request, limits: limits, pausesBetweenMessages: true, spares: parser.takeSpares())
+    }
     state = .awaitingRequest
     if let router { self.router = router }
     self.limits = limits
