@@ -191,7 +191,10 @@ public final class LoopTimer: @unchecked Sendable {
 /// so every field is guarded by `lock` (the Dispatch timer's handler runs on `queue`).
 final class TimerTable: @unchecked Sendable {
   private let queue: DispatchQueue
-  private let lock = NSLock()
+  /// Guards every field, and the fields of its timers. A `Mutex` (a futex
+  /// word, inline): `NSLock` cost a class call and a pthread mutex per
+  /// lock, and a connection takes this one several times.
+  private let lock = Mutex(())
   /// A struct, not a tuple: a closure stored in a tuple inside a generic
   /// container is re-abstracted, and that allocated a thunk on every
   /// re-arm (three per keep-alive request).
@@ -223,17 +226,17 @@ final class TimerTable: @unchecked Sendable {
   init(queue: DispatchQueue, clock: Readiness) { (self.queue, self.clock) = (queue, clock) }
 
   func add(deadline: UInt64, _ work: @escaping @Sendable () -> Void) -> LoopTimer {
-    lock.lock()
-    nextID &+= 1
-    let id = nextID
-    entries[id] = Entry(deadline: deadline, work: work)
-    armIfEarlier(deadline)
-    lock.unlock()
+    let id = lock.withLock { _ in
+      nextID &+= 1
+      entries[nextID] = Entry(deadline: deadline, work: work)
+      armIfEarlier(deadline)
+      return nextID
+    }
     return LoopTimer(id: id, table: self, work: nil, reusable: false)
   }
 
   /// Arms the Dispatch timer for `deadline` when it is not armed or armed
-  /// later (under `lock`); never sooner than `tickNanoseconds` after its last firing.
+  /// later (inside `lock`); never sooner than `tickNanoseconds` after its last firing.
   private func armIfEarlier(_ deadline: UInt64) {
     let target = max(deadline, lastFired &+ TimerTable.tickNanoseconds)
     if let armedFor, armedFor <= target { return }
@@ -253,25 +256,25 @@ final class TimerTable: @unchecked Sendable {
 
   /// A timer with its own id and no deadline yet.
   func makeTimer(_ work: (@Sendable () -> Void)?) -> LoopTimer {
-    lock.lock()
-    nextID &+= 1
-    let id = nextID
-    lock.unlock()
+    let id = lock.withLock { _ in
+      nextID &+= 1
+      return nextID
+    }
     return LoopTimer(id: id, table: self, work: work, reusable: true)
   }
 
   func setWork(_ timer: LoopTimer, _ work: @escaping @Sendable () -> Void) {
-    lock.lock()
-    defer { lock.unlock() }
-    precondition(timer.reusable && !timer.workGiven, "setWork: once, on a timer from EventLoop.makeTimer()")
-    (timer.work, timer.workGiven) = (work, true)
+    lock.withLock { _ in
+      precondition(timer.reusable && !timer.workGiven, "setWork: once, on a timer from EventLoop.makeTimer()")
+      (timer.work, timer.workGiven) = (work, true)
+    }
   }
 
   /// Arms `timer` for `deadline`, replacing its earlier deadline if any;
   /// nothing once it was invalidated.
   func arm(_ timer: LoopTimer, deadline: UInt64) {
-    lock.lock()
-    if timer.work != nil {
+    lock.withLock { _ in
+      guard timer.work != nil else { return }
       if timer.slot < 0 {
         if let free = freeSlots.popLast() {
           rearmable[free] = timer
@@ -284,33 +287,32 @@ final class TimerTable: @unchecked Sendable {
       timer.deadline = deadline
       armIfEarlier(deadline)
     }
-    lock.unlock()
   }
 
   /// A re-armable timer is not armed any more (it stays listed).
   func disarm(_ timer: LoopTimer) {
-    lock.lock()
-    timer.deadline = nil
-    lock.unlock()
+    lock.withLock { _ in timer.deadline = nil }
   }
 
   func revive(_ timer: LoopTimer, _ work: @escaping @Sendable () -> Void) {
-    lock.lock()
-    defer { lock.unlock() }
-    precondition(timer.reusable && timer.workGiven && timer.work == nil, "revive: an invalidated timer only")
-    (timer.work, timer.deadline) = (work, nil)
+    lock.withLock { _ in
+      precondition(
+        timer.reusable && timer.workGiven && timer.work == nil, "revive: an invalidated timer only")
+      (timer.work, timer.deadline) = (work, nil)
+    }
   }
 
   func invalidate(_ timer: LoopTimer) {
-    lock.lock()
     var listed: LoopTimer?
-    if timer.slot >= 0 {
-      swap(&listed, &rearmable[timer.slot])
-      freeSlots.append(timer.slot)
+    var work: (@Sendable () -> Void)?
+    lock.withLock { _ in
+      if timer.slot >= 0 {
+        swap(&listed, &rearmable[timer.slot])
+        freeSlots.append(timer.slot)
+      }
+      swap(&work, &timer.work)
+      (timer.deadline, timer.slot) = (nil, -1)
     }
-    let work = timer.work
-    (timer.work, timer.deadline, timer.slot) = (nil, nil, -1)
-    lock.unlock()
     // A work may hold the last reference to its owner: it is let go of
     // only after the lock (an owner's deinit may cancel timers of its own).
     // Ended with `consume`, not passed to a generic function to be kept:
@@ -320,9 +322,7 @@ final class TimerTable: @unchecked Sendable {
   }
 
   func remove(_ id: UInt64) {
-    lock.lock()
-    let removed = entries.removeValue(forKey: id)
-    lock.unlock()
+    let removed = lock.withLock { _ in entries.removeValue(forKey: id) }
     _ = consume removed
   }
 
@@ -332,45 +332,46 @@ final class TimerTable: @unchecked Sendable {
   /// arms for the earliest deadline left, if any.
   private func fire() {
     let now = DispatchTime.now().uptimeNanoseconds
-    lock.lock()
-    (armedFor, lastFired) = (nil, now)
-    // Most firings have one timer due: it runs without building a list
-    // (an idle loop's firing allocates nothing).
-    var dueCount = 0
-    var onlyDue = Due.oneShot(0)
-    for (id, entry) in entries where entry.deadline <= now {
-      dueCount += 1
-      onlyDue = .oneShot(id)
+    let (dueCount, onlyDue, due) = lock.withLock { _ -> (Int, Due, [Due]) in
+      (armedFor, lastFired) = (nil, now)
+      // Most firings have one timer due: it runs without building a list
+      // (an idle loop's firing allocates nothing).
+      var dueCount = 0
+      var onlyDue = Due.oneShot(0)
+      for (id, entry) in entries where entry.deadline <= now {
+        dueCount += 1
+        onlyDue = .oneShot(id)
+      }
+      for case let timer? in rearmable where timer.deadline.map({ $0 <= now }) == true {
+        dueCount += 1
+        onlyDue = .rearmable(timer)
+      }
+      let due: [Due] =
+        dueCount > 1
+        ? (entries.compactMap { $0.value.deadline <= now ? (Due.oneShot($0.key), $0.value.deadline) : nil }
+          + rearmable.compactMap { timer in
+            timer.flatMap { timer in timer.deadline.flatMap { $0 <= now ? (Due.rearmable(timer), $0) : nil } }
+          })
+          .sorted { $0.1 < $1.1 }.map(\.0)
+        : []
+      return (dueCount, onlyDue, due)
     }
-    for case let timer? in rearmable where timer.deadline.map({ $0 <= now }) == true {
-      dueCount += 1
-      onlyDue = .rearmable(timer)
-    }
-    let due: [Due] =
-      dueCount > 1
-      ? (entries.compactMap { $0.value.deadline <= now ? (Due.oneShot($0.key), $0.value.deadline) : nil }
-        + rearmable.compactMap { timer in
-          timer.flatMap { timer in timer.deadline.flatMap { $0 <= now ? (Due.rearmable(timer), $0) : nil } }
-        })
-        .sorted { $0.1 < $1.1 }.map(\.0)
-      : []
-    lock.unlock()
     if dueCount == 1 {
       run(onlyDue, dueAt: now)
     } else {
       for id in due { run(id, dueAt: now) }
     }
-    lock.lock()
-    // The earliest deadline left, one-shot or re-armable (no list made).
-    var earliest: UInt64?
-    for entry in entries.values where earliest.map({ entry.deadline < $0 }) ?? true {
-      earliest = entry.deadline
+    lock.withLock { _ in
+      // The earliest deadline left, one-shot or re-armable (no list made).
+      var earliest: UInt64?
+      for entry in entries.values where earliest.map({ entry.deadline < $0 }) ?? true {
+        earliest = entry.deadline
+      }
+      for case let timer? in rearmable {
+        if let deadline = timer.deadline, earliest.map({ deadline < $0 }) ?? true { earliest = deadline }
+      }
+      if let earliest { armIfEarlier(earliest) }
     }
-    for case let timer? in rearmable {
-      if let deadline = timer.deadline, earliest.map({ deadline < $0 }) ?? true { earliest = deadline }
-    }
-    if let earliest { armIfEarlier(earliest) }
-    lock.unlock()
   }
 
   /// A timer found due: a one-shot one by its id in `entries`, a
@@ -384,20 +385,20 @@ final class TimerTable: @unchecked Sendable {
   /// may have cancelled, re-armed or invalidated it), taking it out of the
   /// table first.
   private func run(_ due: Due, dueAt now: UInt64) {
-    lock.lock()
     var work: (@Sendable () -> Void)?
-    switch due {
-    case .oneShot(let id):
-      work = entries[id].flatMap { $0.deadline <= now ? $0.work : nil }
-      if work != nil { entries[id] = nil }
-    case .rearmable(let timer):
-      if timer.slot >= 0, let deadline = timer.deadline, deadline <= now {
-        // Fired: not armed until armed again (its work usually does).
-        timer.deadline = nil
-        work = timer.work
+    lock.withLock { _ in
+      switch due {
+      case .oneShot(let id):
+        work = entries[id].flatMap { $0.deadline <= now ? $0.work : nil }
+        if work != nil { entries[id] = nil }
+      case .rearmable(let timer):
+        if timer.slot >= 0, let deadline = timer.deadline, deadline <= now {
+          // Fired: not armed until armed again (its work usually does).
+          timer.deadline = nil
+          work = timer.work
+        }
       }
     }
-    lock.unlock()
     work?()
   }
 
