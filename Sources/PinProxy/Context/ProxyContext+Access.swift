@@ -4,20 +4,14 @@ import PinEventLoop
 import PinTrust
 
 extension ProxyContext {
-  /// Whether a client at `address` may connect to `listener`, under the
-  /// snapshot in force (so a reload governs the next accept). Runs on the
-  /// accepting loop before the socket is read or handed on. A refusal is
-  /// counted every time and logged once a minute per client (admission key).
-  func admits(_ address: SocketAddress, listener: BoundListener) -> Bool {
-    admits(address, listener: listener.config.name, rules: listener.access(under: snapshot).allowedClients)
-  }
-
   /// The admin endpoint's accept check: its clients and its scrapers.
   func admitsAdmin(_ address: SocketAddress) -> Bool {
     admits(address, listener: "admin", rules: snapshot.adminAccess?.connectingClients ?? .loopback)
   }
 
-  private func admits(_ address: SocketAddress, listener: String, rules: ClientAddressRules) -> Bool {
+  /// Whether `rules` let a client at `address` connect to `listener`; a
+  /// refusal is counted, and logged once a minute per client.
+  func admits(_ address: SocketAddress, listener: String, rules: ClientAddressRules) -> Bool {
     if address.withAddressBytes({ rules.allows($0) }) { return true }
     let bytes = address.addressBytes
     metrics.clientsRefused.increment([listener, "address"])
@@ -137,16 +131,14 @@ extension ProxyContext {
   /// per listener and user; the logged one is closed once its program is
   /// known (the client, waiting for an answer, is still there to be found),
   /// so at most that many sockets wait a moment.
-  /// `snapshot`: the one in force, read once by the accept.
+  /// `access`: the listener's rules under the snapshot in force, read once by the accept.
   func admitsUser(
-    _ local: LocalPeer, fd: Int32, peer: SocketAddress, listener bound: BoundListener,
-    under snapshot: RuntimeSnapshot
+    _ local: LocalPeer, fd: Int32, peer: SocketAddress, listener: String, access: ListenerAccess
   ) -> Bool {
-    let listener = bound.config
-    if bound.access(under: snapshot).admitsUser(local) { return true }
-    metrics.clientsRefused.increment([listener.name, "user"])
+    if access.admitsUser(local) { return true }
+    metrics.clientsRefused.increment([listener, "user"])
     let user = local.uid.map(String.init) ?? "unknown"
-    guard refusedClients.shouldLog(listener: listener.name, client: "uid " + user) else {
+    guard refusedClients.shouldLog(listener: listener, client: "uid " + user) else {
       _ = Glibc.close(fd)
       return false
     }
@@ -155,7 +147,7 @@ extension ProxyContext {
       logger.log(
         .warning, "client-refused",
         [
-          "listener": listener.name, "client": peer.description, "client_user": local.user,
+          "listener": listener, "client": peer.description, "client_user": local.user,
           "client_program": local.program, "code": FailureCode.clientNotAllowed.rawValue,
           "reason": "user not in allowedUsers; closed at accept (logged once a minute per user)",
         ])

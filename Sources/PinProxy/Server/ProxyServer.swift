@@ -42,9 +42,9 @@ public final class ProxyServer: Sendable {
       let here = address.port != 0 && address.addressBytes.contains { $0 != 0 } ? address : nil
       do {
         let listener = try Listener(
-          address: address, group: group, onExhausted: ProxyServer.exhaustionLogger(logger, config.name),
-          admits: { context.admits($0, listener: shared) }
+          address: address, group: group, onExhausted: ProxyServer.exhaustionLogger(logger, config.name)
         ) { fd, peer, loop in
+          // `accept` judges the address first, under the snapshot it reads once.
           ProxyServer.accept(fd: fd, peer: peer, here: here, loop: loop, listener: shared, context: context)
         }
         bound.append((config, listener))
@@ -199,10 +199,18 @@ public final class ProxyServer: Sendable {
     // Read once (a lock): every decision of this accept, and the session's
     // first, is made under it.
     let snapshot = context.snapshot
+    let access = listener.access(under: snapshot)
+    // The address first, before anything is read, under the snapshot in
+    // force (a reload governs the next accept): a refused socket closes at
+    // once, counted, and logged once a minute per client.
+    guard context.admits(address, listener: config.name, rules: access.allowedClients) else {
+      _ = Glibc.close(fd)
+      return
+    }
     // The address's bytes, inline, read once for the owner's look-up and the origin.
     let bytes = address.ipBytes
     let local = context.localPeer(fd: fd, peer: address, peerBytes: bytes, here: here, loop: loop)
-    if let local, !context.admitsUser(local, fd: fd, peer: address, listener: listener, under: snapshot) {
+    if let local, !context.admitsUser(local, fd: fd, peer: address, listener: config.name, access: access) {
       return
     }
     let loopState = context.loopState(for: loop)
