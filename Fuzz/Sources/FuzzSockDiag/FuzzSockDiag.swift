@@ -19,7 +19,7 @@ func fuzzSockDiag(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
   let datagram = Array(bytes.dropFirst())
   let request = SockDiagMessage.request(tuple, sequence: 9)
   require(request.count == SockDiagMessage.requestBytes, "request size \(request.count)")
-  require(Array(request[28..<(28 + tuple.source.count)]) == tuple.source, "request names the source")
+  require(Array(request[28..<(28 + tuple.source.count)]) == tuple.source.array, "request names the source")
   let answer = datagram.withUnsafeBytes { SockDiagMessage.decodeAnswer($0, sequence: 9, tuple: tuple) }
   if case .owner(let owner) = answer {
     require(owner.inode != 0, "an owner without an inode")
