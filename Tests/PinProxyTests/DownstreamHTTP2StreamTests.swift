@@ -111,9 +111,10 @@ final class DownstreamHTTP2StreamTests: XCTestCase {
     stream.requestEnd(HTTPHeaders())
     stream.run { $0.start(&$1) }
     let deadline = Self.responseDeadline(on: stream.host.loop)
+    let handle = stream.holdUpstream(link)
     stream.run {
       $0.upstreamReady(
-        UpstreamRef(link: link), pooled: false, tls: .none, protocol: .http1, responseDeadline: deadline, &$1)
+        handle, pooled: false, tls: .none, protocol: .http1, responseDeadline: deadline, &$1)
     }
   }
 
@@ -147,9 +148,10 @@ final class DownstreamHTTP2StreamTests: XCTestCase {
       stream.run { $0.start(&$1) }
       XCTAssertEqual(host.acquisitions, [true])
       XCTAssertEqual(host.slotsTaken, 1, "acquiring takes one of the connection's upstream slots")
+      let handle = stream.holdUpstream(link)
       stream.run {
         $0.upstreamReady(
-          UpstreamRef(link: link), pooled: false, tls: .none, protocol: .http1,
+          handle, pooled: false, tls: .none, protocol: .http1,
           responseDeadline: Self.responseDeadline(on: loop), &$1)
       }
       XCTAssertEqual(link.heads.count, 1)
@@ -221,9 +223,10 @@ final class DownstreamHTTP2StreamTests: XCTestCase {
     let link = RecordingLink(key: stream.target.key)
     loop.runAndWait {
       stream.run { $0.start(&$1) }
+      let handle = stream.holdUpstream(link)
       stream.run {
         $0.upstreamReady(
-          UpstreamRef(link: link), pooled: false, tls: .none, protocol: .http1,
+          handle, pooled: false, tls: .none, protocol: .http1,
           responseDeadline: Self.responseDeadline(on: loop), &$1)
       }
       link.isAboveHighWatermark = true

@@ -87,6 +87,37 @@ final class ForwardSessionRecordsTests: XCTestCase {
     XCTAssertTrue(waitUntil { self.shelf(proxy).retired == 1 }, "and it is kept again")
   }
 
+  /// The upstream links a session's machine names by handle are let go of
+  /// as each exchange ends, whichever way: released to the pool, or closed
+  /// under the exchange by the origin (a pooled connection the origin
+  /// dropped as the next request went out, retried on a new one). A link
+  /// not let go would stay held for the connection's life, one per request.
+  func testALiveSessionHoldsNoUpstreamLinkBetweenRequests() throws {
+    let origin = try ScriptedOrigin { connection, connectionIndex, requestIndex in
+      if connectionIndex == 0 && requestIndex == 1 { return connection.close() }
+      let body = "c\(connectionIndex) r\(requestIndex)"
+      connection.write(Array("HTTP/1.1 200 OK\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)".utf8))
+    }
+    defer { origin.close() }
+    let proxy = try InProcessProxy(originPort: origin.port)
+    let client = try proxy.connectClient()
+    let loop = proxy.group.next()
+    func heldLinks() -> [Int] {
+      loop.runAndWait {
+        proxy.context.loopState(for: loop).registry.sessions.compactMap { session in
+          (session as? ForwardSession).map { $0.upstreams.isEmpty ? 0 : 1 }
+        }
+      }
+    }
+    client.send(request(origin, "/1"))
+    XCTAssertTrue(client.read { $0.text.hasSuffix("c0 r0") }, client.text)
+    XCTAssertEqual(heldLinks(), [0], "released to the pool: not held")
+    client.send(request(origin, "/2"))
+    XCTAssertTrue(client.read { $0.text.hasSuffix("c1 r0") }, client.text)
+    XCTAssertEqual(origin.connectionCount, 2, "the dropped pooled connection was retried on a new one")
+    XCTAssertEqual(heldLinks(), [0], "the link the origin closed is not held either")
+  }
+
   func testAReusedSessionDecidesUnderTheSnapshotInstalledSinceTheLastConnection() throws {
     let origin = try ScriptedOrigin { connection, _, _ in
       connection.write(Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".utf8))

@@ -85,8 +85,8 @@ final class SessionRegistry: @unchecked Sendable {
     listed -= 1
   }
 
-  /// The listed sessions, for a pass over all of them.
-  private var sessions: [any DrainableSession] { slots.compactMap { $0?.session } }
+  /// The listed sessions, for a pass over all of them (and a test's look).
+  var sessions: [any DrainableSession] { slots.compactMap { $0?.session } }
 
   func drainAll() {
     loop.preconditionInLoop()

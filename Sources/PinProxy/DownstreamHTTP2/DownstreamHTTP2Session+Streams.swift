@@ -165,9 +165,10 @@ extension DownstreamHTTP2Session {
         stream.run { $0.dialFailed(failure, &$1) }
       case .success(let acquired):
         let link = acquired.link
+        let handle = stream.holdUpstream(link)
         stream.run {
           $0.upstreamReady(
-            UpstreamRef(link: link), pooled: acquired.pooled, tls: link.tls, protocol: link.protocolName,
+            handle, pooled: acquired.pooled, tls: link.tls, protocol: link.protocolName,
             responseDeadline: Deadline(seconds: self.responseTimeout, from: self.loop.now), &$1)
         }
       }

@@ -63,6 +63,8 @@ final class DownstreamHTTP2Stream: ExchangeHost, @unchecked Sendable {
   private(set) var machine: ExchangeMachine<UpstreamRef>
   private var downstream: HTTP2Downstream
   private var actions = ExchangeMachine<UpstreamRef>.Actions(capacity: 8)
+  /// The upstream links the machine's exchange holds, by handle.
+  private var upstreams = UpstreamLinks()
   private var running = false
   var hold = Hold.none
   /// Trailers that arrived before the stream's end.
@@ -210,6 +212,8 @@ final class DownstreamHTTP2Stream: ExchangeHost, @unchecked Sendable {
   func abandon() {
     stopTimer()
     run { $0.abandon(&$1) }
+    // The machine closed its upstream; one still held would serve no one.
+    for link in upstreams.letGoAll() { link.close() }
     if upstreamPaused { setUpstreamPaused(false) }
   }
 
@@ -217,7 +221,7 @@ final class DownstreamHTTP2Stream: ExchangeHost, @unchecked Sendable {
   func resumeUpstreamIfAllowed() {
     guard upstreamPaused, !host.pausesUpstream(of: self) else { return }
     setUpstreamPaused(false)
-    machine.upstream?.link.resumeReading()
+    machine.upstream.flatMap { upstreams[$0] }?.resumeReading()
   }
 
   private func setUpstreamPaused(_ paused: Bool) {
@@ -232,20 +236,28 @@ final class DownstreamHTTP2Stream: ExchangeHost, @unchecked Sendable {
     // run now, not wait in the queue of a run already under way (upstream
     // events come from reads, which never happen inside a run).
     precondition(!running, "upstream events during a stream's run")
-    run { $0.upstreamEvents(events, from: UpstreamRef(link: upstream), &$1) }
+    // A link this stream does not hold has nothing to say to it: closed,
+    // as the machine closes an upstream that does not serve it.
+    guard let handle = upstreams.handle(of: upstream) else { return upstream.close() }
+    run { $0.upstreamEvents(events, from: handle, &$1) }
     host.flush()
   }
 
   func upstreamDidDrain(_ upstream: any UpstreamLink) {
-    guard machine.isServed(by: UpstreamRef(link: upstream)), unconsumed > 0 else { return }
+    guard let handle = upstreams.handle(of: upstream), machine.isServed(by: handle), unconsumed > 0 else {
+      return
+    }
     host.acknowledge(id, unconsumed)
     unconsumed = 0
     host.flush()
   }
 
   func upstreamDidClose(_ upstream: any UpstreamLink, failure: ProxyFailure?) {
+    guard let handle = upstreams.handle(of: upstream) else { return }
+    // Closed: let go of before the machine hears of it.
+    _ = upstreams.letGo(handle)
     let mayRetry = upstream.mayRetryAfterClose
-    run { $0.upstreamClosed(UpstreamRef(link: upstream), failure: failure, mayRetry: mayRetry, &$1) }
+    run { $0.upstreamClosed(handle, failure: failure, mayRetry: mayRetry, &$1) }
     host.flush()
   }
 
@@ -264,6 +276,12 @@ final class DownstreamHTTP2Stream: ExchangeHost, @unchecked Sendable {
   }
 
   func releaseUpstream(_ link: any UpstreamLink) { host.release(link) }
+  func link(_ upstream: UpstreamRef) -> (any UpstreamLink)? { upstreams[upstream] }
+  func letGo(_ upstream: UpstreamRef) -> (any UpstreamLink)? { upstreams.letGo(upstream) }
+
+  /// Holds `link`, just acquired for this stream's exchange, and returns
+  /// the handle its machine is given.
+  func holdUpstream(_ link: any UpstreamLink) -> UpstreamRef { upstreams.hold(link) }
   func forwardedRequest(exchange id: Int) -> ForwardedRequest? {
     machine.exchange.id == id ? machine.forwardedRequest : nil
   }
@@ -287,7 +305,7 @@ final class DownstreamHTTP2Stream: ExchangeHost, @unchecked Sendable {
       // Back-pressure: a stream whose client does not keep up stops its upstream.
       if !upstreamPaused && host.pausesUpstream(of: self) {
         setUpstreamPaused(true)
-        upstream.link.pauseReading()
+        upstreams[upstream]?.pauseReading()
       }
     case .respondEnd(let trailers, _):
       downstream.end(trailers: trailers)
@@ -309,7 +327,7 @@ final class DownstreamHTTP2Stream: ExchangeHost, @unchecked Sendable {
     machine.abandon(&ignored)
     countSlot()
     stopTimer()
-    upstream.link.close()
+    upstreams.letGo(upstream)?.close()
     try? host.codec.submitReset(stream: id, errorCode: HTTP2ErrorCode.internalError)
   }
 }

@@ -58,9 +58,11 @@ extension ForwardSession {
   }
 
   private func upstreamAcquired(_ link: any UpstreamLink, pooled: Bool, exchange id: Int) {
+    // Held from here until released or closed; the machine keeps the handle.
+    let handle = upstreams.hold(link)
     run {
       $0.upstreamReady(
-        UpstreamRef(link: link), exchange: id, pooled: pooled, tls: link.tls, protocol: link.protocolName,
+        handle, exchange: id, pooled: pooled, tls: link.tls, protocol: link.protocolName,
         responseTimeout: snapshot.timeouts.upstreamResponse)
     }
   }

@@ -38,6 +38,8 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   /// the current policy (an exchange in flight keeps the target it has).
   var snapshot: RuntimeSnapshot
   var machine: ForwardMachine<UpstreamRef>
+  /// The upstream links the machine's exchanges hold, by handle.
+  var upstreams = UpstreamLinks()
   /// What the client connection is doing, beside the machine's state.
   enum Mode {
     /// Requests are read and answered (HTTP/1.1).
@@ -205,7 +207,7 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
     let output = machine.clientOutput
     output.withUnsafeBytes { writeToClient(UnsafeRawBufferPointer(rebasing: $0[range])) }
     // Back-pressure: a slow client stops the upstream being read.
-    if let upstream, clientIsBackedUp { upstream.link.pauseReading() }
+    if let upstream, clientIsBackedUp { upstreams[upstream]?.pauseReading() }
   }
 
   /// After a refusal: the answer is out (or queued); what the client still
@@ -263,6 +265,9 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   func ended() {
     loop.preconditionInLoop()
     stopTimers()
+    // The machine closes its exchange's upstream when the client goes; a
+    // link it still held past that would serve no one: closed here.
+    for link in upstreams.letGoAll() { link.close() }
     mode = .ended
     registry.remove(self)
     admission.release()
@@ -273,7 +278,8 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   /// Nothing of a run is pending: no run under way, no response bytes
   /// waiting, no lingering close or held answer to start; no tunnel.
   var isAtRest: Bool {
-    !running && clientOutputToWrite == nil && !lingerAfterRun && heldAnswer == nil && tunnelReplies == nil
+    !running && upstreams.isEmpty && clientOutputToWrite == nil && !lingerAfterRun && heldAnswer == nil
+      && tunnelReplies == nil
       && !tunnelAnswered
   }
 
@@ -296,18 +302,29 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
   // MARK: UpstreamDelegate
 
   func upstream(_ upstream: any UpstreamLink, didReceive events: [HTTP1Parser.BorrowedEvent]) {
+    // A link this session does not hold has nothing to say to it: closed,
+    // as the machine closes an upstream that serves none of its exchanges.
+    guard let handle = upstreams.handle(of: upstream) else { return upstream.close() }
     let draining = context.isDraining
-    run { $0.upstreamEvents(events, from: UpstreamRef(link: upstream), draining: draining) }
+    run { $0.upstreamEvents(events, from: handle, draining: draining) }
   }
 
   func upstreamDidDrain(_ upstream: any UpstreamLink) {
-    run { $0.upstreamDrained(UpstreamRef(link: upstream)) }
+    guard let handle = upstreams.handle(of: upstream) else { return }
+    run { $0.upstreamDrained(handle) }
   }
 
   func upstreamDidClose(_ upstream: any UpstreamLink, failure: ProxyFailure?) {
+    guard let handle = upstreams.handle(of: upstream) else { return }
+    // Closed: let go of before the machine hears of it (its closing action,
+    // if any, then finds nothing to close).
+    _ = upstreams.letGo(handle)
     let mayRetry = upstream.mayRetryAfterClose
-    run { $0.upstreamClosed(UpstreamRef(link: upstream), failure: failure, mayRetry: mayRetry) }
+    run { $0.upstreamClosed(handle, failure: failure, mayRetry: mayRetry) }
   }
+
+  func link(_ upstream: UpstreamRef) -> (any UpstreamLink)? { upstreams[upstream] }
+  func letGo(_ upstream: UpstreamRef) -> (any UpstreamLink)? { upstreams.letGo(upstream) }
 
   // MARK: Actions
 
@@ -326,7 +343,7 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
     }
     switch action {
     case .resumeClient(let upstream):
-      if upstream?.link.isAboveHighWatermark != true { resumeClient() }
+      if upstream.flatMap({ upstreams[$0] })?.isAboveHighWatermark != true { resumeClient() }
     case .pauseClient:
       pauseClient()
     case .upstream(let action):
@@ -342,7 +359,7 @@ final class ForwardSession: ChannelDelegate, ExchangeHost, DrainableSession, @un
         clientOutputToWrite = (range, upstream)
       }
     case .resumeUpstream(let upstream):
-      upstream.link.resumeReading()
+      upstreams[upstream]?.resumeReading()
     case .refuse(let refusal):
       refuse(refusal)
     case .answerPAC(let head, let listener):

@@ -25,6 +25,11 @@ protocol ExchangeHost: UpstreamDelegate {
   /// The access line and metrics of the exchange that just finished (its
   /// machine's `record`).
   func reportFinishedExchange()
+  /// The link `upstream` names while the host holds it (`UpstreamLinks`).
+  func link(_ upstream: UpstreamRef) -> (any UpstreamLink)?
+  /// Stops holding the link `upstream` names and returns it; nil when the
+  /// host let go of it already.
+  func letGo(_ upstream: UpstreamRef) -> (any UpstreamLink)?
 }
 
 extension ExchangeHost {
@@ -36,18 +41,19 @@ extension ExchangeHost {
     case .acquireUpstream(let poolAllowed):
       acquireUpstream(poolAllowed: poolAllowed)
     case .sendHead(let upstream, let id):
-      guard let request = forwardedRequest(exchange: id) else { return }
-      upstream.link.delegate = self
-      upstream.link.sendHead(request)
+      guard let request = forwardedRequest(exchange: id), let link = link(upstream) else { return }
+      link.delegate = self
+      link.sendHead(request)
     case .sendBody(let upstream, let bytes):
-      upstream.link.sendBody(bytes)
-      requestBodySent(bytes.count, backedUp: upstream.link.isAboveHighWatermark)
+      guard let link = link(upstream) else { return }
+      link.sendBody(bytes)
+      requestBodySent(bytes.count, backedUp: link.isAboveHighWatermark)
     case .endBody(let upstream, let trailers):
-      upstream.link.endBody(trailers: trailers)
+      link(upstream)?.endBody(trailers: trailers)
     case .releaseUpstream(let upstream):
-      releaseUpstream(upstream.link)
+      if let link = letGo(upstream) { releaseUpstream(link) }
     case .closeUpstream(let upstream):
-      upstream.link.close()
+      letGo(upstream)?.close()
     case .record:
       reportFinishedExchange()
     }

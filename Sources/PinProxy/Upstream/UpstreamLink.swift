@@ -61,8 +61,14 @@ protocol UpstreamDelegate: AnyObject {
   func upstreamDidClose(_ upstream: any UpstreamLink, failure: ProxyFailure?)
 }
 
-/// A link as the forward machine holds it: compared by identity.
-struct UpstreamRef: SameUpstream {
-  let link: any UpstreamLink
-  func isSame(as other: UpstreamRef) -> Bool { link === other.link }
+/// A link as the exchange machines hold it: a handle into its host's
+/// `UpstreamLinks`, the slot the link was put in and that slot's generation
+/// then. Eight bytes, trivially copyable: actions and events naming an
+/// upstream retain nothing as they are queued, copied and dropped, and a
+/// handle whose link was released or closed since resolves to nothing
+/// (the slot's generation moved on), never to the next link in its slot.
+struct UpstreamRef: SameUpstream, Equatable, BitwiseCopyable {
+  let slot: UInt32
+  let generation: UInt32
+  func isSame(as other: UpstreamRef) -> Bool { self == other }
 }
