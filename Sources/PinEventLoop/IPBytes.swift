@@ -57,10 +57,17 @@ public struct IPBytes: Sendable, Hashable, RandomAccessCollection {
 
   /// An IPv4 address as `::ffff:a.b.c.d`, the form a dual-stack IPv6 socket lists it in.
   public var mappedIPv6: IPBytes {
-    var mapped: [UInt8] = Array(repeating: 0, count: 10) + [0xff, 0xff]
-    mapped += self
-    return IPBytes(mapped)
+    precondition(count == 4, "only an IPv4 address is mapped into IPv6")
+    var mapped = IPBytes(count: 16)
+    Swift.withUnsafeMutableBytes(of: &mapped.storage) { out in
+      (out[10], out[11]) = (0xff, 0xff)
+      for index in 0..<4 { out[12 + index] = self[index] }
+    }
+    return mapped
   }
+
+  /// `count` zero bytes.
+  private init(count: Int) { self.count = count }
 
   /// 127.0.0.0/8 or ::1.
   public var isLoopback: Bool {

@@ -109,22 +109,6 @@ extension ProxyContext {
     #endif
   }
 
-  static let ipv6Loopback: [UInt8] = Array(repeating: 0, count: 15) + [1]
-
-  static func mappedIPv6(_ address: [UInt8]) -> [UInt8] {
-    Array(repeating: 0, count: 10) + [0xff, 0xff] + address
-  }
-
-  /// `::ffff:a.b.c.d` (a dual-stack listener's IPv4 client) as 4 bytes:
-  /// the client's own socket is an IPv4 one.
-  static func unmappedIPv4(_ bytes: [UInt8]) -> [UInt8] {
-    guard bytes.count == 16, bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xff, bytes[11] == 0xff
-    else {
-      return bytes
-    }
-    return Array(bytes[12...])
-  }
-
   /// `allowedUsers` at accept: a local client whose user the listener does
   /// not list (or whose owner the kernel did not tell) may not connect; its
   /// socket `fd` is closed unread. Counted every time, logged once a minute

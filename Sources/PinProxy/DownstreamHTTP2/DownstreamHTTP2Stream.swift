@@ -253,9 +253,8 @@ final class DownstreamHTTP2Stream: ExchangeHost, @unchecked Sendable {
   }
 
   func upstreamDidClose(_ upstream: any UpstreamLink, failure: ProxyFailure?) {
-    guard let handle = upstreams.handle(of: upstream) else { return }
-    // Closed: let go of before the machine hears of it.
-    _ = upstreams.letGo(handle)
+    // Let go of before the machine hears of it.
+    guard let handle = upstreams.letGo(closed: upstream) else { return }
     let mayRetry = upstream.mayRetryAfterClose
     run { $0.upstreamClosed(handle, failure: failure, mayRetry: mayRetry, &$1) }
     host.flush()

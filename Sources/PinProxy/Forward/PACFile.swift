@@ -1,5 +1,6 @@
 import Foundation
 import PinConfig
+import PinEventLoop
 import PinHTTP
 import PinTLS
 import PinTrust
@@ -92,16 +93,11 @@ enum PACFile {
     let address = listener.address
     let unspecified = address.host == "0.0.0.0" || address.host == "::" || address.host == "[::]"
     var host = address.host
-    if unspecified, let reached, let ip = IPAddress(bytes: unmappedIPv4(reached)) { host = ip.description }
+    if unspecified, let reached, let ip = IPAddress(bytes: IPBytes(reached).unmappedIPv4.array) {
+      host = ip.description
+    }
     if host.contains(":") && !host.hasPrefix("[") { host = "[" + host + "]" }
     return "\(host):\(address.port)"
-  }
-
-  /// `::ffff:a.b.c.d`, an IPv4 client of a dual-stack listener, as the IPv4 address.
-  private static func unmappedIPv4(_ bytes: [UInt8]) -> [UInt8] {
-    let mapped =
-      bytes.count == 16 && bytes[0..<10].allSatisfy { $0 == 0 } && bytes[10] == 0xff && bytes[11] == 0xff
-    return mapped ? Array(bytes[12...]) : bytes
   }
 
   /// The whole answer to `GET /proxy.pac`: 200 with the file (no body for

@@ -43,12 +43,12 @@ extension AdminSession {
   /// origins of this endpoint's own pages.
   private var ownOrigins: [String] {
     guard let here = SocketAddress.local(of: connection.fd) else { return [] }
-    let bytes = ProxyContext.unmappedIPv4(here.addressBytes)
+    let address = here.ipBytes.unmappedIPv4
+    let bytes = address.array
     guard let ip = IPAddress(bytes: bytes) else { return [] }
     let host = bytes.count == 16 ? "[\(ip)]" : ip.description
     var origins = ["http://\(host):\(here.port)".lowercased()]
-    let loopback = bytes.count == 4 ? bytes[0] == 127 : bytes == ProxyContext.ipv6Loopback
-    if loopback { origins.append("http://localhost:\(here.port)") }
+    if address.isLoopback { origins.append("http://localhost:\(here.port)") }
     return origins
   }
 }

@@ -56,6 +56,15 @@ struct UpstreamLinks {
     return link
   }
 
+  /// Stops holding `link`, closed by its origin, and returns the handle it
+  /// had (for the machine to hear of the close); nil for a link this host
+  /// does not hold.
+  mutating func letGo(closed link: any UpstreamLink) -> UpstreamRef? {
+    guard let handle = handle(of: link) else { return nil }
+    _ = letGo(handle)
+    return handle
+  }
+
   /// Every link still held, let go of (the host is ending).
   mutating func letGoAll() -> [any UpstreamLink] {
     var held: [any UpstreamLink] = []
