@@ -219,11 +219,32 @@ extension ProxyAccessTests {
       XCTAssertTrue(line.lowercased().contains("pinproxy-error: proxy-auth-required"), line)
     }
 
+    func field(_ name: String, of head: String) -> String? {
+      head.split(separator: "\r\n").first { $0.lowercased().hasPrefix(name + ":") }
+        .map { $0.dropFirst(name.count + 1).trimmingCharacters(in: .whitespaces) }
+    }
+
     // The right password while throttled: still 429, from 127.0.0.1 and from
-    // 127.0.0.5 (all of 127.0.0.0/8 is one client: no fresh bucket). One curl
-    // sends them right behind one more wrong guess, a few milliseconds apart:
-    // a token refills every 2 s, and one falling between the loop's last guess
-    // and a later process would serve the right password by design.
+    // 127.0.0.5 (all of 127.0.0.0/8 is one client: no fresh bucket). A token
+    // refills every 2 s, and one that has refilled serves the right password
+    // by design; so the test waits for the next token (Retry-After is rounded
+    // up: the bucket then holds between 1 and 1.5), and one curl spends it on
+    // a wrong guess (407) with the right password right behind it, which then
+    // finds the bucket under one token for at least another second. A 429
+    // says how long until the next token; a wrong guess answered 407 instead
+    // (a token refilled) leaves less than one, so the next probe gets a 429.
+    var due: Int?
+    for attempt in 1...3 where due == nil {
+      let probe = try Subprocess.run(
+        "/usr/bin/curl",
+        [
+          "-s", "-o", "/dev/null", "-D", "-", "-x", "http://127.0.0.1:\(port)", "--proxy-user",
+          "alice:probe-\(attempt)-zq", "http://httpbin.org/hello",
+        ])
+      guard probe.stdout.hasPrefix("HTTP/1.1 429 ") else { continue }
+      due = field("retry-after", of: probe.stdout).flatMap { Int($0) }
+    }
+    usleep(UInt32(try XCTUnwrap(due, "no 429 with Retry-After in three wrong guesses")) * 1_000_000)
     let proxyURL = "http://127.0.0.1:\(port)"
     let sequence = try Subprocess.run(
       "/usr/bin/curl",
@@ -237,10 +258,8 @@ extension ProxyAccessTests {
       ])
     let heads = sequence.stdout.components(separatedBy: "\r\n\r\n").filter { !$0.isEmpty }
     XCTAssertEqual(heads.count, 3, sequence.stdout + sequence.stderr)
-    func field(_ name: String, of head: String) -> String? {
-      head.split(separator: "\r\n").first { $0.lowercased().hasPrefix(name + ":") }
-        .map { $0.dropFirst(name.count + 1).trimmingCharacters(in: .whitespaces) }
-    }
+    XCTAssertTrue(
+      heads.first?.hasPrefix("HTTP/1.1 407 ") ?? false, "the wrong guess takes the token: \(heads)")
     for (index, head) in heads.enumerated().dropFirst() {
       let who = index == 1 ? "the right password" : "127.0.0.5, sharing 127.0.0.1's bucket"
       XCTAssertTrue(head.hasPrefix("HTTP/1.1 429 "), "\(who): \(head)")
