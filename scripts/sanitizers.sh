@@ -26,6 +26,10 @@ large=${SANITIZER_LARGE_ROUNDS:-40}
 slack=${SANITIZER_LEAK_SLACK:-4096}
 failed=0
 report() { echo "sanitizers: $1"; }
+# When each step ended, in seconds from the start: the phase is the longest
+# of scripts/test.sh, and these say which of its steps grew.
+started=$SECONDS
+mark() { echo "timing: $1 at +$((SECONDS - started)) s"; }
 field() { python3 -c "import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])" "$1" "$2"; }
 
 # The unit suites run directly from the test binary, in three processes at
@@ -76,6 +80,7 @@ units() {
 }
 
 Fuzz/build.sh .build-asan debug --build-tests >/dev/null
+mark "the AddressSanitizer build ended"
 tsan_build_log=$(mktemp)
 (nice -n 10 swift build --build-tests --sanitize=thread --scratch-path .build-tsan >"$tsan_build_log" 2>&1) &
 tsan_build=$!
@@ -86,6 +91,7 @@ else
   report "address: unit tests FAILED"
   grep -E "ERROR: AddressSanitizer|error:" -A20 .build-asan/unit-address.log | head -60
 fi
+mark "the AddressSanitizer unit tests ended"
 
 # The leak workloads, one after the other, beside what follows.
 leak_dir=$(mktemp -d)
@@ -103,6 +109,7 @@ if ! wait "$tsan_build"; then
 fi
 tail -1 "$tsan_build_log"
 rm -f "$tsan_build_log"
+mark "the ThreadSanitizer build ended"
 gcc -shared -fPIC -O2 -o .build-tsan/keep-openssl-at-exit.so scripts/keep-openssl-at-exit.c -lcrypto
 python3 scripts/sanitizer-workload.py --binary .build-tsan/debug/pinproxy --rounds "$small" >"$leak_dir/thread" &
 thread_lane=$!
@@ -114,8 +121,10 @@ else
   report "thread: unit tests FAILED"
   grep -E "WARNING: ThreadSanitizer|error:" -A24 .build-tsan/unit-thread.log | head -80
 fi
+mark "the ThreadSanitizer unit tests ended"
 
 wait "$leak_lane" || true
+mark "the leak workloads ended"
 first=$(cat "$leak_dir/first")
 second=$(cat "$leak_dir/second")
 if [ -n "$first" ] && [ -n "$second" ]; then
@@ -136,6 +145,7 @@ else
 fi
 
 wait "$thread_lane" || true
+mark "the ThreadSanitizer daemon workload ended"
 workload=$(cat "$leak_dir/thread")
 if [ -n "$workload" ] && [ "$(field "$workload" tsan_warnings)" -eq 0 ]; then
   report "thread: daemon workload clean ($(field "$workload" requests) requests)"
