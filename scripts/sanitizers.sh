@@ -21,6 +21,7 @@ cd "$(dirname "$0")/.."
 # The package leaves its end-to-end test target out of these builds: only
 # the unit suites and the daemon run under the sanitizers.
 export PINPROXY_UNIT_TESTS_ONLY=1
+unset PINPROXY_END_TO_END_ONLY
 small=${SANITIZER_SMALL_ROUNDS:-5}
 large=${SANITIZER_LARGE_ROUNDS:-40}
 slack=${SANITIZER_LEAK_SLACK:-4096}
@@ -92,6 +93,10 @@ else
   grep -E "ERROR: AddressSanitizer|error:" -A20 .build-asan/unit-address.log | head -60
 fi
 mark "the AddressSanitizer unit tests ended"
+# The unit tests run here and not in the plain build (scripts/test.sh): each
+# test's result, for the run's count and its list of failures.
+echo "units: $(grep -cE "^Test Case '.*' passed \(" .build-asan/unit-address.log) passed, $(grep -cE "^Test Case '.*' failed \(" .build-asan/unit-address.log) failed"
+grep -oE "^Test Case '.*' failed \(" .build-asan/unit-address.log | sed -E "s/^Test Case '(.*)' failed \(/units: FAILED \1/" || true
 
 # The leak workloads, one after the other, beside what follows.
 leak_dir=$(mktemp -d)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every test: unit tests of each module, the AFSecurityPolicy scenarios,
+# Runs every test: unit tests of each module (in the sanitizer builds), the AFSecurityPolicy scenarios,
 # end-to-end tests that run the real pinproxy binary against openssl, curl and
 # Python clients; then the sanitizer builds (scripts/sanitizers.sh) and a
 # short run of every fuzz target (Fuzz/run.sh, from the AddressSanitizer
@@ -33,6 +33,15 @@ phase() {
 }
 scripts/install-deps.sh
 phase "install dependencies"
+# The plain debug build holds the end-to-end suite only (Package.swift): the
+# unit suites run in the sanitizer builds, where AddressSanitizer's run
+# counts each of their tests.
+export PINPROXY_END_TO_END_ONLY=1
+# Test programs call `python3` by name: on a machine where that is pyenv's
+# shim, each call ran two shells first. The interpreter it resolves to goes
+# first on PATH.
+python_bin=$(dirname "$(python3 -c 'import sys; print(sys.executable)')")
+export PATH="$python_bin:$PATH"
 swift build --build-tests
 phase "build (debug, with tests)"
 scripts/verify-systemd-unit.sh .build/debug/pinproxy
@@ -100,6 +109,16 @@ scripts/sanitizers.sh 2>&1 | tee "$sanitizer_log" || status=1
 passed=$((passed + $(grep -cE "^sanitizers: .*(clean|no growth)" "$sanitizer_log" || true)))
 failed=$((failed + $(grep -cE "^sanitizers: .*FAILED" "$sanitizer_log" || true)))
 failed_tests+=$'\n'"$(grep -E "^sanitizers: .*FAILED" "$sanitizer_log" || true)"
+# The unit tests, each counted from AddressSanitizer's run.
+unit_counts=$(grep -E "^units: [0-9]+ passed, [0-9]+ failed$" "$sanitizer_log" | tail -1 || true)
+if [ -n "$unit_counts" ]; then
+  passed=$((passed + $(cut -d' ' -f2 <<<"$unit_counts")))
+  failed=$((failed + $(cut -d' ' -f4 <<<"$unit_counts")))
+else
+  failed=$((failed + 1))
+  failed_tests+=$'\n'"units: the unit tests reported no result"
+fi
+failed_tests+=$'\n'"$(grep -E "^units: FAILED " "$sanitizer_log" || true)"
 rm -f "$sanitizer_log"
 wait "$serial_run" || true
 cat "$xunit_dir/serial.log"
