@@ -215,7 +215,9 @@ var benchmarkTargets: [Target] {
 /// AddressSanitizer's, ThreadSanitizer's, the benchmarks'). Measured on the
 /// two-core CI machine: a clean `swift build --build-tests` took 192 CPU-s
 /// in batch mode and 136 CPU-s whole. An edit recompiles its whole module,
-/// so an edit-compile loop may set PINPROXY_INCREMENTAL=1 for batch mode.
+/// so an edit-compile loop may set PINPROXY_INCREMENTAL=1 for batch mode, in
+/// a build directory of its own (`--scratch-path`): objects of the two modes
+/// mixed in one directory fail to link.
 if Context.environment["PINPROXY_INCREMENTAL"] == nil {
   for target in package.targets where target.type != .system && target.type != .binary {
     target.swiftSettings =
