@@ -50,7 +50,7 @@ extension ForwardSession {
     // Compared in place, before the new origin moves in (no copy of the old).
     let sameClient = origin.key == self.origin.key
     let routesAlike = sameClient && self.origin.routesAlike(origin)
-    self.origin = origin
+    self.origin = consume origin
     budgetConnection = UpstreamBudget.connectionID()
     // The acquirer goes on only for the same client under the same
     // snapshot, and only when no dial of its is under way (it would charge

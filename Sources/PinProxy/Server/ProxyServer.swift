@@ -264,7 +264,7 @@ public final class ProxyServer: Sendable {
     case .forward:
       ForwardSession.serve(
         fd: fd, peer: address, loop: loop, context: context, listener: listener, admitted: entry,
-        origin: origin, snapshot: snapshot
+        origin: consume origin, snapshot: snapshot
       ).start()
     case .socks5:
       let (connection, ticket) = counted()
