@@ -59,38 +59,38 @@ pinproxy=${PINPROXY_RELEASE:-"$(cd .. && pwd)/.build/debug/pinproxy"}
 # request, callgrind's instructions), so what runs beside them cannot move
 # them: they run beside the compare, whose figures are printed, never
 # asserted, and which waits on its loads for much of its time. Each writes
-# its own log, printed after the compare's output.
+# its own log, printed after the compare's output. Both need the release
+# build.
 counts_dir=$(mktemp -d)
-if [ -z "${PINPROXY_RELEASE:-}" ]; then
-  echo 1 >"$counts_dir/allocations.status"
-  echo "  the allocation guard counts a release build: set PINPROXY_RELEASE" >"$counts_dir/allocations.log"
-  echo 1 >"$counts_dir/instructions.status"
-  echo "  the ratchet counts a release build: set PINPROXY_RELEASE" >"$counts_dir/instructions.log"
-else
+counting=()
+# beside NAME TIMEOUT COMMAND...: starts one count check in the background.
+beside() {
+  local name=$1
+  shift
+  if [ -z "${PINPROXY_RELEASE:-}" ]; then
+    echo "  $name counts a release build: set PINPROXY_RELEASE" >"$counts_dir/$name.log"
+    echo 1 >"$counts_dir/$name.status"
+    return
+  fi
   (
-    timeout 120 ./allocations.sh "$pinproxy" >"$counts_dir/allocations.log" 2>&1
-    echo $? >"$counts_dir/allocations.status"
+    timeout "$@" >"$counts_dir/$name.log" 2>&1
+    echo $? >"$counts_dir/$name.status"
   ) &
-  allocations_run=$!
-  # The instruction ratchet: pinproxy's own instructions per keep-alive
-  # request, counted by callgrind over a short window of the release build,
-  # against the committed ceiling (Benchmarks/instructions-ceiling). A count,
-  # not a time: the machine's load cannot move it.
-  (
-    timeout 300 ./instructions-per-request.py "$pinproxy" --ceiling instructions-ceiling \
-      >"$counts_dir/instructions.log" 2>&1
-    echo $? >"$counts_dir/instructions.status"
-  ) &
-  instructions_run=$!
-fi
+  counting+=($!)
+}
+beside allocations 120 ./allocations.sh "$pinproxy"
+# The instruction ratchet: pinproxy's own instructions per keep-alive
+# request, counted by callgrind over a short window of the release build,
+# against the committed ceiling (Benchmarks/instructions-ceiling). A count,
+# not a time: the machine's load cannot move it.
+beside instructions 300 ./instructions-per-request.py "$pinproxy" --ceiling instructions-ceiling
 if timeout 600 ./compare --duration 1 --runs 1 --loads keep-alive --only nginx,smoke-forward \
   --pinproxy "smoke=$pinproxy"; then
   say compare ok
 else
   say compare FAILED
 fi
-[ -z "${allocations_run:-}" ] || wait "$allocations_run" || true
-[ -z "${instructions_run:-}" ] || wait "$instructions_run" || true
+for pid in "${counting[@]}"; do wait "$pid" || true; done
 for check in allocations instructions; do
   cat "$counts_dir/$check.log"
   if [ "$(cat "$counts_dir/$check.status" 2>/dev/null)" = 0 ]; then say "$check" ok; else say "$check" FAILED; fi

@@ -141,8 +141,6 @@ final class TestClient {
   deinit { Glibc.close(fd) }
 
   var text: String { String(decoding: received, as: UTF8.self) }
-  /// The first `count` bytes received, as text: a head, without decoding a large body.
-  func text(prefix count: Int) -> String { String(decoding: received.prefix(count), as: UTF8.self) }
 
   func send(_ text: String) {
     var bytes = Array(text.utf8)[...]
